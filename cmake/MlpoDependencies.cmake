@@ -1,0 +1,10 @@
+# Every third-party piece is a Debian package (scripts/setup.sh installs them).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 2.1 REQUIRED)
+pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing)
+pkg_check_modules(SIMGRID REQUIRED IMPORTED_TARGET simgrid>=3.32)
+if(MLPO_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
