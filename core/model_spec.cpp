@@ -1,0 +1,72 @@
+#include "core/model_spec.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace mlpo {
+
+void validate(const ModelSpec& s, const std::string& where) {
+  auto fail = [&](const std::string& field, const std::string& why) {
+    throw Error((where.empty() ? "" : where + ": ") + field + ": " + why);
+  };
+  const std::pair<const char*, std::int64_t> sizes[] = {{"vocab", s.vocab},       {"hidden", s.hidden},
+                                                        {"layers", s.layers},     {"heads", s.heads},
+                                                        {"kv_heads", s.kv_heads}, {"ffn_hidden", s.ffn_hidden},
+                                                        {"seq_len", s.seq_len}};
+  for (const auto& [field, value] : sizes)
+    if (value <= 0) fail(field, "must be > 0, got " + std::to_string(value));
+  if (s.hidden % s.heads != 0)
+    fail("heads", "hidden (" + std::to_string(s.hidden) + ") must be divisible by heads (" + std::to_string(s.heads) + ")");
+  if (s.heads % s.kv_heads != 0)
+    fail("kv_heads", "heads (" + std::to_string(s.heads) + ") must be divisible by kv_heads (" +
+                         std::to_string(s.kv_heads) + ")");
+  if (s.head_dim() % 2 != 0) fail("heads", "head_dim = hidden/heads must be even for RoPE, got " + std::to_string(s.head_dim()));
+  if (!(s.rope_theta > 0)) fail("rope_theta", "must be > 0");
+  if (!(s.norm_eps > 0)) fail("norm_eps", "must be > 0");
+}
+
+ModelSpec model_from_json(const Json& json, const std::string& where) {
+  JsonObject o(json, "");
+  try {
+    o.expect_schema("mlpo.model/1");
+    ModelSpec s;
+    s.name = o.string_or("name", "custom");
+    const std::int64_t big = std::int64_t{1} << 40;
+    s.vocab = o.integer("vocab", 1, big);
+    s.hidden = o.integer("hidden", 1, big);
+    s.layers = o.integer("layers", 1, 1 << 20);
+    s.heads = o.integer("heads", 1, 1 << 20);
+    s.kv_heads = o.integer("kv_heads", 1, 1 << 20);
+    s.ffn_hidden = o.integer("ffn_hidden", 1, big);
+    s.seq_len = o.integer("seq_len", 1, std::int64_t{1} << 24);
+    s.rope_theta = o.number_or("rope_theta", 1e-9, 1e12, 10000.0);
+    s.norm_eps = o.number_or("norm_eps", 1e-30, 1.0, 1e-5);
+    s.tied_embeddings = o.boolean_or("tied_embeddings", false);
+    o.finish();
+    validate(s, "");
+    return s;
+  } catch (const Error& e) {
+    throw Error(where.empty() ? std::string(e.what()) : where + ": " + e.what());
+  }
+}
+
+Json to_json(const ModelSpec& s) {
+  return Json{{"schema", "mlpo.model/1"}, {"name", s.name},         {"vocab", s.vocab},
+              {"hidden", s.hidden},       {"layers", s.layers},     {"heads", s.heads},
+              {"kv_heads", s.kv_heads},   {"ffn_hidden", s.ffn_hidden}, {"seq_len", s.seq_len},
+              {"rope_theta", s.rope_theta}, {"norm_eps", s.norm_eps}, {"tied_embeddings", s.tied_embeddings}};
+}
+
+ModelSpec load_model(const std::string& name_or_file) {
+  bool looks_like_path = name_or_file.find('/') != std::string::npos ||
+                         name_or_file.find(".json") != std::string::npos;
+  if (!looks_like_path) {
+    for (const auto& p : model_presets())
+      if (p.name == name_or_file) return p;
+    if (!std::filesystem::exists(name_or_file)) return find_preset(name_or_file);  // throws, listing presets
+  }
+  return model_from_json(read_json_file(name_or_file, "an mlpo.model/1 model spec"), name_or_file);
+}
+
+}  // namespace mlpo

@@ -1,0 +1,206 @@
+#include "core/profile.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace mlpo {
+
+namespace {
+
+constexpr double kHuge = 1e18;
+
+Measurement read_measurement(JsonObject& parent, const char* key, bool allow_zero = false) {
+  const Json& j = parent.raw(key);
+  Measurement m;
+  if (j.is_number()) {
+    double v = parent.number(key, 0.0, kHuge);
+    if (!allow_zero && v <= 0) parent.fail(key, "must be > 0");
+    m.median = m.min = m.max = v;
+    return m;
+  }
+  JsonObject o(j, parent.field(key));
+  m.median = o.number("median", 0, kHuge);
+  if (!allow_zero && m.median <= 0) o.fail("median", "must be > 0");
+  m.min = o.number_or("min", 0, kHuge, m.median);
+  m.max = o.number_or("max", 0, kHuge, m.median);
+  if (m.min > m.median || m.median > m.max) o.fail("median", "must lie between min and max");
+  m.repetitions = o.integer_or("repetitions", 0, 1 << 30, 0);
+  m.size_bytes = o.integer_or("size_bytes", 0, INT64_MAX, 0);
+  o.finish();
+  return m;
+}
+
+std::vector<CurvePoint> read_curve(JsonObject& parent, const char* key, const char* count_key) {
+  const Json& arr = parent.array(key);
+  if (arr.empty()) parent.fail(key, "must have at least one point");
+  std::vector<CurvePoint> points;
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    JsonObject o(arr[i], element_path(parent.field(key), i));
+    CurvePoint p;
+    p.streams = o.integer(count_key, 1, 1 << 20);
+    p.value = read_measurement(o, "value");
+    o.finish();
+    if (!points.empty() && p.streams <= points.back().streams)
+      o.fail(count_key, "points must be in increasing order of " + std::string(count_key));
+    points.push_back(p);
+  }
+  return points;
+}
+
+Json curve_json(const std::vector<CurvePoint>& points, const char* count_key) {
+  Json arr = Json::array();
+  for (const auto& p : points) arr.push_back(Json{{count_key, p.streams}, {"value", to_json(p.value)}});
+  return arr;
+}
+
+}  // namespace
+
+double interpolate(const std::vector<CurvePoint>& points, double streams) {
+  if (points.empty()) return 0;
+  if (streams <= static_cast<double>(points.front().streams)) return points.front().value.median;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    const auto& a = points[i - 1];
+    const auto& b = points[i];
+    if (streams <= static_cast<double>(b.streams)) {
+      double t = (streams - static_cast<double>(a.streams)) / static_cast<double>(b.streams - a.streams);
+      return a.value.median + t * (b.value.median - a.value.median);
+    }
+  }
+  return points.back().value.median;
+}
+
+Json to_json(const Measurement& m) {
+  return Json{{"median", m.median}, {"min", m.min}, {"max", m.max}, {"repetitions", m.repetitions},
+              {"size_bytes", m.size_bytes}};
+}
+
+const TierProfile* Profile::find_tier(const std::string& name) const {
+  for (const auto& t : tiers)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+Profile profile_from_json(const Json& json) {
+  JsonObject root(json, "");
+  root.expect_schema("mlpo.profile/1");
+  Profile p;
+  p.hostname = root.string_or("hostname", "");
+  p.measured_at = root.string_or("measured_at", "");
+  p.notes = root.string_or("notes", "");
+
+  JsonObject h = root.object("host");
+  p.host.cores = h.integer("cores", 1, 1 << 20);
+  p.host.memory_bytes = h.integer("memory_bytes", 1, INT64_MAX);
+  p.host.available_bytes = h.integer_or("available_bytes", 0, INT64_MAX, p.host.memory_bytes);
+  if (p.host.available_bytes > p.host.memory_bytes) h.fail("available_bytes", "must not exceed memory_bytes");
+  p.host.numa_nodes = h.integer_or("numa_nodes", 1, 1 << 16, 1);
+  p.host.memcpy_gbps_single = read_measurement(h, "memcpy_gbps_single");
+  p.host.memcpy_gbps = read_measurement(h, "memcpy_gbps");
+  p.host.adam_elements_per_s = read_curve(h, "adam_elements_per_s", "threads");
+  p.host.adam_estimated = h.boolean_or("adam_estimated", false);
+  if (h.optional("bf16_convert_gbps")) p.host.bf16_convert_gbps = read_measurement(h, "bf16_convert_gbps");
+  if (h.optional("cpu_gemm_gflops")) p.host.cpu_gemm_gflops = read_measurement(h, "cpu_gemm_gflops");
+  h.finish();
+
+  const Json& gpus = root.array("gpus");
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    JsonObject g(gpus[i], element_path("gpus", i));
+    GpuProfile gp;
+    gp.model = g.string("model");
+    gp.count = g.integer("count", 1, 1 << 16);
+    gp.memory_bytes = g.integer("memory_bytes", 1, INT64_MAX);
+    gp.sm_count = g.integer_or("sm_count", 0, 1 << 20, 0);
+    gp.bf16_tflops = read_measurement(g, "bf16_tflops");
+    gp.hbm_gbps = read_measurement(g, "hbm_gbps");
+    gp.h2d_gbps = read_measurement(g, "h2d_gbps");
+    gp.d2h_gbps = read_measurement(g, "d2h_gbps");
+    gp.bidirectional_gbps = read_measurement(g, "bidirectional_gbps");
+    g.finish();
+    p.gpus.push_back(gp);
+  }
+  p.gpus_reason = root.string_or("gpus_reason", "");
+
+  const Json& tiers = root.array("tiers");
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < tiers.size(); ++i) {
+    JsonObject t(tiers[i], element_path("tiers", i));
+    TierProfile tp;
+    tp.name = t.string("name");
+    if (tp.name.empty()) t.fail("name", "must not be empty");
+    if (!names.insert(tp.name).second) t.fail("name", "duplicate tier name '" + tp.name + "' (tier names must be unique)");
+    tp.kind = parse_tier_kind(t.string("kind"), t.field("kind"));
+    tp.path = t.string_or("path", "");
+    if (tp.kind != TierKind::memory && tp.path.empty()) t.fail("path", "missing (required for a " + std::string(to_string(tp.kind)) + " tier)");
+    tp.capacity_bytes = t.integer("capacity_bytes", 0, INT64_MAX);
+    tp.free_bytes = t.integer("free_bytes", 0, INT64_MAX);
+    if (tp.free_bytes > tp.capacity_bytes) t.fail("free_bytes", "must not exceed capacity_bytes");
+    tp.block_size = t.integer_or("block_size", 4096, std::int64_t{1} << 30, 1 << 20);
+    if (tp.block_size % 4096 != 0) t.fail("block_size", "must be a multiple of 4096");
+    tp.queue_depth = t.integer_or("queue_depth", 1, 4096, 8);
+    tp.direct_io = t.boolean_or("direct_io", true);
+    tp.read_gbps = read_curve(t, "read_gbps", "streams");
+    tp.write_gbps = read_curve(t, "write_gbps", "streams");
+    if (t.optional("latency_us")) tp.latency_us = read_measurement(t, "latency_us");
+    t.finish();
+    p.tiers.push_back(tp);
+  }
+  root.finish();
+  return p;
+}
+
+Json to_json(const Profile& p) {
+  Json host{{"cores", p.host.cores},
+            {"memory_bytes", p.host.memory_bytes},
+            {"available_bytes", p.host.available_bytes},
+            {"numa_nodes", p.host.numa_nodes},
+            {"memcpy_gbps_single", to_json(p.host.memcpy_gbps_single)},
+            {"memcpy_gbps", to_json(p.host.memcpy_gbps)},
+            {"adam_elements_per_s", curve_json(p.host.adam_elements_per_s, "threads")},
+            {"adam_estimated", p.host.adam_estimated}};
+  if (p.host.bf16_convert_gbps.median > 0) host["bf16_convert_gbps"] = to_json(p.host.bf16_convert_gbps);
+  if (p.host.cpu_gemm_gflops.median > 0) host["cpu_gemm_gflops"] = to_json(p.host.cpu_gemm_gflops);
+  Json gpus = Json::array();
+  for (const auto& g : p.gpus)
+    gpus.push_back(Json{{"model", g.model},
+                        {"count", g.count},
+                        {"memory_bytes", g.memory_bytes},
+                        {"sm_count", g.sm_count},
+                        {"bf16_tflops", to_json(g.bf16_tflops)},
+                        {"hbm_gbps", to_json(g.hbm_gbps)},
+                        {"h2d_gbps", to_json(g.h2d_gbps)},
+                        {"d2h_gbps", to_json(g.d2h_gbps)},
+                        {"bidirectional_gbps", to_json(g.bidirectional_gbps)}});
+  Json tiers = Json::array();
+  for (const auto& t : p.tiers) {
+    Json tj{{"name", t.name},
+            {"kind", to_string(t.kind)},
+            {"capacity_bytes", t.capacity_bytes},
+            {"free_bytes", t.free_bytes},
+            {"block_size", t.block_size},
+            {"queue_depth", t.queue_depth},
+            {"direct_io", t.direct_io},
+            {"read_gbps", curve_json(t.read_gbps, "streams")},
+            {"write_gbps", curve_json(t.write_gbps, "streams")}};
+    if (!t.path.empty()) tj["path"] = t.path;
+    if (t.latency_us.median > 0) tj["latency_us"] = to_json(t.latency_us);
+    tiers.push_back(tj);
+  }
+  Json j{{"schema", "mlpo.profile/1"}, {"hostname", p.hostname}, {"measured_at", p.measured_at},
+         {"host", host},               {"gpus", gpus},             {"tiers", tiers}};
+  if (!p.notes.empty()) j["notes"] = p.notes;
+  if (!p.gpus_reason.empty()) j["gpus_reason"] = p.gpus_reason;
+  return j;
+}
+
+Profile load_profile(const std::string& path) {
+  Json j = read_json_file(path, "an mlpo.profile/1 profile (made by mlpo-profile)");
+  try {
+    return profile_from_json(j);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
+
+}  // namespace mlpo

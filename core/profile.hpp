@@ -1,0 +1,96 @@
+#pragma once
+// Profile ("schema": "mlpo.profile/1"): what `mlpo-profile` measured on one machine — host
+// memory and CPU-Adam throughput, GPUs and their links, and every storage tier's read and
+// write bandwidth as a curve over concurrent streams. Each measured figure carries how it
+// was measured (size, repetitions, median/min/max). The simulator and tuner read it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/json_io.hpp"
+#include "core/tier_kind.hpp"
+
+namespace mlpo {
+
+// A measured figure: the median is the value used; min/max show the spread. In JSON it is
+// either an object with these fields or a plain number (a value given, not measured:
+// repetitions 0).
+struct Measurement {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  std::int64_t repetitions = 0;
+  std::int64_t size_bytes = 0;  // bytes (or elements) per repetition, 0 if not applicable
+};
+
+struct CurvePoint {
+  std::int64_t streams = 1;  // concurrent streams (or threads) for this point
+  Measurement value;
+};
+
+// Linear interpolation over `points` sorted by streams; clamped at both ends.
+double interpolate(const std::vector<CurvePoint>& points, double streams);
+
+struct HostProfile {
+  std::int64_t cores = 1;
+  std::int64_t memory_bytes = 0;
+  std::int64_t available_bytes = 0;
+  std::int64_t numa_nodes = 1;
+  Measurement memcpy_gbps_single;      // one thread, GB/s of bytes copied
+  Measurement memcpy_gbps;             // all threads
+  std::vector<CurvePoint> adam_elements_per_s;  // fused bf16-grad AdamW, by threads
+  bool adam_estimated = false;         // true until the real kernel was measured
+  Measurement bf16_convert_gbps;       // fp32 -> bf16, GB/s of fp32 read
+  Measurement cpu_gemm_gflops;         // CPU backend GEMM (for CPU-only training plans)
+};
+
+struct GpuProfile {
+  std::string model;
+  std::int64_t count = 1;
+  std::int64_t memory_bytes = 0;
+  std::int64_t sm_count = 0;
+  Measurement bf16_tflops;
+  Measurement hbm_gbps;
+  Measurement h2d_gbps;
+  Measurement d2h_gbps;
+  Measurement bidirectional_gbps;
+};
+
+struct TierProfile {
+  std::string name;
+  std::string path;  // empty for kind memory
+  TierKind kind = TierKind::other;
+  std::int64_t capacity_bytes = 0;
+  std::int64_t free_bytes = 0;
+  std::int64_t block_size = 1 << 20;
+  std::int64_t queue_depth = 8;
+  bool direct_io = true;
+  std::vector<CurvePoint> read_gbps;   // aggregate GB/s at 1, 2, 4, ... streams
+  std::vector<CurvePoint> write_gbps;
+  Measurement latency_us;              // first-byte latency of a block read
+
+  double read_at(double streams) const { return interpolate(read_gbps, streams); }
+  double write_at(double streams) const { return interpolate(write_gbps, streams); }
+};
+
+struct Profile {
+  std::string hostname;
+  std::string measured_at;  // ISO 8601
+  std::string notes;
+  HostProfile host;
+  std::vector<GpuProfile> gpus;
+  std::string gpus_reason;  // why `gpus` is empty
+  std::vector<TierProfile> tiers;
+
+  const TierProfile* find_tier(const std::string& name) const;
+};
+
+// Parses and validates; errors name the field (`tiers[1].read_gbps[0].value: must be > 0`).
+Profile profile_from_json(const Json& json);
+Json to_json(const Profile& profile);
+Profile load_profile(const std::string& path);
+
+Json to_json(const Measurement& m);
+
+}  // namespace mlpo

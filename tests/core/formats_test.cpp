@@ -1,0 +1,239 @@
+// Profile and plan formats: round trips, and malformed inputs that must give an Error
+// naming the field (never a crash, never an uncaught library exception).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "core/error.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+
+namespace mlpo {
+
+namespace {
+
+Json measured(double v) { return Json{{"median", v}, {"min", v * 0.9}, {"max", v * 1.1}, {"repetitions", 3}, {"size_bytes", 1 << 30}}; }
+
+Json sample_profile() {
+  return Json{{"schema", "mlpo.profile/1"},
+              {"hostname", "dev"},
+              {"measured_at", "2026-11-29T00:00:00Z"},
+              {"host",
+               {{"cores", 2},
+                {"memory_bytes", 24LL << 30},
+                {"available_bytes", 20LL << 30},
+                {"numa_nodes", 1},
+                {"memcpy_gbps_single", measured(8)},
+                {"memcpy_gbps", measured(10)},
+                {"adam_elements_per_s", Json::array({{{"threads", 1}, {"value", measured(2e8)}},
+                                                     {{"threads", 2}, {"value", measured(3.5e8)}}})}}},
+              {"gpus", Json::array()},
+              {"gpus_reason", "no CUDA device"},
+              {"tiers", Json::array({{{"name", "nvme"},
+                                      {"kind", "nvme"},
+                                      {"path", "/tmp/mlpo"},
+                                      {"capacity_bytes", 100LL << 30},
+                                      {"free_bytes", 50LL << 30},
+                                      {"read_gbps", Json::array({{{"streams", 1}, {"value", measured(1.5)}},
+                                                                 {{"streams", 2}, {"value", measured(1.8)}}})},
+                                      {"write_gbps", Json::array({{{"streams", 1}, {"value", 1.0}}})}},
+                                     {{"name", "shm"},
+                                      {"kind", "host"},
+                                      {"path", "/dev/shm/mlpo"},
+                                      {"capacity_bytes", 12LL << 30},
+                                      {"free_bytes", 12LL << 30},
+                                      {"direct_io", false},
+                                      {"read_gbps", Json::array({{{"streams", 1}, {"value", 6.0}}})},
+                                      {"write_gbps", Json::array({{{"streams", 1}, {"value", 4.0}}})}}})}};
+}
+
+Json sample_plan() {
+  return Json{{"schema", "mlpo.plan/1"},
+              {"model", {{"name", "tiny"}, {"params", 853120}}},
+              {"cluster", {{"nodes", 1}, {"gpus_per_node", 1}, {"micro_batch", 2}}},
+              {"mode", "mlp"},
+              {"subgroup_elements", 65536},
+              {"tiers", Json::array({{{"name", "nvme"}, {"kind", "nvme"}, {"path", "/tmp/x"}, {"fraction", 0.75}, {"concurrency_limit", 1}},
+                                     {{"name", "shm"}, {"kind", "host"}, {"path", "/dev/shm/x"}, {"fraction", 0.25}}})},
+              {"host_cache_subgroups", 2},
+              {"buffers", 4},
+              {"prefetch_depth", 2},
+              {"io", {{"block_size", 1 << 20}, {"queue_depth", 8}}},
+              {"order", "alternating"},
+              {"gradients", "delayed"}};
+}
+
+// Runs `parse` and returns the Error message ("" if it did not throw an Error).
+std::string error_of(const std::function<void()>& parse) {
+  try {
+    parse();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ProfileFormat, RoundTripsThroughJson) {
+  Profile p = profile_from_json(sample_profile());
+  Json once = to_json(p);
+  EXPECT_EQ(to_json(profile_from_json(once)), once);
+  EXPECT_EQ(p.tiers.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.tiers[0].read_at(1.5), 1.65);
+  EXPECT_DOUBLE_EQ(p.tiers[0].read_at(8), 1.8);  // clamped past the last point
+  EXPECT_DOUBLE_EQ(p.tiers[1].write_at(1), 4.0);  // plain number = given value
+}
+
+TEST(PlanFormat, RoundTripsThroughJson) {
+  Plan p = plan_from_json(sample_plan());
+  Json once = to_json(p);
+  EXPECT_EQ(to_json(plan_from_json(once)), once);
+  EXPECT_EQ(p.order, OrderPolicy::alternating);
+  EXPECT_EQ(p.tiers[0].concurrency_limit, 1);
+  EXPECT_EQ(p.tiers[1].concurrency_limit, 0);
+}
+
+TEST(PlanFormat, PredictionRoundTrips) {
+  Json j = sample_plan();
+  j["prediction"] = Json{{"iteration_s", 3.5}, {"update_s", 2.0}, {"model", "simgrid"},
+                         {"tiers", Json::array({{{"name", "nvme"}, {"read_bytes", 1e9}, {"write_bytes", 1e9}, {"busy_s", 1.2}}})}};
+  Plan p = plan_from_json(j);
+  ASSERT_TRUE(p.prediction.has_value());
+  EXPECT_DOUBLE_EQ(p.prediction->tiers[0].busy_s, 1.2);
+  EXPECT_EQ(to_json(plan_from_json(to_json(p))), to_json(p));
+}
+
+struct Malformed {
+  const char* name;
+  std::function<void(Json&)> mutate;
+  const char* expect;  // substring of the error
+};
+
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
+
+class MalformedProfile : public ::testing::TestWithParam<Malformed> {};
+class MalformedPlan : public ::testing::TestWithParam<Malformed> {};
+
+TEST_P(MalformedProfile, GivesNamedFieldError) {
+  Json j = sample_profile();
+  GetParam().mutate(j);
+  std::string msg = error_of([&] { profile_from_json(j); });
+  ASSERT_FALSE(msg.empty()) << "accepted malformed profile: " << GetParam().name;
+  EXPECT_NE(msg.find(GetParam().expect), std::string::npos) << "message was: " << msg;
+}
+
+TEST_P(MalformedPlan, GivesNamedFieldError) {
+  Json j = sample_plan();
+  GetParam().mutate(j);
+  std::string msg = error_of([&] { plan_from_json(j); });
+  ASSERT_FALSE(msg.empty()) << "accepted malformed plan: " << GetParam().name;
+  EXPECT_NE(msg.find(GetParam().expect), std::string::npos) << "message was: " << msg;
+}
+
+auto name_of = [](const auto& info) { return std::string(info.param.name); };
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MalformedProfile,
+    ::testing::Values(
+        Malformed{"NotAnObject", [](Json& j) { j = Json::array(); }, "must be an object"},
+        Malformed{"WrongSchema", [](Json& j) { j["schema"] = "mlpo.plan/1"; }, "schema: expected \"mlpo.profile/1\""},
+        Malformed{"MissingSchema", [](Json& j) { j.erase("schema"); }, "schema: missing"},
+        Malformed{"CoresWrongType", [](Json& j) { j["host"]["cores"] = "two"; }, "host.cores: must be an integer"},
+        Malformed{"CoresFractional", [](Json& j) { j["host"]["cores"] = 1.5; }, "host.cores: must be an integer"},
+        Malformed{"NegativeMemory", [](Json& j) { j["host"]["memory_bytes"] = -5; }, "host.memory_bytes: must be between"},
+        Malformed{"HugeMemory", [](Json& j) { j["host"]["memory_bytes"] = 1e300; }, "host.memory_bytes"},
+        Malformed{"HugeUnsigned", [](Json& j) { j["tiers"][0]["free_bytes"] = 18446744073709551615ull; }, "tiers[0].free_bytes: is too large"},
+        Malformed{"ZeroReadBandwidth", [](Json& j) { j["tiers"][1]["read_gbps"][0]["value"] = 0; }, "tiers[1].read_gbps[0].value: must be > 0"},
+        Malformed{"NegativeWriteMedian", [](Json& j) { j["tiers"][0]["write_gbps"][0]["value"] = Json{{"median", -1}}; }, "tiers[0].write_gbps[0].value.median"},
+        Malformed{"EmptyCurve", [](Json& j) { j["tiers"][0]["read_gbps"] = Json::array(); }, "tiers[0].read_gbps: must have at least one point"},
+        Malformed{"UnsortedCurve", [](Json& j) { j["tiers"][0]["read_gbps"][1]["streams"] = 1; }, "tiers[0].read_gbps[1].streams: points must be in increasing order"},
+        Malformed{"DuplicateTierName", [](Json& j) { j["tiers"][1]["name"] = "nvme"; }, "tiers[1].name: duplicate tier name 'nvme'"},
+        Malformed{"UnknownTierKind", [](Json& j) { j["tiers"][0]["kind"] = "tape"; }, "tiers[0].kind: 'tape' is not a tier kind"},
+        Malformed{"MissingPath", [](Json& j) { j["tiers"][0].erase("path"); }, "tiers[0].path: missing"},
+        Malformed{"FreeOverCapacity", [](Json& j) { j["tiers"][0]["free_bytes"] = 200LL << 30; }, "tiers[0].free_bytes: must not exceed capacity_bytes"},
+        Malformed{"UnalignedBlock", [](Json& j) { j["tiers"][0]["block_size"] = 1000; }, "tiers[0].block_size"},
+        Malformed{"UnknownField", [](Json& j) { j["host"]["corez"] = 2; }, "host.corez: unknown field"},
+        Malformed{"SpreadInverted", [](Json& j) { j["host"]["memcpy_gbps"] = Json{{"median", 5}, {"min", 6}, {"max", 7}}; }, "host.memcpy_gbps.median: must lie between min and max"},
+        Malformed{"GpusNotArray", [](Json& j) { j["gpus"] = "none"; }, "gpus: must be an array"},
+        Malformed{"GpuMissingModel", [](Json& j) { j["gpus"] = Json::array({Json::object()}); }, "gpus[0].model: missing"},
+        Malformed{"NaNLikeString", [](Json& j) { j["host"]["memcpy_gbps"] = "NaN"; }, "host.memcpy_gbps: must be an object"}),
+    name_of);
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MalformedPlan,
+    ::testing::Values(
+        Malformed{"WrongSchema", [](Json& j) { j["schema"] = "mlpo.profile/1"; }, "this is an mlpo.profile/1 file"},
+        Malformed{"FractionsDontSumToOne", [](Json& j) { j["tiers"][1]["fraction"] = 0.15; }, "tiers: fractions sum to 0.9"},
+        Malformed{"FractionOverOne", [](Json& j) { j["tiers"][0]["fraction"] = 1.5; }, "tiers[0].fraction: must be between 0 and 1"},
+        Malformed{"NegativeLimit", [](Json& j) { j["tiers"][0]["concurrency_limit"] = -1; }, "tiers[0].concurrency_limit"},
+        Malformed{"DuplicateTier", [](Json& j) { j["tiers"][1]["name"] = "nvme"; }, "tiers[1].name: duplicate tier name"},
+        Malformed{"NoTiers", [](Json& j) { j["tiers"] = Json::array(); }, "tiers: a plan needs at least one tier"},
+        Malformed{"SubgroupNotMultiple", [](Json& j) { j["subgroup_elements"] = 1000; }, "subgroup_elements: must be a positive multiple of 1024"},
+        Malformed{"NegativeSubgroup", [](Json& j) { j["subgroup_elements"] = -4096; }, "subgroup_elements: must be between"},
+        Malformed{"UnknownOrder", [](Json& j) { j["order"] = "random"; }, "order: 'random' is not one of: ascending, alternating"},
+        Malformed{"UnknownGradientPolicy", [](Json& j) { j["gradients"] = "fp16"; }, "gradients: 'fp16' is not one of"},
+        Malformed{"BaselineWithTwoTiers", [](Json& j) { j["mode"] = "baseline"; }, "mode: baseline requires exactly one tier"},
+        Malformed{"PrefetchOverBuffers", [](Json& j) { j["prefetch_depth"] = 9; }, "prefetch_depth: must be between 1 and buffers"},
+        Malformed{"MissingModel", [](Json& j) { j.erase("model"); }, "model: missing"},
+        Malformed{"ModelParamsString", [](Json& j) { j["model"]["params"] = "1B"; }, "model.params: must be an integer"},
+        Malformed{"UnknownIoField", [](Json& j) { j["io"]["blocksize"] = 4096; }, "io.blocksize: unknown field"},
+        Malformed{"BoolAsString", [](Json& j) { j["io"]["direct_io"] = "yes"; }, "io.direct_io: must be true or false"}),
+    name_of);
+
+class FileErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("mlpo-formats-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) {
+    auto path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(FileErrors, EmptyFileSaysEmpty) {
+  std::string msg = error_of([&] { load_profile(write("empty.json", "")); });
+  EXPECT_NE(msg.find("empty.json: file is empty"), std::string::npos) << msg;
+}
+
+TEST_F(FileErrors, NotJsonSaysWhereParsingFailed) {
+  std::string msg = error_of([&] { load_plan(write("bad.json", "{\"schema\": mlpo}")); });
+  EXPECT_NE(msg.find("bad.json: not valid JSON"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 1"), std::string::npos) << msg;
+}
+
+TEST_F(FileErrors, MissingFileNamesPath) {
+  std::string msg = error_of([&] { load_profile((dir_ / "nope.json").string()); });
+  EXPECT_NE(msg.find("nope.json: cannot open (No such file or directory)"), std::string::npos) << msg;
+}
+
+TEST_F(FileErrors, FieldErrorIsPrefixedByFile) {
+  Json j = sample_plan();
+  j["order"] = 3;
+  std::string msg = error_of([&] { load_plan(write("p.json", j.dump())); });
+  EXPECT_NE(msg.find("p.json: order: must be a string"), std::string::npos) << msg;
+}
+
+TEST_F(FileErrors, SavePlanIsAtomicAndLoadable) {
+  Plan p = plan_from_json(sample_plan());
+  std::string path = (dir_ / "plan.json").string();
+  save_plan(p, path);
+  EXPECT_EQ(to_json(load_plan(path)), to_json(p));
+  int files = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(dir_)) ++files;
+  EXPECT_EQ(files, 1) << "temp file left behind";
+}
+
+}  // namespace mlpo
