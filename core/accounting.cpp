@@ -103,3 +103,60 @@ Json to_json(const Accounting& a) {
 }
 
 }  // namespace mlpo
+
+#include <cstdio>
+
+#include "core/units.hpp"
+
+namespace mlpo {
+
+namespace {
+
+std::string with_commas(std::int64_t v) {
+  const std::string digits = std::to_string(v);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const Accounting& a) {
+  const ModelSpec& s = a.spec;
+  std::string out;
+  char line[256];
+  auto add = [&](const char* fmt, auto... args) {
+    std::snprintf(line, sizeof line, fmt, args...);
+    out += line;
+  };
+  add("model %s: %s parameters\n", s.name.c_str(), with_commas(a.params.total).c_str());
+  add("  shape: vocab %lld, hidden %lld, layers %lld, heads %lld (kv %lld, head_dim %lld), ffn %lld, seq %lld%s\n",
+      (long long)s.vocab, (long long)s.hidden, (long long)s.layers, (long long)s.heads, (long long)s.kv_heads,
+      (long long)s.head_dim(), (long long)s.ffn_hidden, (long long)s.seq_len, s.tied_embeddings ? ", tied embeddings" : "");
+  add("  parameters: embedding %s, lm_head %s, attention %s, mlp %s, norms %s (per layer %s)\n",
+      with_commas(a.params.embedding).c_str(), with_commas(a.params.lm_head).c_str(),
+      with_commas(a.params.attention).c_str(), with_commas(a.params.mlp).c_str(), with_commas(a.params.norms).c_str(),
+      with_commas(a.params.per_layer).c_str());
+  add("cluster: %lld node(s) x %lld GPU(s) = %lld ranks, micro-batch %lld, seq %lld, grad-accum %lld\n",
+      (long long)a.shape.nodes, (long long)a.shape.gpus_per_node, (long long)a.shape.ranks(),
+      (long long)a.shape.micro_batch, (long long)a.shape.seq_len, (long long)a.shape.grad_accum);
+  add("  whole model: bf16 weights %s, bf16 grads %s, optimizer state (fp32 p+m+v) %s\n",
+      format_bytes(static_cast<double>(a.weights_bf16_bytes)).c_str(), format_bytes(static_cast<double>(a.grads_bf16_bytes)).c_str(),
+      format_bytes(static_cast<double>(a.optimizer_bytes)).c_str());
+  add("  per rank (ZeRO-3): %s params; bf16 weights %s, bf16 grads %s, optimizer state %s (+%s fp32 grads in baseline)\n",
+      with_commas(a.params_per_rank).c_str(), format_bytes(static_cast<double>(a.weights_bf16_bytes_per_rank)).c_str(),
+      format_bytes(static_cast<double>(a.grads_bf16_bytes_per_rank)).c_str(),
+      format_bytes(static_cast<double>(a.optimizer_bytes_per_rank)).c_str(),
+      format_bytes(static_cast<double>(a.fp32_grad_bytes_per_rank)).c_str());
+  add("  activations per rank (per-layer checkpointing): checkpoints %s + working set %s\n",
+      format_bytes(static_cast<double>(a.activation_checkpoint_bytes_per_rank)).c_str(),
+      format_bytes(static_cast<double>(a.activation_working_bytes_per_rank)).c_str());
+  add("  training FLOPs per token: %.3g (model), %.3g (with recompute); %s tokens per iteration\n",
+      a.model_flops_per_token, a.hardware_flops_per_token, with_commas(a.tokens_per_iteration).c_str());
+  return out;
+}
+
+}  // namespace mlpo

@@ -5,6 +5,7 @@
 // simulator, the tuner and `mlpo-tune --describe` all use these same numbers.
 
 #include <cstdint>
+#include <string>
 
 #include "core/json_io.hpp"
 #include "core/model_spec.hpp"
@@ -61,5 +62,12 @@ struct Accounting {
 Accounting account(const ModelSpec& spec, const ClusterShape& shape);
 
 Json to_json(const Accounting& a);
+
+}  // namespace mlpo
+
+namespace mlpo {
+
+// Human-readable summary of an Accounting (what `mlpo-tune --describe` prints).
+std::string describe(const Accounting& a);
 
 }  // namespace mlpo
