@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's main job on a built-in default: install what is missing, build, then run the
+# pipeline as far as it exists today. Output goes to ./out/demo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+./scripts/build.sh release
+bin=build/release/cli
+out=out/demo
+mkdir -p "$out"
+
+echo
+echo "== mlpo-tune --model llama2-70b --describe"
+"$bin/mlpo-tune" --model llama2-70b --describe
+
+echo
+echo "== mlpo-profile --help"
+"$bin/mlpo-profile" --help
+echo
+echo "== mlpo-run --help"
+"$bin/mlpo-run" --help
