@@ -11,6 +11,7 @@ packages=(
   libcli11-dev          # command-line front-ends
   libgtest-dev          # tests
   libopenblas-dev       # CPU GEMM for the CPU compute backend
+  libssl-dev            # SHA-256 of optimizer state (state digests)
   fio                   # the I/O benchmark's reference
   python3               # small helper scripts (no PyPI packages)
 )

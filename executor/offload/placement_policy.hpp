@@ -1,0 +1,34 @@
+#pragma once
+// PlacementPolicy: which tier each subgroup lives on. Subgroups are dealt to tiers by smooth
+// weighted round-robin over the plan's fractions, so the tiers are interleaved along the
+// update order (80/20 gives A A B A A A B A A A ...-like patterns, never a block of A
+// followed by a block of B) and every tier streams during the whole update. Each tier
+// stores its subgroups densely: a subgroup's `slot` is its ordinal among that tier's
+// subgroups, i.e. its extent index in the tier's state file. Pure function of (fractions,
+// count); the same on every rank and every run.
+
+#include <cstdint>
+#include <vector>
+
+namespace mlpo::offload {
+
+struct SubgroupHome {
+  int tier = 0;
+  std::int64_t slot = 0;
+};
+
+class PlacementPolicy {
+ public:
+  // fractions[t] >= 0 summing to 1 (checked by the plan); count = subgroups of the rank.
+  PlacementPolicy(const std::vector<double>& fractions, std::int64_t count);
+
+  const SubgroupHome& home(std::int64_t subgroup) const { return homes_.at(static_cast<std::size_t>(subgroup)); }
+  std::int64_t subgroups_on(int tier) const { return per_tier_.at(static_cast<std::size_t>(tier)); }
+  int tiers() const { return static_cast<int>(per_tier_.size()); }
+
+ private:
+  std::vector<SubgroupHome> homes_;
+  std::vector<std::int64_t> per_tier_;
+};
+
+}  // namespace mlpo::offload
