@@ -1,0 +1,125 @@
+#include "executor/offload/state_store.hpp"
+
+#include "core/error.hpp"
+#include "executor/io/capacity.hpp"
+
+namespace mlpo::offload {
+
+namespace {
+
+std::vector<double> fractions_of(const Plan& plan) {
+  std::vector<double> f;
+  for (const auto& t : plan.tiers) f.push_back(t.fraction);
+  return f;
+}
+
+io::TierKind io_kind(TierKind k) {
+  switch (k) {
+    case TierKind::host: return io::TierKind::host;
+    case TierKind::nvme: return io::TierKind::nvme;
+    case TierKind::remote: return io::TierKind::remote;
+    default: return io::TierKind::other;
+  }
+}
+
+}  // namespace
+
+std::vector<io::Tier> io_tiers_of(const Plan& plan) {
+  std::vector<io::Tier> out;
+  for (const auto& t : plan.tiers) {
+    if (t.kind == TierKind::memory) continue;
+    io::Tier tier;
+    tier.name = t.name;
+    tier.path = t.path;
+    tier.kind = io_kind(t.kind);
+    tier.block_size = static_cast<std::uint64_t>(plan.io_block_size);
+    tier.queue_depth = static_cast<unsigned>(plan.io_queue_depth);
+    tier.direct_io = plan.direct_io;
+    tier.crc = plan.crc;
+    out.push_back(tier);
+  }
+  return out;
+}
+
+StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* tiers, const std::string& run,
+                       bool fp32_grads)
+    : shard_(shard),
+      layout_(shard.elements, plan.subgroup_elements),
+      placement_(fractions_of(plan), layout_.count()),
+      tiers_(tiers) {
+  int next_io = 0;
+  for (const auto& t : plan.tiers) io_tier_of_plan_tier_.push_back(t.kind == TierKind::memory ? -1 : next_io++);
+  MLPO_CHECK(next_io == static_cast<int>(io_tier_count()), "TierSet must hold exactly the plan's file tiers");
+
+  // Resident (memory-tier) subgroups.
+  std::int64_t resident_count = 0;
+  for (std::int64_t s = 0; s < layout_.count(); ++s)
+    resident_slot_.push_back(resident(s) ? resident_count++ : -1);
+  const std::int64_t floats = floats_per_array();
+  if (resident_count > 0) {
+    resident_ = std::make_unique<float[]>(static_cast<std::size_t>(resident_count * 3 * floats));
+    if (fp32_grads) resident_grads_ = std::make_unique<float[]>(static_cast<std::size_t>(resident_count * floats));
+  }
+
+  // File tiers: capacity check of everything first, then create and preallocate.
+  if (tiers_) {
+    std::vector<std::uint64_t> bytes(tiers_->size(), 0);
+    for (std::size_t p = 0; p < plan.tiers.size(); ++p) {
+      int t = io_tier_of_plan_tier_[p];
+      if (t < 0) continue;
+      std::uint64_t per = static_cast<std::uint64_t>(layout_.extent_bytes() + (fp32_grads ? layout_.array_bytes() : 0));
+      bytes[static_cast<std::size_t>(t)] = per * static_cast<std::uint64_t>(placement_.subgroups_on(static_cast<int>(p)));
+    }
+    tiers_->check_capacity(bytes);
+    for (std::size_t p = 0; p < plan.tiers.size(); ++p) {
+      int t = io_tier_of_plan_tier_[p];
+      if (t < 0) continue;
+      const auto n = static_cast<std::uint64_t>(placement_.subgroups_on(static_cast<int>(p)));
+      auto& tier = (*tiers_)[static_cast<std::size_t>(t)];
+      std::string base = "mlpo/" + run + "/rank" + std::to_string(shard.rank);
+      state_files_.push_back(&tier.open_file(base + ".state", n * static_cast<std::uint64_t>(layout_.extent_bytes())));
+      grad_files_.push_back(fp32_grads ? &tier.open_file(base + ".grad", n * static_cast<std::uint64_t>(layout_.array_bytes()))
+                                       : nullptr);
+    }
+  }
+}
+
+float* StateStore::resident_extent(std::int64_t subgroup) {
+  const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
+  MLPO_CHECK(slot >= 0, "subgroup " + std::to_string(subgroup) + " is not resident");
+  return resident_.get() + slot * 3 * floats_per_array();
+}
+
+float* StateStore::resident_grad(std::int64_t subgroup) {
+  const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
+  MLPO_CHECK(slot >= 0 && resident_grads_, "subgroup " + std::to_string(subgroup) + " has no resident gradient");
+  return resident_grads_.get() + slot * floats_per_array();
+}
+
+io::IoRequest StateStore::read_state(std::int64_t s, std::byte* buffer) {
+  const auto t = static_cast<std::size_t>(io_tier(s));
+  return (*tiers_)[t].read(*state_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
+                           static_cast<std::uint64_t>(layout_.extent_bytes()), buffer);
+}
+
+io::IoRequest StateStore::write_state(std::int64_t s, const std::byte* buffer) {
+  const auto t = static_cast<std::size_t>(io_tier(s));
+  return (*tiers_)[t].write(*state_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
+                            static_cast<std::uint64_t>(layout_.extent_bytes()), buffer);
+}
+
+io::IoRequest StateStore::read_grad(std::int64_t s, std::byte* buffer) {
+  const auto t = static_cast<std::size_t>(io_tier(s));
+  MLPO_CHECK(grad_files_[t] != nullptr, "no gradient file: store made without fp32 gradients");
+  return (*tiers_)[t].read(*grad_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.array_bytes()),
+                           static_cast<std::uint64_t>(layout_.array_bytes()), buffer);
+}
+
+io::IoRequest StateStore::write_grad(std::int64_t s, const std::byte* buffer) {
+  const auto t = static_cast<std::size_t>(io_tier(s));
+  MLPO_CHECK(grad_files_[t] != nullptr, "no gradient file: store made without fp32 gradients");
+  return (*tiers_)[t].write(*grad_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.array_bytes()),
+                            static_cast<std::uint64_t>(layout_.array_bytes()), buffer);
+}
+
+}  // namespace mlpo::offload

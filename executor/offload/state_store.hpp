@@ -1,0 +1,74 @@
+#pragma once
+// StateStore: where every subgroup of one rank's optimizer state lives, and the transfers
+// that move it. Subgroups on a `memory` tier are resident arrays in this process; subgroups
+// on a file tier are extents of that tier's state file
+//   <tier path>/mlpo/<run>/rank<r>.state      extent of subgroup s at slot(s) * extent_bytes
+// and, with fp32 gradient flushing (baseline), of its gradient file
+//   <tier path>/mlpo/<run>/rank<r>.grad       extent of subgroup s at slot(s) * array_bytes.
+// Files are preallocated at construction, after a capacity check of every tier. The store
+// owns the resident arrays; the TierSet (which owns the files) must outlive it.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "executor/io/tier_set.hpp"
+#include "executor/offload/placement_policy.hpp"
+#include "executor/offload/rank_shard.hpp"
+#include "executor/offload/subgroup_layout.hpp"
+
+namespace mlpo::offload {
+
+class StateStore {
+ public:
+  // `tiers` holds the plan's file tiers in plan order (memory tiers skipped); may be null
+  // when every tier is `memory`. Throws mlpo::Error when a tier is short of space.
+  StateStore(const Plan& plan, const RankShard& shard, io::TierSet* tiers, const std::string& run, bool fp32_grads);
+  StateStore(const StateStore&) = delete;
+  StateStore& operator=(const StateStore&) = delete;
+
+  const SubgroupLayout& layout() const { return layout_; }
+  const PlacementPolicy& placement() const { return placement_; }
+  const RankShard& shard() const { return shard_; }
+  std::int64_t floats_per_array() const { return layout_.array_bytes() / 4; }
+
+  // True when the subgroup lives in process memory (memory tier).
+  bool resident(std::int64_t subgroup) const { return io_tier_of_plan_tier_[home(subgroup).tier] < 0; }
+  // The resident extent (p, m, v arrays, floats_per_array() apart) of a resident subgroup.
+  float* resident_extent(std::int64_t subgroup);
+  // Fp32 gradient array of a resident subgroup (fp32-gradient mode only).
+  float* resident_grad(std::int64_t subgroup);
+
+  // TierSet index of a non-resident subgroup's tier.
+  int io_tier(std::int64_t subgroup) const { return io_tier_of_plan_tier_[home(subgroup).tier]; }
+  io::TierSet& tiers() { return *tiers_; }
+  std::size_t io_tier_count() const { return tiers_ ? tiers_->size() : 0; }
+
+  // Asynchronous whole-extent transfers of a non-resident subgroup; `buffer` holds
+  // extent_bytes (state) or array_bytes (gradient), 4 KiB-aligned.
+  io::IoRequest read_state(std::int64_t subgroup, std::byte* buffer);
+  io::IoRequest write_state(std::int64_t subgroup, const std::byte* buffer);
+  io::IoRequest read_grad(std::int64_t subgroup, std::byte* buffer);
+  io::IoRequest write_grad(std::int64_t subgroup, const std::byte* buffer);
+
+ private:
+  const SubgroupHome& home(std::int64_t s) const { return placement_.home(s); }
+
+  RankShard shard_;
+  SubgroupLayout layout_;
+  PlacementPolicy placement_;
+  io::TierSet* tiers_;
+  std::vector<int> io_tier_of_plan_tier_;             // -1 for memory tiers
+  std::vector<io::TierFile*> state_files_;            // per io tier
+  std::vector<io::TierFile*> grad_files_;             // per io tier, fp32-gradient mode
+  std::vector<std::int64_t> resident_slot_;           // per subgroup: index into resident_, or -1
+  std::unique_ptr<float[]> resident_;                 // resident extents, back to back
+  std::unique_ptr<float[]> resident_grads_;
+};
+
+// Converts the plan's file tiers (memory tiers skipped) into I/O-engine tiers.
+std::vector<io::Tier> io_tiers_of(const Plan& plan);
+
+}  // namespace mlpo::offload

@@ -1,0 +1,327 @@
+#include "executor/offload/update_only_run.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "executor/io/tier_set.hpp"
+#include "executor/io/tier_slots.hpp"
+#include "executor/offload/gradient_norm.hpp"
+#include "executor/offload/local_rank_group.hpp"
+#include "executor/offload/rank_shard.hpp"
+#include "executor/offload/state_store.hpp"
+#include "executor/offload/synthetic_gradients.hpp"
+#include "executor/offload/update_pipeline.hpp"
+
+namespace mlpo::offload {
+
+namespace {
+
+io::SlotScope io_scope(SlotScope s) { return s == SlotScope::combined ? io::SlotScope::combined : io::SlotScope::separate; }
+
+double max_of(const std::vector<CurvePoint>& curve) {
+  double best = 0;
+  for (const auto& p : curve) best = std::max(best, p.value.median);
+  return best;
+}
+
+// Digests of the rank's chunks, in chunk order, through a staging chunk that carries
+// partial chunks across subgroup boundaries.
+void digest_rank_state(UpdatePipeline& pipeline, const RankShard& shard, std::span<Sha256> out) {
+  std::vector<float> p(kNormChunk), m(kNormChunk), v(kNormChunk);
+  std::size_t filled = 0;
+  std::int64_t chunk = shard.global_begin / kNormChunk;
+  auto flush = [&] {
+    out[static_cast<std::size_t>(chunk++)] = chunk_digest(p.data(), m.data(), v.data(), filled);
+    filled = 0;
+  };
+  pipeline.visit_state([&](const Subgroup& sg, const float* sp, const float* sm, const float* sv) {
+    std::int64_t i = 0;
+    while (i < sg.elements) {
+      const std::size_t take = std::min<std::size_t>(kNormChunk - filled, static_cast<std::size_t>(sg.elements - i));
+      std::memcpy(p.data() + filled, sp + i, take * sizeof(float));
+      std::memcpy(m.data() + filled, sm + i, take * sizeof(float));
+      std::memcpy(v.data() + filled, sv + i, take * sizeof(float));
+      filled += take;
+      i += static_cast<std::int64_t>(take);
+      if (filled == static_cast<std::size_t>(kNormChunk)) flush();
+    }
+  });
+  if (filled > 0) flush();
+}
+
+// One rank's whole run. Runs in the rank's process.
+void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, LocalRankGroup& group, unsigned threads) {
+  const RankShard shard = shard_for(o.params, o.ranks, rank);
+  const Plan& plan = o.plan;
+  const bool fp32_grads = plan.gradients == GradientPolicy::flush_fp32;
+  PipelineOptions popts;
+  popts.buffers = plan.buffers;
+  popts.prefetch_depth = plan.prefetch_depth;
+  popts.cache_subgroups = plan.host_cache_subgroups;
+  popts.gradients = plan.gradients;
+
+  SubgroupLayout layout(shard.elements, plan.subgroup_elements);
+  io::PinnedBufferPool pool(std::max<std::uint64_t>(pipeline_pool_bytes(layout, popts), 4096));
+  std::vector<io::Tier> io_tiers = io_tiers_of(plan);
+  std::optional<io::TierSet> tiers;
+  if (!io_tiers.empty()) tiers.emplace(io_tiers, io::TierSetOptions{&pool});
+  std::vector<std::unique_ptr<io::TierSlots>> slot_sets;
+  std::vector<io::TierSlots*> slots;
+  std::size_t io_index = 0;
+  for (const auto& t : plan.tiers) {
+    if (t.kind == TierKind::memory) continue;
+    auto& tier_io = (*tiers)[io_index++];
+    if (t.concurrency_limit > 0) {
+      slot_sets.push_back(std::make_unique<io::TierSlots>(tier_io.tier(), static_cast<unsigned>(t.concurrency_limit),
+                                                          io_scope(plan.slot_scope), &tier_io.counters()));
+      slots.push_back(slot_sets.back().get());
+    } else {
+      slots.push_back(nullptr);
+    }
+  }
+  StateStore store(plan, shard, tiers ? &*tiers : nullptr, run, fp32_grads);
+  ThreadPool pool_threads(threads);
+  UpdatePipeline pipeline(store, pool, slots, pool_threads, popts);
+  pipeline.initialize([&](std::int64_t local) { return synthetic_initial_weight(o.seed, shard.global_begin + local); });
+
+  SubgroupCache cache(plan.host_cache_subgroups);
+  std::vector<bf16> grads(static_cast<std::size_t>(shard.elements));
+  std::vector<bf16> weights(static_cast<std::size_t>(shard.elements));
+  const std::int64_t first_chunk = shard.global_begin / kNormChunk;
+  for (std::int64_t step = 1; step <= o.steps; ++step) {
+    RankStepRecord& rec = group.record(rank, step - 1);
+    const auto b0 = std::chrono::steady_clock::now();
+    synthetic_gradients(o.seed, step, shard.global_begin, grads, pool_threads);
+    auto sums = chunk_square_sums(grads, pool_threads);
+    std::copy(sums.begin(), sums.end(), group.chunk_sums().begin() + first_chunk);
+    group.barrier();
+    const double norm = global_norm(group.chunk_sums());
+    group.barrier();  // everyone has read the sums before the next step overwrites them
+    if (fp32_grads) pipeline.flush_gradients(grads);
+    rec.backward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
+
+    AdamWParams adam = o.adam;
+    adam.step = step;
+    adam.grad_scale = clip_scale(norm, o.max_grad_norm);
+    auto steps = cache.plan_iteration(update_order(plan.order, step - 1, layout.count()),
+                                      [&](std::int64_t s) { return store.resident(s); });
+    UpdateStats st = pipeline.update(steps, grads, adam, weights);
+    rec.update_s = st.seconds;
+    rec.adam_s = st.adam_s;
+    rec.prefetch_stall_s = st.prefetch_stall_s;
+    rec.grad_norm = norm;
+    rec.cache_hits = st.cache_hits;
+    rec.reads = st.reads;
+    rec.writes = st.writes;
+    rec.elements = st.elements;
+    for (std::size_t t = 0; t < st.tiers.size() && t < static_cast<std::size_t>(kMaxStatTiers); ++t) {
+      rec.read_bytes[t] = st.tiers[t].read_bytes;
+      rec.write_bytes[t] = st.tiers[t].write_bytes;
+      rec.busy_s[t] = st.tiers[t].busy_s;
+      rec.slot_wait_s[t] = st.tiers[t].slot_wait_s;
+    }
+    group.barrier();  // the step's records are complete
+  }
+  if (o.state_hash) digest_rank_state(pipeline, shard, group.chunk_digests());
+}
+
+Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t step, const std::vector<std::string>& tier_names,
+                 const std::vector<double>& tier_read_bw, const std::vector<double>& tier_write_bw, double adam_rate) {
+  Json j;
+  j["step"] = step + 1;
+  double update_s = 0, backward_s = 0, adam_s = 0, stall = 0;
+  std::int64_t hits = 0, reads = 0, writes = 0, elements = 0;
+  for (int r = 0; r < o.ranks; ++r) {
+    const auto& rec = group.record(r, step);
+    update_s = std::max(update_s, rec.update_s);
+    backward_s = std::max(backward_s, rec.backward_s);
+    adam_s = std::max(adam_s, rec.adam_s);
+    stall = std::max(stall, rec.prefetch_stall_s);
+    hits += rec.cache_hits;
+    reads += rec.reads;
+    writes += rec.writes;
+    elements += rec.elements;
+  }
+  j["loss"] = nullptr;
+  j["forward_s"] = 0.0;
+  j["backward_s"] = backward_s;
+  j["update_s"] = update_s;
+  j["adam_s"] = adam_s;
+  j["prefetch_stall_s"] = stall;
+  j["grad_norm"] = group.record(0, step).grad_norm;
+  j["cache_hits"] = hits;
+  j["reads"] = reads;
+  j["writes"] = writes;
+  j["elements"] = elements;
+  Json tiers = Json::array();
+  double bytes_total = 0, bw_total = 0;
+  for (std::size_t t = 0; t < tier_names.size(); ++t) {
+    std::uint64_t rb = 0, wb = 0;
+    double busy = 0, wait = 0;
+    for (int r = 0; r < o.ranks; ++r) {
+      const auto& rec = group.record(r, step);
+      rb += rec.read_bytes[t];
+      wb += rec.write_bytes[t];
+      busy = std::max(busy, rec.busy_s[t]);
+      wait += rec.slot_wait_s[t];
+    }
+    tiers.push_back(Json{{"name", tier_names[t]}, {"read_bytes", rb}, {"write_bytes", wb}, {"busy_s", busy}, {"slot_wait_s", wait}});
+    if (!tier_read_bw.empty() && rb + wb > 0) {
+      // The tier's effective bandwidth for this read/write mix: bytes / (r/R + w/W).
+      const double r_s = static_cast<double>(rb) / (tier_read_bw[t] * 1e9);
+      const double w_s = static_cast<double>(wb) / (tier_write_bw[t] * 1e9);
+      bytes_total += static_cast<double>(rb + wb);
+      bw_total += static_cast<double>(rb + wb) / (r_s + w_s);
+    } else if (!tier_read_bw.empty()) {
+      bw_total += 0.5 * (tier_read_bw[t] + tier_write_bw[t]) * 1e9;
+    }
+  }
+  j["tiers"] = tiers;
+  if (adam_rate > 0) {
+    const double io_bound = bw_total > 0 ? bytes_total / bw_total : 0.0;
+    const double adam_bound = static_cast<double>(elements) / adam_rate;
+    const double bound = std::max(io_bound, adam_bound);
+    j["io_bound_s"] = io_bound;
+    j["adam_bound_s"] = adam_bound;
+    j["bound_s"] = bound;
+    j["achieved_over_bound"] = bound > 0 ? update_s / bound : 0.0;
+  }
+  return j;
+}
+
+class TierDirectoryCleanup {
+ public:
+  TierDirectoryCleanup(const Plan& plan, const std::string& run) {
+    for (const auto& t : plan.tiers)
+      if (t.kind != TierKind::memory) dirs_.push_back(std::filesystem::path(t.path) / "mlpo" / run);
+  }
+  ~TierDirectoryCleanup() {
+    for (const auto& d : dirs_) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+
+}  // namespace
+
+UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function<void(const Json&)>& on_step) {
+  if (o.ranks < 1 || o.ranks > 256) throw Error("--ranks: must be between 1 and 256, got " + std::to_string(o.ranks));
+  if (o.steps < 1) throw Error("--steps: must be >= 1");
+  if (o.params < 1) throw Error("--params: must be >= 1");
+  validate(o.plan);
+  std::vector<std::string> tier_names;
+  std::vector<double> read_bw, write_bw;
+  double adam_rate = 0;
+  for (const auto& t : o.plan.tiers) {
+    if (t.kind == TierKind::memory) continue;
+    if (static_cast<int>(tier_names.size()) == kMaxStatTiers)
+      throw Error("tiers: at most " + std::to_string(kMaxStatTiers) + " file tiers are supported");
+    tier_names.push_back(t.name);
+    if (!std::filesystem::is_directory(t.path))
+      throw Error("tier '" + t.name + "' (" + t.path + "): directory does not exist; create it or fix the plan's path");
+    if (o.profile) {
+      const TierProfile* tp = o.profile->find_tier(t.name);
+      if (!tp) throw Error("--profile has no tier named '" + t.name + "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
+      read_bw.push_back(max_of(tp->read_gbps));
+      write_bw.push_back(max_of(tp->write_gbps));
+    }
+  }
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(o.ranks));
+  if (o.profile) adam_rate = interpolate(o.profile->host.adam_elements_per_s, static_cast<double>(std::min(cores, threads * static_cast<unsigned>(o.ranks))));
+
+  const std::string run = o.run_name.empty() ? "update-" + std::to_string(::getpid()) : o.run_name;
+  TierDirectoryCleanup cleanup(o.plan, run);
+  const std::int64_t chunks = (o.params + kNormChunk - 1) / kNormChunk;
+  LocalRankGroup group(o.ranks, chunks, o.steps);
+
+  if (o.ranks == 1) {
+    run_rank(o, run, 0, group, threads);
+  } else {
+    std::fflush(nullptr);
+    std::vector<pid_t> children;
+    for (int r = 0; r < o.ranks; ++r) {
+      pid_t pid = ::fork();
+      if (pid < 0) throw Error("cannot start rank " + std::to_string(r) + " (fork: " + errno_text(errno) + ")");
+      if (pid == 0) {
+        int code = 0;
+        try {
+          run_rank(o, run, r, group, threads);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "mlpo-run: rank %d: error: %s\n", r, e.what());
+          code = 2;
+        }
+        std::fflush(nullptr);
+        ::_exit(code);
+      }
+      children.push_back(pid);
+    }
+    // Wait for all; the first failure ends the others (they may be blocked on a barrier).
+    std::string failure;
+    std::size_t left = children.size();
+    while (left > 0) {
+      int status = 0;
+      pid_t pid = ::waitpid(-1, &status, 0);
+      if (pid < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      auto it = std::find(children.begin(), children.end(), pid);
+      if (it == children.end()) continue;
+      --left;
+      const int rank = static_cast<int>(it - children.begin());
+      *it = -1;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && failure.empty()) {
+        failure = "rank " + std::to_string(rank) +
+                  (WIFSIGNALED(status) ? " was killed by signal " + std::to_string(WTERMSIG(status))
+                                       : " failed (exit status " + std::to_string(WEXITSTATUS(status)) + "; its error is above)");
+        for (pid_t other : children)
+          if (other > 0) ::kill(other, SIGTERM);
+      }
+    }
+    if (!failure.empty()) throw Error(failure);
+  }
+
+  UpdateOnlyResult result;
+  double sum_update = 0, sum_bound = 0;
+  std::int64_t counted = 0;
+  for (std::int64_t s = 0; s < o.steps; ++s) {
+    Json rec = step_record(o, group, s, tier_names, read_bw, write_bw, adam_rate);
+    if (on_step) on_step(rec);
+    if (s > 0 || o.steps == 1) {
+      sum_update += rec["update_s"].get<double>();
+      if (rec.contains("bound_s")) sum_bound += rec["bound_s"].get<double>();
+      ++counted;
+    }
+    result.steps.push_back(std::move(rec));
+  }
+  result.summary = Json{{"steps", o.steps}, {"ranks", o.ranks}, {"params", o.params}, {"mode", to_string(o.plan.mode)},
+                        {"mean_update_s", sum_update / static_cast<double>(counted)}, {"steps_averaged", counted}};
+  if (sum_bound > 0) {
+    result.summary["mean_bound_s"] = sum_bound / static_cast<double>(counted);
+    result.summary["achieved_over_bound"] = sum_update / sum_bound;
+  }
+  if (o.state_hash) {
+    auto digests = group.chunk_digests();
+    result.state_sha256 = combine_digests(digests);
+    result.summary["state_sha256"] = result.state_sha256;
+  }
+  return result;
+}
+
+}  // namespace mlpo::offload

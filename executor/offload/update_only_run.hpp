@@ -1,0 +1,53 @@
+#pragma once
+// UpdateOnlyRun: the real update phase with no model — `mlpo-run --update-only`. Synthetic
+// bf16 gradients (a pure function of seed, step and global element index) stand in for
+// backward; everything else is the production path: the plan's tiers with real files and
+// io_uring, node-wide slots, the pipeline, the cache and order, fused AdamW, the global
+// gradient norm and clipping. With ranks > 1 each rank is a forked process owning 1/R of
+// the state (ZeRO-3) and sharing the tiers, so the concurrency limits act across processes.
+//
+// Per step it records update seconds, bytes and busy/slot-wait seconds per tier, prefetch
+// stalls, cache hits and — given a profile — the physical bound of the iteration:
+//   bound = max( sum_t bytes_t / sum_t bw_t ,  elements / adam_elements_per_s )
+// with bw_t the tier's best measured bandwidth for its read/write mix. Tier files live in
+// <tier path>/mlpo/<run>/ and are removed at the end (also after an error).
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_io.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "kernels/cpu/adamw.hpp"
+
+namespace mlpo::offload {
+
+struct UpdateOnlyOptions {
+  Plan plan;
+  std::optional<Profile> profile;  // for the physical bound; none: bound not reported
+  std::int64_t params = 0;         // total over all ranks
+  int ranks = 1;
+  std::int64_t steps = 10;
+  std::uint64_t seed = 1;
+  AdamWParams adam{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
+  double max_grad_norm = 1.0;      // clipping threshold; <= 0 disables
+  unsigned threads = 0;            // AdamW threads per rank; 0 = cores / ranks
+  bool state_hash = false;
+  std::string run_name;            // default: update-<pid>
+};
+
+struct UpdateOnlyResult {
+  std::vector<Json> steps;  // one log record per step (the JSON-lines log)
+  Json summary;
+  std::string state_sha256;  // when state_hash
+};
+
+// Runs it. `on_step` (may be empty) sees each step's record as soon as it is complete.
+// Throws mlpo::Error on invalid options (e.g. a tier missing from the profile), a tier
+// error, or a rank that failed (naming the rank).
+UpdateOnlyResult run_update_only(const UpdateOnlyOptions& options, const std::function<void(const Json&)>& on_step);
+
+}  // namespace mlpo::offload

@@ -1,0 +1,112 @@
+#pragma once
+// UpdatePipeline: the update phase of one rank. For each step of the iteration's schedule
+// (SubgroupCache::plan_iteration) it fetches the subgroup's (p, m, v) — from the host cache,
+// from process memory, or from its tier — runs the fused AdamW on it with the bf16 gradient
+// (or the fp32 gradient read back, in baseline mode), writes the new bf16 weights, and
+// either keeps the subgroup in the cache or writes it back.
+//
+// Overlap: every file tier has a reader thread and a writer thread of its own, so all
+// tiers stream at once. Readers run ahead of AdamW by at most `prefetch_depth` steps;
+// writers drain behind it; the calling thread runs AdamW (over the ThreadPool) in step
+// order. Every transfer holds one of its tier's node-wide TierSlots while in flight. All
+// buffers are leases of one PinnedBufferPool sized (buffers + cache) x subgroup buffer, so
+// memory is bounded and a cache entry is just a lease kept instead of written.
+//
+// Errors: the first transfer error stops the pipeline; update() waits for every in-flight
+// transfer, then throws it (mlpo::Error naming tier, file and offset). Never hangs.
+//
+// The numbers do not depend on any of this: AdamW is element-wise and each element is
+// updated exactly once per iteration with the same inputs, wherever its state came from.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "core/plan.hpp"
+#include "core/thread_pool.hpp"
+#include "executor/io/pinned_buffer_pool.hpp"
+#include "executor/io/tier_slots.hpp"
+#include "executor/offload/state_store.hpp"
+#include "executor/offload/update_order.hpp"
+#include "kernels/cpu/adamw.hpp"
+
+namespace mlpo::offload {
+
+struct TierIterationStats {
+  std::string name;
+  std::uint64_t read_bytes = 0;
+  std::uint64_t write_bytes = 0;
+  double busy_s = 0;
+  double slot_wait_s = 0;
+};
+
+struct UpdateStats {
+  double seconds = 0;            // wall time of the whole phase, write-back included
+  double adam_s = 0;             // time in AdamW
+  double prefetch_stall_s = 0;   // time AdamW waited for a subgroup's read
+  std::int64_t subgroups = 0;
+  std::int64_t cache_hits = 0;
+  std::int64_t reads = 0;        // subgroups read from a tier
+  std::int64_t writes = 0;       // subgroups written to a tier
+  std::int64_t elements = 0;
+  std::vector<TierIterationStats> tiers;  // per file tier
+};
+
+struct PipelineOptions {
+  std::int64_t buffers = 4;
+  std::int64_t prefetch_depth = 2;
+  std::int64_t cache_subgroups = 0;
+  GradientPolicy gradients = GradientPolicy::delayed;
+};
+
+// Bytes of the pinned pool a pipeline with these options needs for `layout`.
+std::uint64_t pipeline_pool_bytes(const SubgroupLayout& layout, const PipelineOptions& options);
+
+class UpdatePipeline {
+ public:
+  // `slots[t]` limits file tier t across the node (null = no limit). Everything passed in
+  // must outlive the pipeline.
+  UpdatePipeline(StateStore& store, io::PinnedBufferPool& pool, std::vector<io::TierSlots*> slots, ThreadPool& threads,
+                 PipelineOptions options);
+  ~UpdatePipeline();
+  UpdatePipeline(const UpdatePipeline&) = delete;
+  UpdatePipeline& operator=(const UpdatePipeline&) = delete;
+
+  // Writes the initial state: p from init(local element index), m = v = 0.
+  void initialize(const std::function<float(std::int64_t)>& init);
+
+  // Baseline backward: writes the gradient as fp32 to each subgroup's gradient extent.
+  // Returns the seconds it took.
+  double flush_gradients(std::span<const bf16> grads);
+
+  // One update phase over `steps`. grads: this rank's bf16 gradient (shard order);
+  // weights_out (may be empty): receives the bf16 copy of the new p.
+  UpdateStats update(const std::vector<UpdateStep>& steps, std::span<const bf16> grads, const AdamWParams& adam,
+                     std::span<bf16> weights_out);
+
+  // Writes every cached subgroup back to its tier and empties the cache (checkpoint, exit).
+  void flush_cache(SubgroupCache& cache);
+
+  // Calls visit(subgroup, p, m, v) for every subgroup in ascending order with its current
+  // state, wherever it lives (cache, memory, tier). Does not change anything.
+  void visit_state(const std::function<void(const Subgroup&, const float*, const float*, const float*)>& visit);
+
+ private:
+  struct WriteJob;
+  class Writers;
+  std::uint64_t buffer_bytes() const;
+  io::PinnedBuffer acquire_buffer();
+  std::vector<TierIterationStats> tier_snapshot() const;
+
+  StateStore& store_;
+  io::PinnedBufferPool& pool_;
+  std::vector<io::TierSlots*> slots_;
+  ThreadPool& threads_;
+  PipelineOptions options_;
+  std::unordered_map<std::int64_t, io::PinnedBuffer> cache_;  // subgroup -> its state
+};
+
+}  // namespace mlpo::offload
