@@ -59,13 +59,16 @@ void attention_forward(ThreadPool& pool, Tensor out, Tensor lse, Tensor q, Tenso
     using A = Acc<T>;
     const A scale = A(1) / std::sqrt(static_cast<A>(s.D));
     const std::int64_t group = s.Hq / s.Hkv;
+    const T *qp = q.as<T>(), *kp = k.as<T>(), *vp = v.as<T>();
+    T* op = out.as<T>();
+    A* lp = lse.as<A>();
     pool.parallel_for(static_cast<std::size_t>(s.B * s.Hq), 1, [&](std::size_t lo, std::size_t hi) {
       std::vector<A> K(s.T * s.D), V(s.T * s.D), Q(s.T * s.D), scores(s.T), o(s.D);
       for (std::size_t bh = lo; bh < hi; ++bh) {
         const std::int64_t b = static_cast<std::int64_t>(bh) / s.Hq, h = static_cast<std::int64_t>(bh) % s.Hq;
-        gather_head(q.as<T>(), b, h, s.Hq, s, Q.data());
-        gather_head(k.as<T>(), b, h / group, s.Hkv, s, K.data());
-        gather_head(v.as<T>(), b, h / group, s.Hkv, s, V.data());
+        gather_head(qp, b, h, s.Hq, s, Q.data());
+        gather_head(kp, b, h / group, s.Hkv, s, K.data());
+        gather_head(vp, b, h / group, s.Hkv, s, V.data());
         for (std::int64_t t = 0; t < s.T; ++t) {
           A max = -std::numeric_limits<A>::infinity();
           for (std::int64_t j = 0; j <= t; ++j) {
@@ -77,9 +80,9 @@ void attention_forward(ThreadPool& pool, Tensor out, Tensor lse, Tensor q, Tenso
           std::fill(o.begin(), o.end(), A(0));
           for (std::int64_t j = 0; j <= t; ++j)
             for (std::int64_t d = 0; d < s.D; ++d) o[d] += scores[j] * V[j * s.D + d];
-          T* orow = out.as<T>() + ((b * s.T + t) * s.Hq + h) * s.D;
+          T* orow = op + ((b * s.T + t) * s.Hq + h) * s.D;
           for (std::int64_t d = 0; d < s.D; ++d) orow[d] = store<T>(o[d] / sum);
-          lse.as<A>()[(b * s.Hq + h) * s.T + t] = max + std::log(sum);
+          lp[(b * s.Hq + h) * s.T + t] = max + std::log(sum);
         }
       }
     });
@@ -98,30 +101,33 @@ void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tenso
     using A = Acc<T>;
     const A scale = A(1) / std::sqrt(static_cast<A>(s.D));
     const std::int64_t group = s.Hq / s.Hkv;
+    const T *qp = q.as<T>(), *kp = k.as<T>(), *vp = v.as<T>(), *op = out.as<T>(), *dop = dout.as<T>();
+    T *dqp = dq.as<T>(), *dkp = dk.as<T>(), *dvp = dv.as<T>();
+    const A* lp = lse.as<A>();
     pool.parallel_for(static_cast<std::size_t>(s.B * s.Hkv), 1, [&](std::size_t lo, std::size_t hi) {
       const std::size_t td = static_cast<std::size_t>(s.T * s.D);
       std::vector<A> K(td), V(td), dK(td), dV(td), Q(td), O(td), dO(td), dQ(td), p(s.T);
       for (std::size_t bk = lo; bk < hi; ++bk) {
         const std::int64_t b = static_cast<std::int64_t>(bk) / s.Hkv, hk = static_cast<std::int64_t>(bk) % s.Hkv;
-        gather_head(k.as<T>(), b, hk, s.Hkv, s, K.data());
-        gather_head(v.as<T>(), b, hk, s.Hkv, s, V.data());
+        gather_head(kp, b, hk, s.Hkv, s, K.data());
+        gather_head(vp, b, hk, s.Hkv, s, V.data());
         std::fill(dK.begin(), dK.end(), A(0));
         std::fill(dV.begin(), dV.end(), A(0));
         for (std::int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-          gather_head(q.as<T>(), b, h, s.Hq, s, Q.data());
-          gather_head(out.as<T>(), b, h, s.Hq, s, O.data());
-          gather_head(dout.as<T>(), b, h, s.Hq, s, dO.data());
+          gather_head(qp, b, h, s.Hq, s, Q.data());
+          gather_head(op, b, h, s.Hq, s, O.data());
+          gather_head(dop, b, h, s.Hq, s, dO.data());
           std::fill(dQ.begin(), dQ.end(), A(0));
-          const A* lse_row = lse.as<A>() + (b * s.Hq + h) * s.T;
+          const A* lse_row = lp + (b * s.Hq + h) * s.T;
           for (std::int64_t t = 0; t < s.T; ++t) {
             const A* qt = &Q[t * s.D];
-            const A* dot_ = &dO[t * s.D];
-            const A delta = dot(dot_, &O[t * s.D], s.D);
+            const A* dOt = &dO[t * s.D];
+            const A delta = dot(dOt, &O[t * s.D], s.D);
             for (std::int64_t j = 0; j <= t; ++j) {
               p[j] = std::exp(dot(qt, &K[j * s.D], s.D) * scale - lse_row[t]);
-              const A ds = p[j] * (dot(dot_, &V[j * s.D], s.D) - delta) * scale;
+              const A ds = p[j] * (dot(dOt, &V[j * s.D], s.D) - delta) * scale;
               for (std::int64_t d = 0; d < s.D; ++d) {
-                dV[j * s.D + d] += p[j] * dot_[d];
+                dV[j * s.D + d] += p[j] * dOt[d];
                 dQ[t * s.D + d] += ds * K[j * s.D + d];
                 dK[j * s.D + d] += ds * qt[d];
               }
@@ -129,12 +135,12 @@ void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tenso
           }
           for (std::int64_t t = 0; t < s.T; ++t)
             for (std::int64_t d = 0; d < s.D; ++d)
-              dq.as<T>()[((b * s.T + t) * s.Hq + h) * s.D + d] = store<T>(dQ[t * s.D + d]);
+              dqp[((b * s.T + t) * s.Hq + h) * s.D + d] = store<T>(dQ[t * s.D + d]);
         }
         for (std::int64_t t = 0; t < s.T; ++t)
           for (std::int64_t d = 0; d < s.D; ++d) {
-            dk.as<T>()[((b * s.T + t) * s.Hkv + hk) * s.D + d] = store<T>(dK[t * s.D + d]);
-            dv.as<T>()[((b * s.T + t) * s.Hkv + hk) * s.D + d] = store<T>(dV[t * s.D + d]);
+            dkp[((b * s.T + t) * s.Hkv + hk) * s.D + d] = store<T>(dK[t * s.D + d]);
+            dvp[((b * s.T + t) * s.Hkv + hk) * s.D + d] = store<T>(dV[t * s.D + d]);
           }
       }
     });

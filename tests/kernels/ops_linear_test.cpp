@@ -51,3 +51,32 @@ TEST(LinearCpu, BlasAndReferencePathsAgreeOnBf16Closely) {
 
 }  // namespace
 }  // namespace mlpo::testing
+
+namespace mlpo::testing {
+namespace {
+
+// Large enough for OpenBLAS to use both of its threads: two fresh backends, same inputs, same
+// bits (forward, dx and the accumulated dw).
+TEST(LinearCpu, BlasPathIsBitwiseReproducible) {
+  const int n = 256, in = 384, out = 512;
+  const Vec x = random_vec(n * in, 31), w = random_vec(out * in, 32), dout = random_vec(n * out, 33);
+  std::vector<Vec> runs;
+  for (int rep = 0; rep < 2; ++rep) {
+    OpRunner run(2, cpu::GemmPath::blas);
+    Tensor tx = run.upload(x, DType::bf16, {n, in}), tw = run.upload(w, DType::bf16, {out, in});
+    Tensor o = run.empty(DType::bf16, {n, out}), dx = run.empty(DType::bf16, {n, in});
+    Tensor dw = run.upload(Vec(out * in, 0.0), DType::f32, {out, in});
+    run.backend().linear_forward(o, tx, tw);
+    run.backend().linear_backward(dx, dw, run.upload(dout, DType::bf16, {n, out}), tx, tw, false);
+    Vec all = run.download(o);
+    for (const Tensor& t : {dx, dw}) {
+      const Vec v = run.download(t);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    runs.push_back(std::move(all));
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+}  // namespace
+}  // namespace mlpo::testing
