@@ -4,9 +4,11 @@
 //  * blas: OpenBLAS sgemm/dgemm. bf16 operands are widened to fp32 staging buffers first
 //    (exact), the product is computed in fp32 and rounded to bf16 once. Weight gradients are
 //    fp32 already and are accumulated in place (beta = 1).
-// OpenBLAS runs with the thread count the CpuBackend fixed at construction; for a fixed
-// thread count its sgemm is deterministic run to run (it splits M and N across threads, never
-// the K sum), so results do not depend on the ThreadPool's size either.
+// OpenBLAS runs with the thread count the CpuBackend fixed at construction. Its work split is a
+// static function of the shapes and that count, so for a fixed count sgemm is bitwise
+// reproducible run to run (tested); results do not depend on the ThreadPool's size. A different
+// OpenBLAS thread count does change results in the last bits (checked with 0.3.21: 1 vs 2
+// threads differ), which is why that count is pinned.
 #include <cblas.h>
 
 #include <algorithm>
