@@ -1,0 +1,108 @@
+// model_bench: forward + backward throughput of the CPU backend on a small LLaMA-style model,
+// and the GEMM rate behind it. Prints one line per measurement.
+//
+//   build/release/bench/model/model_bench [--layers 12] [--batch 4] [--steps 3] [--threads 0]
+//                                         [--blas-threads 0]
+//
+// Model FLOPs are counted the usual way, 6 * (non-embedding matrix parameters + lm_head) per
+// token plus causal attention (6 * layers * T * hidden per token, half of the full square);
+// the recomputed forward of activation checkpointing is NOT counted, so the GFLOP/s here is
+// the useful rate ("model FLOP/s"), not the hardware's.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.hpp"
+#include "executor/model/transformer_model.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Times out = x @ w^T for x [N, I], w [O, I] in the given storage type; returns GFLOP/s.
+double gemm_rate(mlpo::Backend& backend, mlpo::DType type, std::int64_t N, std::int64_t I, std::int64_t O) {
+  auto x = backend.allocate(type, N * I), w = backend.allocate(type, O * I), out = backend.allocate(type, N * O);
+  mlpo::Tensor tx = x.view(type, {N, I}), tw = w.view(type, {O, I}), to = out.view(type, {N, O});
+  backend.fill(tx, 0.5);
+  backend.fill(tw, 0.25);
+  backend.linear_forward(to, tx, tw);  // warm-up
+  int reps = 0;
+  const auto t0 = Clock::now();
+  while (seconds_since(t0) < 1.0 || reps < 3) {
+    backend.linear_forward(to, tx, tw);
+    ++reps;
+  }
+  return 2.0 * N * I * O * reps / seconds_since(t0) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"forward+backward throughput of the CPU backend on a small model"};
+  int layers = 12, batch = 4, steps = 3;
+  unsigned threads = 0, blas_threads = 0;
+  app.add_option("--layers", layers, "decoder layers (small = 12, ~19M parameters)");
+  app.add_option("--batch", batch, "sequences per step (of 256 tokens)");
+  app.add_option("--steps", steps, "timed forward+backward steps");
+  app.add_option("--threads", threads, "ThreadPool threads (0 = all cores)");
+  app.add_option("--blas-threads", blas_threads, "OpenBLAS threads (0 = all cores)");
+  CLI11_PARSE(app, argc, argv);
+
+  mlpo::ModelShape shape;  // "small": byte-level vocabulary
+  shape.vocab = 256;
+  shape.hidden = 384;
+  shape.layers = layers;
+  shape.heads = 6;
+  shape.kv_heads = 2;
+  shape.ffn_hidden = 1024;
+  shape.seq_len = 256;
+
+  mlpo::ThreadPool pool(threads);
+  mlpo::CpuBackend backend(pool, {blas_threads, mlpo::cpu::GemmPath::blas});
+  std::printf("machine: %u pool threads, %u OpenBLAS threads\n", pool.size(), backend.blas_threads());
+
+  const std::int64_t N = static_cast<std::int64_t>(batch) * shape.seq_len;
+  std::printf("gemm f32  [%lld x %d] @ [%d x %d]^T: %.1f GFLOP/s\n", static_cast<long long>(N), shape.hidden,
+              shape.ffn_hidden, shape.hidden, gemm_rate(backend, mlpo::DType::f32, N, shape.hidden, shape.ffn_hidden));
+  std::printf("gemm bf16 [%lld x %d] @ [%d x %d]^T: %.1f GFLOP/s (incl. bf16<->f32 staging)\n",
+              static_cast<long long>(N), shape.hidden, shape.ffn_hidden, shape.hidden,
+              gemm_rate(backend, mlpo::DType::bf16, N, shape.hidden, shape.ffn_hidden));
+
+  mlpo::TransformerModel model(backend, shape, {batch, mlpo::DType::bf16});
+  model.init_weights(1234);
+  std::mt19937_64 rng(5);
+  std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());
+  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % 256);
+  for (auto& t : targets) t = static_cast<std::int32_t>(rng() % 256);
+
+  const auto& L = model.layout();
+  const std::int64_t matrix_params = L.total() - L.embedding().numel() * (shape.tied_embeddings ? 0 : 1) -
+                                     static_cast<std::int64_t>(2 * shape.layers + 1) * shape.hidden +
+                                     (shape.tied_embeddings ? L.embedding().numel() : 0);
+  const double flops_per_token = 6.0 * matrix_params + 6.0 * shape.layers * shape.seq_len * shape.hidden;
+  std::printf("model: %lld parameters (%lld in matmuls), batch %d x seq %d = %lld tokens/step\n",
+              static_cast<long long>(L.total()), static_cast<long long>(matrix_params), batch, shape.seq_len,
+              static_cast<long long>(N));
+
+  model.forward(tokens, targets);  // warm-up
+  model.backward();
+  double fwd = 0, bwd = 0, loss = 0;
+  for (int s = 0; s < steps; ++s) {
+    auto t0 = Clock::now();
+    loss = model.forward(tokens, targets);
+    fwd += seconds_since(t0);
+    t0 = Clock::now();
+    model.backward();
+    bwd += seconds_since(t0);
+  }
+  const double step = (fwd + bwd) / steps;
+  std::printf("forward %.1f ms, backward (incl. recompute) %.1f ms, step %.1f ms, loss %.3f\n", 1e3 * fwd / steps,
+              1e3 * bwd / steps, 1e3 * step, loss);
+  std::printf("throughput: %.0f tokens/s, %.1f model GFLOP/s\n", N / step, N / step * flops_per_token / 1e9);
+  return 0;
+}

@@ -1,0 +1,34 @@
+#pragma once
+// ModelShape: the numbers that fix a LLaMA-style decoder's tensors. It is the model's own
+// minimal view of core's ModelSpec (which converts to it), so executor/model does not depend
+// on the spec's file format.
+
+#include <cstdint>
+
+namespace mlpo {
+
+struct ModelShape {
+  int vocab = 0;
+  int hidden = 0;
+  int layers = 0;
+  int heads = 0;      // query heads
+  int kv_heads = 0;   // key/value heads (grouped-query attention when < heads)
+  int ffn_hidden = 0; // SwiGLU inner width
+  int seq_len = 0;
+  float rope_theta = 10000.0f;
+  float norm_eps = 1e-5f;
+  bool tied_embeddings = false;  // lm_head shares model.embed_tokens.weight
+
+  int head_dim() const { return hidden / heads; }
+  int kv_dim() const { return kv_heads * head_dim(); }
+
+  // The standard LLaMA count: V*h (+ V*h for an untied lm_head)
+  //   + layers * (h*h [q] + 2*h*kv_dim [k, v] + h*h [o] + 3*h*ffn [gate, up, down] + 2*h [norms]) + h.
+  std::int64_t parameter_count() const;
+
+  // Throws mlpo::Error naming the field when the shape cannot describe a model (non-positive
+  // sizes, hidden not divisible by heads, heads not divisible by kv_heads, odd head_dim).
+  void validate() const;
+};
+
+}  // namespace mlpo

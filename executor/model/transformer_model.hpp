@@ -1,0 +1,101 @@
+#pragma once
+// TransformerModel: a LLaMA-style decoder (RMSNorm, RoPE, causal grouped-query attention,
+// SwiGLU MLP, optional tied embeddings) written only against the Backend interface, so the
+// CPU and CUDA backends run the same sequence of ops.
+//
+// Memory it owns (on the backend's device):
+//  * weights: one flat buffer of the storage type (bf16 in training) in ParameterLayout order;
+//  * gradients: one flat buffer of the accumulation type (f32; f64 with f64 storage), same
+//    layout. backward() ADDS into it, so micro-batches accumulate; zero_gradients() resets it;
+//  * activations for one micro-batch of `batch` sequences of shape.seq_len tokens.
+//
+// Activation checkpointing, per layer: forward keeps only each layer's input (the residual
+// stream, N x hidden per layer) plus the head's activations; the attention/MLP intermediates
+// live in one set of scratch buffers that every layer overwrites. backward recomputes a layer's
+// forward from its saved input right before differentiating it (the last layer's scratch is
+// still valid and is not recomputed). Recomputation runs the same deterministic ops on the same
+// inputs, so it reproduces the forward activations bit for bit.
+//
+// Gradient hand-over: backward runs head -> layer L-1 -> ... -> layer 0 -> embedding and calls
+// the GradientsReady hook as soon as each contiguous range of the gradient buffer is final for
+// this micro-batch: first the head (final norm, and lm_head unless tied), then each layer, last
+// the embedding (with tied embeddings the lm_head's gradient is part of it, so it is final only
+// at the very end). The trainer can start converting / copying a range to host inside the hook.
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "executor/model/parameter_layout.hpp"
+#include "kernels/backend.hpp"
+
+namespace mlpo {
+
+struct TransformerOptions {
+  int batch = 1;                 // sequences per micro-batch (B)
+  DType storage = DType::bf16;   // weights and activations: bf16, f32, or f64 (CPU, for tests)
+};
+
+struct GradientSegment {
+  enum class Part { head, layer, embedding };
+  Part part = Part::head;
+  int layer = -1;        // for Part::layer
+  ParameterRange range;  // elements of the gradient buffer that are now final
+};
+using GradientsReady = std::function<void(const GradientSegment&)>;
+
+class TransformerModel {
+ public:
+  TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options);
+
+  const ModelShape& shape() const { return shape_; }
+  const ParameterLayout& layout() const { return layout_; }
+  int batch() const { return options_.batch; }
+  std::int64_t tokens_per_step() const { return tokens_; }  // B * seq_len
+  DType storage_type() const { return options_.storage; }
+  DType gradient_type() const { return grads_.dtype; }
+
+  Tensor weights() const { return weights_; }    // [total] of storage type
+  Tensor gradients() const { return grads_; }    // [total] of gradient type
+
+  // Weights := initial_values(layout, seed) rounded to the storage type.
+  void init_weights(std::uint64_t seed);
+  // Weights := values (fp32, layout order, layout().total() of them) rounded to the storage type.
+  void load_weights(std::span<const float> values);
+  void zero_gradients();
+
+  // Runs the model on tokens[B*T] and returns the mean cross-entropy against targets[B*T]
+  // (host arrays, sequence-major). Throws mlpo::Error for tokens outside the vocabulary.
+  double forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets);
+
+  // Adds d(loss_scale * mean loss)/d(weights) of the last forward() to gradients(). Needs a
+  // forward() since the previous backward() (the head's buffers are consumed in place).
+  void backward(float loss_scale = 1.0f, const GradientsReady& on_ready = {});
+
+ private:
+  Tensor param(Tensor flat, const ParameterEntry& e) const;
+  Tensor activation(DType type, std::initializer_list<std::int64_t> dims);
+  void layer_forward(int l, Tensor x, Tensor y);
+  void layer_backward(int l, Tensor x, Tensor dres);
+
+  Backend& backend_;
+  ModelShape shape_;
+  ParameterLayout layout_;
+  TransformerOptions options_;
+  std::int64_t tokens_;
+  DType acc_;
+  std::vector<DeviceBuffer> owned_;
+  Tensor weights_, grads_;
+  Tensor token_ids_, target_ids_;
+  std::vector<Tensor> residual_;  // layer inputs x_0 .. x_L (checkpoints)
+  // One layer's forward intermediates (overwritten per layer).
+  Tensor xn1_, rstd1_, q_, k_, v_, att_, lse_, proj_, hmid_, xn2_, rstd2_, gate_, up_, act_, layer_out_;
+  // Head activations.
+  Tensor xf_, rstdf_, logits_, losses_;
+  // Backward scratch.
+  Tensor d_act_, d_gate_, d_up_, d_xn_, d_tmp_, d_h_, d_att_, dq_, dk_, dv_, dres_;
+  bool forward_pending_ = false;
+};
+
+}  // namespace mlpo

@@ -1,0 +1,128 @@
+#pragma once
+// Backend: the compute operations a LLaMA-style decoder needs, forward and backward, over
+// Tensor views of memory the backend itself allocated. The CPU backend (kernels/cpu) is the
+// reference; a CUDA backend implements the same interface. The model (executor/model) is
+// written only against this class, so both run the same sequence of operations.
+//
+// Conventions every implementation keeps:
+//  * Storage type T of weights and activations is bf16 in training (f32 and, on the CPU,
+//    f64 are also accepted, for tests). Arithmetic happens in the accumulation type A:
+//    f32 for bf16/f32 storage, f64 for f64. Results are rounded to T once, at the store
+//    (round to nearest even for bf16).
+//  * Tensors named `d...w` (weight gradients) are of type A and are ACCUMULATED (+=), so that
+//    micro-batches sum up in one buffer. Every other output (activations and activation
+//    gradients) is OVERWRITTEN, except where a flag says otherwise.
+//  * Row statistics saved for backward (`rstd`, `lse`) and per-token losses are of type A.
+//  * Shapes: N = B*T rows (tokens), C channels. Attention tensors are [B, T, heads, head_dim]
+//    (which is the linear layer's [N, heads*head_dim] output read with heads split off).
+//  * Deterministic: the same inputs give bitwise the same outputs on every call, whatever the
+//    number of threads. No op keeps state between calls except reusable scratch memory, so a
+//    Backend is used by one thread at a time.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "kernels/tensor.hpp"
+
+namespace mlpo {
+
+// DeviceBuffer: owns one allocation of a Backend and frees it on destruction (move-only).
+class DeviceBuffer {
+ public:
+  using Release = void (*)(void*);
+  DeviceBuffer() = default;
+  DeviceBuffer(void* data, std::size_t bytes, Release release) : data_(data, release), bytes_(bytes) {}
+
+  void* data() const { return data_.get(); }
+  std::size_t bytes() const { return bytes_; }
+
+  // The whole buffer, or its first elements, seen as a tensor.
+  Tensor view(DType type, std::initializer_list<std::int64_t> dims) const {
+    Tensor t(data_.get(), type, dims);
+    MLPO_CHECK(t.bytes() <= bytes_, "view " + t.describe() + " exceeds a " + std::to_string(bytes_) + "-byte buffer");
+    return t;
+  }
+
+ private:
+  std::unique_ptr<void, Release> data_{nullptr, nullptr};
+  std::size_t bytes_ = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cpu" or "cuda:0", for logs.
+  virtual std::string name() const = 0;
+
+  // ---- memory -------------------------------------------------------------------------
+  // Device memory of `bytes` bytes, 64-byte aligned, uninitialised.
+  virtual DeviceBuffer allocate(std::size_t bytes) = 0;
+  DeviceBuffer allocate(DType type, std::int64_t count) {
+    return allocate(static_cast<std::size_t>(count) * dtype_size(type));
+  }
+  virtual void copy_from_host(Tensor dst, const void* src) = 0;  // dst.bytes() bytes
+  virtual void copy_to_host(void* dst, Tensor src) = 0;          // src.bytes() bytes
+  virtual void copy(Tensor dst, Tensor src) = 0;                 // same type and count
+  virtual void fill(Tensor dst, double value) = 0;               // value rounded to dst's type
+  // dst = src converted element-wise (bf16 <-> f32 <-> f64; round to nearest even).
+  virtual void cast(Tensor dst, Tensor src) = 0;
+
+  // ---- elementwise --------------------------------------------------------------------
+  // out = a + b (residual connections, summing gradient branches). out may alias a or b.
+  virtual void add(Tensor out, Tensor a, Tensor b) = 0;
+
+  // ---- embedding ----------------------------------------------------------------------
+  // out[n, :] = table[tokens[n], :].  tokens: i32 [N], table: [V, C], out: [N, C].
+  // Throws mlpo::Error when a token is outside [0, V).
+  virtual void embedding_forward(Tensor out, Tensor tokens, Tensor table) = 0;
+  // dtable[tokens[n], :] += dout[n, :] (dtable is of type A).
+  virtual void embedding_backward(Tensor dtable, Tensor tokens, Tensor dout) = 0;
+
+  // ---- RMSNorm: out = x / sqrt(mean(x^2) + eps) * weight --------------------------------
+  // x, out: [N, C]; weight: [C]; rstd: A [N] (saved 1/sqrt(mean(x^2)+eps)).
+  virtual void rmsnorm_forward(Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps) = 0;
+  // dx overwritten; dweight (A [C]) accumulated. dx may not alias dout.
+  virtual void rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
+                                Tensor rstd) = 0;
+
+  // ---- linear (no bias): out = x @ w^T, w stored [out_features, in_features] ------------
+  // x: [N, I]; w: [O, I]; out: [N, O].
+  virtual void linear_forward(Tensor out, Tensor x, Tensor w) = 0;
+  // dx = dout @ w (overwritten, or added to when accumulate_dx); dw += dout^T @ x (A [O, I]).
+  virtual void linear_backward(Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w,
+                               bool accumulate_dx) = 0;
+
+  // ---- rotary position embedding (LLaMA / Hugging Face "rotate_half" pairing) -----------
+  // x, out: [B, T, H, D]; element i < D/2 pairs with i + D/2 and is rotated by angle
+  // t * theta^(-2i/D) at position t. out may alias x.
+  virtual void rope_forward(Tensor out, Tensor x, float theta) = 0;
+  // dx = rotation by the opposite angle; dx may alias dout.
+  virtual void rope_backward(Tensor dx, Tensor dout, float theta) = 0;
+
+  // ---- causal grouped-query attention ---------------------------------------------------
+  // q: [B, T, Hq, D]; k, v: [B, T, Hkv, D] with Hq % Hkv == 0 (query head h reads kv head
+  // h / (Hq/Hkv)); out: [B, T, Hq, D]; lse: A [B, Hq, T] = log-sum-exp of each softmax row.
+  // Scores are q.k / sqrt(D), position t attends to positions <= t.
+  virtual void attention_forward(Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) = 0;
+  // dq, dk, dv overwritten. Probabilities are recomputed from q, k and lse.
+  virtual void attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
+                                  Tensor v, Tensor out, Tensor lse) = 0;
+
+  // ---- SwiGLU: out = silu(gate) * up ----------------------------------------------------
+  virtual void swiglu_forward(Tensor out, Tensor gate, Tensor up) = 0;
+  virtual void swiglu_backward(Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up) = 0;
+
+  // ---- softmax cross-entropy ------------------------------------------------------------
+  // losses[n] = logsumexp(logits[n, :]) - logits[n, targets[n]].  logits: [N, V]; targets:
+  // i32 [N]; losses: A [N]. Throws mlpo::Error when a target is outside [0, V).
+  virtual void cross_entropy_forward(Tensor losses, Tensor logits, Tensor targets) = 0;
+  // dlogits[n, :] = scale * (softmax(logits[n, :]) - onehot(targets[n])). dlogits may alias
+  // logits (each row is read completely before it is written).
+  virtual void cross_entropy_backward(Tensor dlogits, Tensor logits, Tensor targets, float scale) = 0;
+};
+
+}  // namespace mlpo

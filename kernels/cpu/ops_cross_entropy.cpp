@@ -1,0 +1,83 @@
+// Softmax cross-entropy over the vocabulary, one row per token, with the max subtracted
+// before exponentiating.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/ops_common.hpp"
+
+namespace mlpo::cpu {
+
+namespace {
+
+void check_targets(const Tensor& targets, std::int64_t N, std::int64_t V) {
+  expect_shape(targets, {N}, "cross_entropy", "targets");
+  const auto* t = targets.as<std::int32_t>();
+  for (std::int64_t n = 0; n < N; ++n)
+    if (t[n] < 0 || t[n] >= V)
+      throw Error("target " + std::to_string(t[n]) + " at position " + std::to_string(n) +
+                  " is outside the vocabulary [0, " + std::to_string(V) +
+                  "); the token data does not match the model's vocab size");
+}
+
+// Max and sum of exp(x - max) over one row.
+template <class T> std::pair<Acc<T>, Acc<T>> row_softmax_stats(const T* row, std::int64_t V) {
+  using A = Acc<T>;
+  A max = -std::numeric_limits<A>::infinity();
+  for (std::int64_t j = 0; j < V; ++j) max = std::max(max, load(row[j]));
+  A sum = 0;
+  for (std::int64_t j = 0; j < V; ++j) sum += std::exp(load(row[j]) - max);
+  return {max, sum};
+}
+
+}  // namespace
+
+void cross_entropy_forward(ThreadPool& pool, Tensor losses, Tensor logits, Tensor targets) {
+  const std::int64_t N = logits.dim(0), V = logits.dim(1);
+  expect_shape(losses, {N}, "cross_entropy_forward", "losses");
+  expect_type(losses, accumulator_dtype(logits.dtype), "cross_entropy_forward", "losses");
+  check_targets(targets, N, V);
+  dispatch_float(logits.dtype, "cross_entropy_forward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const T* lp = logits.as<T>();
+    const auto* tp = targets.as<std::int32_t>();
+    A* out = losses.as<A>();
+    pool.parallel_for(static_cast<std::size_t>(N), 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t n = b; n < e; ++n) {
+        const T* row = lp + n * V;
+        const auto [max, sum] = row_softmax_stats(row, V);
+        out[n] = max + std::log(sum) - load(row[tp[n]]);
+      }
+    });
+  });
+}
+
+void cross_entropy_backward(ThreadPool& pool, Tensor dlogits, Tensor logits, Tensor targets, float scale) {
+  const std::int64_t N = logits.dim(0), V = logits.dim(1);
+  expect_shape(dlogits, {N, V}, "cross_entropy_backward", "dlogits");
+  MLPO_CHECK(dlogits.dtype == logits.dtype, "cross_entropy_backward: dlogits and logits types differ");
+  check_targets(targets, N, V);
+  dispatch_float(logits.dtype, "cross_entropy_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const T* lp = logits.as<T>();
+    const auto* tp = targets.as<std::int32_t>();
+    T* dp = dlogits.as<T>();
+    pool.parallel_for(static_cast<std::size_t>(N), 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t n = b; n < e; ++n) {
+        const T* row = lp + n * V;
+        T* drow = dp + n * V;
+        const auto [max, sum] = row_softmax_stats(row, V);
+        const A s = static_cast<A>(scale);
+        for (std::int64_t j = 0; j < V; ++j) {  // reads row[j] before writing drow[j]: aliasing is fine
+          const A p = std::exp(load(row[j]) - max) / sum;
+          drow[j] = store<T>(s * (p - (j == tp[n] ? A(1) : A(0))));
+        }
+      }
+    });
+  });
+}
+
+}  // namespace mlpo::cpu

@@ -1,0 +1,59 @@
+// Token embedding lookup and its gradient (a scatter-add into the table's gradient).
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/ops_common.hpp"
+
+namespace mlpo::cpu {
+
+namespace {
+void check_tokens(const Tensor& tokens, std::int64_t vocab) {
+  const auto* t = tokens.as<std::int32_t>();
+  for (std::int64_t n = 0; n < tokens.numel(); ++n)
+    if (t[n] < 0 || t[n] >= vocab)
+      throw Error("token " + std::to_string(t[n]) + " at position " + std::to_string(n) +
+                  " is outside the vocabulary [0, " + std::to_string(vocab) +
+                  "); the token data does not match the model's vocab size");
+}
+}  // namespace
+
+void embedding_forward(ThreadPool& pool, Tensor out, Tensor tokens, Tensor table) {
+  const std::int64_t n_rows = tokens.numel(), vocab = table.dim(0), C = table.dim(1);
+  expect_shape(out, {n_rows, C}, "embedding_forward", "out");
+  MLPO_CHECK(out.dtype == table.dtype, "embedding_forward: out and table types differ");
+  check_tokens(tokens, vocab);
+  dispatch_float(table.dtype, "embedding_forward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const auto* tok = tokens.as<std::int32_t>();
+    const T* w = table.as<T>();
+    T* o = out.as<T>();
+    pool.parallel_for(static_cast<std::size_t>(n_rows), 16, [&](std::size_t b, std::size_t e) {
+      for (std::size_t n = b; n < e; ++n)
+        for (std::int64_t c = 0; c < C; ++c) o[n * C + c] = w[tok[n] * C + c];
+    });
+  });
+}
+
+// Several rows may hit the same token, so rows cannot be split across threads without a race.
+// Channels are split instead: each thread owns a column range and walks all rows in order,
+// which makes the summation order fixed.
+void embedding_backward(ThreadPool& pool, Tensor dtable, Tensor tokens, Tensor dout) {
+  const std::int64_t n_rows = tokens.numel(), vocab = dtable.dim(0), C = dtable.dim(1);
+  expect_shape(dout, {n_rows, C}, "embedding_backward", "dout");
+  expect_type(dtable, accumulator_dtype(dout.dtype), "embedding_backward", "dtable");
+  check_tokens(tokens, vocab);
+  dispatch_float(dout.dtype, "embedding_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = Acc<T>;
+    const auto* tok = tokens.as<std::int32_t>();
+    const T* d = dout.as<T>();
+    A* g = dtable.as<A>();
+    pool.parallel_for(static_cast<std::size_t>(C), 16, [&](std::size_t cb, std::size_t ce) {
+      for (std::int64_t n = 0; n < n_rows; ++n) {
+        A* grow = g + tok[n] * C;
+        const T* drow = d + n * C;
+        for (std::size_t c = cb; c < ce; ++c) grow[c] += load(drow[c]);
+      }
+    });
+  });
+}
+
+}  // namespace mlpo::cpu

@@ -1,0 +1,102 @@
+#include "tests/kernels/ops_test_util.hpp"
+
+namespace mlpo::testing {
+namespace {
+
+// Grouped-query: 4 query heads share 2 kv heads.
+constexpr reference::AttentionShape kShape{2, 7, 4, 2, 8};
+constexpr int kQ = kShape.B * kShape.T * kShape.Hq * kShape.D;
+constexpr int kKV = kShape.B * kShape.T * kShape.Hkv * kShape.D;
+
+TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
+  const Vec q = random_vec(kQ, 1), k = random_vec(kKV, 2), v = random_vec(kKV, 3), R = random_vec(kQ, 4);
+  const auto g = reference::attention_backward(R, q, k, v, kShape);
+  EXPECT_LT(normalized_error(g.dq, numeric_gradient([&](const Vec& x) { return dot(reference::attention_forward(x, k, v, kShape), R); }, q)),
+            kFiniteDifferenceTolerance);
+  EXPECT_LT(normalized_error(g.dk, numeric_gradient([&](const Vec& x) { return dot(reference::attention_forward(q, x, v, kShape), R); }, k)),
+            kFiniteDifferenceTolerance);
+  EXPECT_LT(normalized_error(g.dv, numeric_gradient([&](const Vec& x) { return dot(reference::attention_forward(q, k, x, kShape), R); }, v)),
+            kFiniteDifferenceTolerance);
+}
+
+struct AttentionRun {
+  Vec out, lse, dq, dk, dv;
+};
+
+AttentionRun run_cpu(OpRunner& run, DType t, const Vec& q, const Vec& k, const Vec& v, const Vec& dout,
+                     const reference::AttentionShape& s) {
+  Tensor tq = run.upload(q, t, {s.B, s.T, s.Hq, s.D}), tk = run.upload(k, t, {s.B, s.T, s.Hkv, s.D});
+  Tensor tv = run.upload(v, t, {s.B, s.T, s.Hkv, s.D}), out = run.empty(t, {s.B, s.T, s.Hq, s.D});
+  Tensor lse = run.empty(acc_type(t), {s.B, s.Hq, s.T});
+  run.backend().attention_forward(out, lse, tq, tk, tv);
+  Tensor dq = run.empty(t, {s.B, s.T, s.Hq, s.D}), dk = run.empty(t, {s.B, s.T, s.Hkv, s.D});
+  Tensor dv = run.empty(t, {s.B, s.T, s.Hkv, s.D});
+  run.backend().attention_backward(dq, dk, dv, run.upload(dout, t, {s.B, s.T, s.Hq, s.D}), tq, tk, tv, out, lse);
+  return {run.download(out), run.download(lse), run.download(dq), run.download(dk), run.download(dv)};
+}
+
+TEST(AttentionCpu, MatchesReferenceForEveryStorageType) {
+  for (DType t : kStorageTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    OpRunner run;
+    const Vec q = rounded(random_vec(kQ, 11), t), k = rounded(random_vec(kKV, 12), t), v = rounded(random_vec(kKV, 13), t);
+    const Vec dout = rounded(random_vec(kQ, 14), t);
+    const AttentionRun got = run_cpu(run, t, q, k, v, dout, kShape);
+    EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, kShape)), tolerance(t));
+    EXPECT_LT(normalized_error(got.lse, reference::attention_lse(q, k, kShape)), tolerance(acc_type(t)));
+    // The backward uses the stored (rounded) output in dout . out, as flash attention does;
+    // with bf16 that adds at most one more bf16 rounding, inside the same tolerance.
+    const auto g = reference::attention_backward(dout, q, k, v, kShape);
+    EXPECT_LT(normalized_error(got.dq, g.dq), tolerance(t));
+    EXPECT_LT(normalized_error(got.dk, g.dk), tolerance(t));
+    EXPECT_LT(normalized_error(got.dv, g.dv), tolerance(t));
+  }
+}
+
+TEST(AttentionCpu, MultiHeadWithoutGroupingMatchesReference) {
+  const reference::AttentionShape s{1, 5, 3, 3, 4};
+  const int nq = s.B * s.T * s.Hq * s.D;
+  OpRunner run;
+  const Vec q = random_vec(nq, 21), k = random_vec(nq, 22), v = random_vec(nq, 23), dout = random_vec(nq, 24);
+  const AttentionRun got = run_cpu(run, DType::f64, q, k, v, dout, s);
+  const auto g = reference::attention_backward(dout, q, k, v, s);
+  EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, s)), tolerance(DType::f64));
+  EXPECT_LT(normalized_error(got.dk, g.dk), tolerance(DType::f64));
+}
+
+TEST(AttentionCpu, FutureKeysAndValuesDoNotChangeEarlierOutputs) {
+  OpRunner run;
+  const Vec q = random_vec(kQ, 31), k = random_vec(kKV, 32), v = random_vec(kKV, 33), dout = random_vec(kQ, 34);
+  Vec k2 = k, v2 = v;
+  const int last = kShape.T - 1;  // perturb the last position of every batch and kv head
+  for (int b = 0; b < kShape.B; ++b)
+    for (int i = 0; i < kShape.Hkv * kShape.D; ++i) {
+      k2[(b * kShape.T + last) * kShape.Hkv * kShape.D + i] += 5.0;
+      v2[(b * kShape.T + last) * kShape.Hkv * kShape.D + i] -= 3.0;
+    }
+  const Vec a = run_cpu(run, DType::f64, q, k, v, dout, kShape).out;
+  const Vec c = run_cpu(run, DType::f64, q, k2, v2, dout, kShape).out;
+  for (int b = 0; b < kShape.B; ++b)
+    for (int t = 0; t < kShape.T; ++t)
+      for (int i = 0; i < kShape.Hq * kShape.D; ++i) {
+        const std::size_t idx = (static_cast<std::size_t>(b) * kShape.T + t) * kShape.Hq * kShape.D + i;
+        if (t < last) {
+          EXPECT_EQ(a[idx], c[idx]);
+        }
+      }
+  EXPECT_NE(a, c);  // the last position does see the change
+}
+
+TEST(AttentionCpu, BackwardIsBitwiseIndependentOfThreadCount) {
+  const Vec q = random_vec(kQ, 41), k = random_vec(kKV, 42), v = random_vec(kKV, 43), dout = random_vec(kQ, 44);
+  OpRunner one(1), three(3);
+  const AttentionRun a = run_cpu(one, DType::bf16, q, k, v, dout, kShape);
+  const AttentionRun b = run_cpu(three, DType::bf16, q, k, v, dout, kShape);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(a.dq, b.dq);
+  EXPECT_EQ(a.dk, b.dk);
+  EXPECT_EQ(a.dv, b.dv);
+}
+
+}  // namespace
+}  // namespace mlpo::testing

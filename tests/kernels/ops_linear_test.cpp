@@ -1,0 +1,82 @@
+#include "tests/kernels/ops_test_util.hpp"
+
+namespace mlpo::testing {
+namespace {
+
+constexpr int N = 7, I = 24, O = 10;
+
+TEST(LinearReference, BackwardMatchesFiniteDifferences) {
+  const Vec x = random_vec(N * I, 1), w = random_vec(O * I, 2), R = random_vec(N * O, 3);
+  const auto g = reference::linear_backward(R, x, w, N, I, O);
+  const Vec num_dx = numeric_gradient([&](const Vec& xv) { return dot(reference::linear_forward(xv, w, N, I, O), R); }, x);
+  const Vec num_dw = numeric_gradient([&](const Vec& wv) { return dot(reference::linear_forward(x, wv, N, I, O), R); }, w);
+  EXPECT_LT(normalized_error(g.dx, num_dx), kFiniteDifferenceTolerance);
+  EXPECT_LT(normalized_error(g.dw, num_dw), kFiniteDifferenceTolerance);
+}
+
+// Both GEMM paths, every storage type: forward, dx (overwritten and accumulated), dw (+=).
+TEST(LinearCpu, BothPathsMatchReferenceForEveryStorageType) {
+  for (cpu::GemmPath path : {cpu::GemmPath::blas, cpu::GemmPath::reference})
+    for (DType t : kStorageTypes) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + (path == cpu::GemmPath::blas ? " blas" : " reference"));
+      OpRunner run(2, path);
+      const Vec x = rounded(random_vec(N * I, 11), t), w = rounded(random_vec(O * I, 12), t);
+      const Vec dout = rounded(random_vec(N * O, 13), t);
+      const Vec dw0 = rounded(random_vec(O * I, 14), acc_type(t)), dx0 = rounded(random_vec(N * I, 15), t);
+      Tensor tx = run.upload(x, t, {N, I}), tw = run.upload(w, t, {O, I}), tout = run.empty(t, {N, O});
+      run.backend().linear_forward(tout, tx, tw);
+      EXPECT_LT(normalized_error(run.download(tout), reference::linear_forward(x, w, N, I, O)), tolerance(t));
+
+      const auto g = reference::linear_backward(dout, x, w, N, I, O);
+      Tensor tdout = run.upload(dout, t, {N, O}), tdx = run.empty(t, {N, I}), tdw = run.upload(dw0, acc_type(t), {O, I});
+      run.backend().linear_backward(tdx, tdw, tdout, tx, tw, /*accumulate_dx=*/false);
+      EXPECT_LT(normalized_error(run.download(tdx), g.dx), tolerance(t));
+      EXPECT_LT(normalized_error(run.download(tdw), plus(dw0, g.dw)), tolerance(acc_type(t)));
+
+      Tensor tdx_acc = run.upload(dx0, t, {N, I});
+      run.backend().linear_backward(tdx_acc, tdw, tdout, tx, tw, /*accumulate_dx=*/true);
+      EXPECT_LT(normalized_error(run.download(tdx_acc), plus(dx0, g.dx)), tolerance(t));
+    }
+}
+
+TEST(LinearCpu, BlasAndReferencePathsAgreeOnBf16Closely) {
+  // Same bf16 inputs, fp32 arithmetic in both: results differ at most by one bf16 rounding.
+  const Vec x = random_vec(N * I, 21), w = random_vec(O * I, 22);
+  OpRunner blas(2, cpu::GemmPath::blas), ref(2, cpu::GemmPath::reference);
+  Tensor ob = blas.empty(DType::bf16, {N, O}), orf = ref.empty(DType::bf16, {N, O});
+  blas.backend().linear_forward(ob, blas.upload(x, DType::bf16, {N, I}), blas.upload(w, DType::bf16, {O, I}));
+  ref.backend().linear_forward(orf, ref.upload(x, DType::bf16, {N, I}), ref.upload(w, DType::bf16, {O, I}));
+  EXPECT_LT(normalized_error(blas.download(ob), ref.download(orf)), 8e-3);
+}
+
+}  // namespace
+}  // namespace mlpo::testing
+
+namespace mlpo::testing {
+namespace {
+
+// Large enough for OpenBLAS to use both of its threads: two fresh backends, same inputs, same
+// bits (forward, dx and the accumulated dw).
+TEST(LinearCpu, BlasPathIsBitwiseReproducible) {
+  const int n = 256, in = 384, out = 512;
+  const Vec x = random_vec(n * in, 31), w = random_vec(out * in, 32), dout = random_vec(n * out, 33);
+  std::vector<Vec> runs;
+  for (int rep = 0; rep < 2; ++rep) {
+    OpRunner run(2, cpu::GemmPath::blas);
+    Tensor tx = run.upload(x, DType::bf16, {n, in}), tw = run.upload(w, DType::bf16, {out, in});
+    Tensor o = run.empty(DType::bf16, {n, out}), dx = run.empty(DType::bf16, {n, in});
+    Tensor dw = run.upload(Vec(out * in, 0.0), DType::f32, {out, in});
+    run.backend().linear_forward(o, tx, tw);
+    run.backend().linear_backward(dx, dw, run.upload(dout, DType::bf16, {n, out}), tx, tw, false);
+    Vec all = run.download(o);
+    for (const Tensor& t : {dx, dw}) {
+      const Vec v = run.download(t);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    runs.push_back(std::move(all));
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
+}  // namespace
+}  // namespace mlpo::testing

@@ -1,0 +1,170 @@
+#pragma once
+// Shared pieces of the op tests: random inputs, central finite differences, the error
+// measure and its tolerances, and a runner that moves std::vector<double> in and out of
+// CpuBackend tensors of any storage type.
+//
+// Error measure: normalized_error(got, want) = max_i |got_i - want_i| / max_i |want_i|.
+// Tolerances for CpuBackend vs the double reference (run on the same inputs, already rounded
+// to the storage type, so only the op's own rounding is measured):
+//   f64  1e-10  - only summation order differs;
+//   f32  3e-5   - fp32 accumulation over at most a few hundred terms;
+//   bf16 1e-2   - outputs are rounded to bf16 once (8 significant bits: half an ulp is
+//                 2^-9 ~ 2e-3 of the value), fp32 arithmetic inside; 1e-2 is ~2.5 ulps of
+//                 the largest element and still catches any wrong formula by orders of
+//                 magnitude.
+// Finite differences of the double reference use h = 1e-5 (central): truncation error
+// ~h^2 and round-off ~1e-16/h, so the reference backward must match to 1e-6.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/reference_double.hpp"
+
+namespace mlpo::testing {
+
+using reference::Tokens;
+using reference::Vec;
+
+inline constexpr DType kStorageTypes[] = {DType::bf16, DType::f32, DType::f64};
+inline constexpr double kFiniteDifferenceTolerance = 1e-6;
+
+inline double tolerance(DType t) {
+  switch (t) {
+    case DType::f64: return 1e-10;
+    case DType::f32: return 3e-5;
+    default: return 1e-2;
+  }
+}
+
+inline Vec random_vec(std::size_t n, std::uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  Vec v(n);
+  for (double& x : v) x = normal(rng);
+  return v;
+}
+
+inline Tokens random_tokens(std::size_t n, int vocab, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Tokens t(n);
+  for (auto& x : t) x = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
+  return t;
+}
+
+inline double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Central differences: grad_i = (f(x + h e_i) - f(x - h e_i)) / 2h.
+inline Vec numeric_gradient(const std::function<double(const Vec&)>& f, Vec x, double h = 1e-5) {
+  Vec g(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double keep = x[i];
+    x[i] = keep + h;
+    const double up = f(x);
+    x[i] = keep - h;
+    const double down = f(x);
+    x[i] = keep;
+    g[i] = (up - down) / (2 * h);
+  }
+  return g;
+}
+
+// max |got - want| / max |want|; infinite if sizes differ or anything is NaN.
+inline double normalized_error(const Vec& got, const Vec& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double d = std::abs(got[i] - want[i]);
+    if (std::isnan(d)) return std::numeric_limits<double>::infinity();
+    err = std::max(err, d);
+    scale = std::max(scale, std::abs(want[i]));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// The values v takes once stored as type t.
+inline Vec rounded(const Vec& v, DType t) {
+  Vec r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::bf16) r[i] = bf16_to_float(float_to_bf16(static_cast<float>(v[i])));
+    else if (t == DType::f32) r[i] = static_cast<float>(v[i]);
+    else r[i] = v[i];
+  }
+  return r;
+}
+
+inline Vec plus(const Vec& a, const Vec& b) {
+  Vec r(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) r[i] = a[i] + b[i];
+  return r;
+}
+
+class OpRunner {
+ public:
+  explicit OpRunner(unsigned threads = 2, cpu::GemmPath path = cpu::GemmPath::blas)
+      : pool_(threads), backend_(pool_, CpuBackendOptions{2, path}) {}
+
+  CpuBackend& backend() { return backend_; }
+
+  Tensor upload(const Vec& v, DType t, std::initializer_list<std::int64_t> dims) {
+    Tensor x = empty(t, dims);
+    EXPECT_EQ(static_cast<std::size_t>(x.numel()), v.size());
+    switch (t) {
+      case DType::bf16:
+        for (std::size_t i = 0; i < v.size(); ++i) x.as<bf16>()[i] = float_to_bf16(static_cast<float>(v[i]));
+        break;
+      case DType::f32:
+        for (std::size_t i = 0; i < v.size(); ++i) x.as<float>()[i] = static_cast<float>(v[i]);
+        break;
+      case DType::f64:
+        for (std::size_t i = 0; i < v.size(); ++i) x.as<double>()[i] = v[i];
+        break;
+      case DType::i32: ADD_FAILURE() << "use upload_tokens"; break;
+    }
+    return x;
+  }
+
+  Tensor upload_tokens(const Tokens& tokens) {
+    Tensor t = empty(DType::i32, {static_cast<std::int64_t>(tokens.size())});
+    backend_.copy_from_host(t, tokens.data());
+    return t;
+  }
+
+  // An output tensor pre-filled with NaN, so an element an op forgets to write shows up.
+  Tensor empty(DType t, std::initializer_list<std::int64_t> dims) {
+    std::int64_t n = 1;
+    for (auto d : dims) n *= d;
+    buffers_.push_back(backend_.allocate(t, n));
+    Tensor x = buffers_.back().view(t, dims);
+    if (t != DType::i32) backend_.fill(x, std::numeric_limits<double>::quiet_NaN());
+    return x;
+  }
+
+  Vec download(const Tensor& x) {
+    Vec v(static_cast<std::size_t>(x.numel()));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (x.dtype == DType::bf16) v[i] = bf16_to_float(x.as<bf16>()[i]);
+      else if (x.dtype == DType::f32) v[i] = x.as<float>()[i];
+      else v[i] = x.as<double>()[i];
+    }
+    return v;
+  }
+
+ private:
+  ThreadPool pool_;
+  CpuBackend backend_;
+  std::vector<DeviceBuffer> buffers_;
+};
+
+inline DType acc_type(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+}  // namespace mlpo::testing

@@ -1,0 +1,67 @@
+#pragma once
+// Tiny model configuration and batches for the model tests.
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "executor/model/parameter_init.hpp"
+#include "executor/model/transformer_model.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+namespace mlpo::testing {
+
+inline ModelShape tiny_shape(bool tied = false) {
+  ModelShape s;
+  s.vocab = 64;
+  s.hidden = 32;
+  s.layers = 2;
+  s.heads = 4;
+  s.kv_heads = 2;
+  s.ffn_hidden = 64;
+  s.seq_len = 16;
+  s.tied_embeddings = tied;
+  return s;
+}
+
+struct Batch {
+  std::vector<std::int32_t> tokens, targets;
+};
+
+// Random sequences; targets are the next token of the same stream.
+inline Batch random_batch(const ModelShape& s, int batch, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Batch b;
+  for (int i = 0; i < batch; ++i) {
+    std::vector<std::int32_t> stream(static_cast<std::size_t>(s.seq_len) + 1);
+    for (auto& t : stream) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(s.vocab));
+    b.tokens.insert(b.tokens.end(), stream.begin(), stream.end() - 1);
+    b.targets.insert(b.targets.end(), stream.begin() + 1, stream.end());
+  }
+  return b;
+}
+
+// Initial values with non-matrix weights spread out: matrices N(0, (0.02*scale)^2), norm
+// gains 1 + N(0, 0.1^2). Larger weights make attention and SwiGLU visibly non-linear, which a
+// gradient check needs to mean anything.
+inline std::vector<float> spread_weights(const ParameterLayout& layout, std::uint64_t seed, float scale) {
+  std::vector<float> w(static_cast<std::size_t>(layout.total()));
+  initial_values(layout, seed, 0, w);
+  for (const auto& e : layout.entries())
+    for (std::int64_t i = e.offset; i < e.offset + e.numel(); ++i)
+      w[static_cast<std::size_t>(i)] =
+          e.is_norm ? 1.0f + 0.1f * static_cast<float>(hashed_normal(seed + 1, static_cast<std::uint64_t>(i)))
+                    : w[static_cast<std::size_t>(i)] * scale;
+  return w;
+}
+
+// The gradient buffer (f32 or f64, host-addressable on the CPU backend) as doubles.
+inline std::vector<double> gradients_of(const TransformerModel& m) {
+  const Tensor g = m.gradients();
+  std::vector<double> out(static_cast<std::size_t>(g.numel()));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = g.dtype == DType::f64 ? g.as<double>()[i] : static_cast<double>(g.as<float>()[i]);
+  return out;
+}
+
+}  // namespace mlpo::testing
