@@ -1,6 +1,8 @@
 #include "executor/io/pinned_buffer_pool.hpp"
 
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <string>
@@ -11,17 +13,19 @@
 
 namespace mlpo::io {
 
+// The raw system calls, not the libc wrappers: AddressSanitizer replaces mlock/munlock with
+// no-ops, and the debug build must lock (and test) exactly what the release build does.
 PinHooks mlock_hooks() {
   PinHooks hooks;
   hooks.pin = [](void* data, std::size_t size) {
-    if (::mlock(data, size) != 0) {
+    if (::syscall(SYS_mlock, data, size) != 0) {
       const int err = errno;
       throw Error("cannot page-lock " + format_bytes(static_cast<double>(size)) +
                   " for the pinned buffer pool: " + errno_text(err) +
                   "; raise the locked-memory limit (ulimit -l, RLIMIT_MEMLOCK) or lower the pool budget");
     }
   };
-  hooks.unpin = [](void* data, std::size_t size) { ::munlock(data, size); };
+  hooks.unpin = [](void* data, std::size_t size) { ::syscall(SYS_munlock, data, size); };
   return hooks;
 }
 
