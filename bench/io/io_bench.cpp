@@ -1,6 +1,6 @@
 // io_bench: how fast the tier I/O engine streams, against fio on the same directories.
 //
-//   io_bench --tier disk=/var/tmp/mlpo-bench --tier shm=/dev/shm/mlpo-bench \
+//   io_bench --tier disk=/var/tmp/mlpo-bench --tier shm=/dev/shm/mlpo-bench
 //            --size 2GiB --bs 1MiB --qd 8 --streams 1 --direct on --reps 3 --vs-fio --together
 //
 // Per tier and repetition: a sequential write of `streams` fresh files of `size` bytes each
@@ -13,6 +13,7 @@
 // aggregate is compared with the sum of the tiers alone. Medians, min and max of --reps.
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -52,6 +53,8 @@ struct Options {
   bool together = false;
   bool crc = false;
   bool drop_caches = false;
+  bool small_pages = false;
+  std::string fio_iomem;
   std::uint64_t request = 64 * MiB;
 };
 
@@ -88,6 +91,39 @@ void drop_page_cache() {
     std::fprintf(stderr, "io_bench: warning: cannot drop the page cache (needs root); reads may hit it\n");
   }
 }
+
+// Average size of the requests the block device saw during a pass (0 when the tier is not
+// on a block device, e.g. tmpfs): shows whether transfers were split or merged below us.
+class DeviceRequests {
+ public:
+  DeviceRequests(const std::filesystem::path& dir, IoOp op) : op_(op) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return;
+    path_ = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)) + "/stat";
+    before_ = sample();
+  }
+  double average_kib() const {
+    const auto after = sample();
+    const double ios = static_cast<double>(after.first - before_.first);
+    return ios > 0 ? static_cast<double>(after.second - before_.second) * 512.0 / ios / 1024.0 : 0.0;
+  }
+
+ private:
+  std::pair<std::uint64_t, std::uint64_t> sample() const {  // (requests, sectors) of op_
+    std::uint64_t f[8] = {};
+    if (std::FILE* in = std::fopen(path_.c_str(), "r")) {
+      for (auto& v : f) {
+        unsigned long long x = 0;
+        if (std::fscanf(in, "%llu", &x) == 1) v = x;
+      }
+      std::fclose(in);
+    }
+    return op_ == IoOp::read ? std::make_pair(f[0], f[2]) : std::make_pair(f[4], f[6]);
+  }
+  IoOp op_;
+  std::string path_;
+  std::pair<std::uint64_t, std::uint64_t> before_{};
+};
 
 // ---- the engine ----
 
@@ -196,7 +232,8 @@ double run_fio(const Tier& tier, bool direct, const Options& opt, IoOp op) {
                           " --ioengine=io_uring --direct=" + (direct ? "1" : "0") + " --rw=" + op_name(op) +
                           " --bs=" + std::to_string(opt.bs) + " --iodepth=" + std::to_string(opt.qd) +
                           " --size=" + std::to_string(opt.size) + " --numjobs=" + std::to_string(opt.streams) +
-                          " --fallocate=native --group_reporting --output-format=json 2>/dev/null";
+                          " --fallocate=native --group_reporting --output-format=json" +
+                          (opt.fio_iomem.empty() ? std::string() : " --iomem=" + opt.fio_iomem) + " 2>/dev/null";
   std::FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) throw Error("io_bench: cannot run fio: " + errno_text(errno));
   std::string out;
@@ -242,7 +279,8 @@ int run(const Options& opt) {
   std::vector<Tier> tier_list = parse_tiers(opt);
   const std::size_t n = tier_list.size();
   const unsigned outstanding = 2 + static_cast<unsigned>((opt.bs * opt.qd + opt.request - 1) / opt.request);
-  PinnedBufferPool pool(static_cast<std::uint64_t>(n) * opt.streams * outstanding * round_up(opt.request, kIoAlign));
+  PinnedBufferPool pool(static_cast<std::uint64_t>(n) * opt.streams * outstanding * round_up(opt.request, kIoAlign),
+                        mlock_hooks(), /*huge_pages=*/!opt.small_pages);
   TierSet tiers(tier_list, {&pool, stderr_warnings()});
 
   std::vector<std::uint64_t> need(n, opt.size * opt.streams * (opt.vs_fio ? 2 : 1));
@@ -274,22 +312,31 @@ int run(const Options& opt) {
 
   const IoOp ops[] = {IoOp::write, IoOp::read};
   std::map<std::pair<std::size_t, int>, std::vector<double>> engine, fio;  // (tier, op) -> GB/s
+  std::map<std::pair<std::size_t, int>, std::vector<double>> engine_kib, fio_kib;  // device request sizes
   for (unsigned rep = 0; rep < opt.reps; ++rep) {
     for (std::size_t t = 0; t < n; ++t) {
       std::vector<std::uint64_t> bytes(n, 0);
       bytes[t] = opt.size;
       auto engine_pass = [&] {
         for (IoOp op : ops) {
+          DeviceRequests dev(tier_list[t].path, op);
           const double g = run_engine(tiers, pool, opt, op, bytes).tier_gbps[t];
+          const double kib = dev.average_kib();
           engine[{t, static_cast<int>(op)}].push_back(g);
-          std::fprintf(stderr, "rep %u  %-6s %-5s engine %.3f GB/s\n", rep + 1, tier_list[t].name.c_str(), op_name(op), g);
+          engine_kib[{t, static_cast<int>(op)}].push_back(kib);
+          std::fprintf(stderr, "rep %u  %-6s %-5s engine %.3f GB/s (device requests %.0f KiB)\n", rep + 1,
+                       tier_list[t].name.c_str(), op_name(op), g, kib);
         }
       };
       auto fio_pass = [&] {
         for (IoOp op : ops) {
+          DeviceRequests dev(tier_list[t].path, op);
           const double g = run_fio(tier_list[t], direct[t], opt, op);
+          const double kib = dev.average_kib();
           fio[{t, static_cast<int>(op)}].push_back(g);
-          std::fprintf(stderr, "rep %u  %-6s %-5s fio    %.3f GB/s\n", rep + 1, tier_list[t].name.c_str(), op_name(op), g);
+          fio_kib[{t, static_cast<int>(op)}].push_back(kib);
+          std::fprintf(stderr, "rep %u  %-6s %-5s fio    %.3f GB/s (device requests %.0f KiB)\n", rep + 1,
+                       tier_list[t].name.c_str(), op_name(op), g, kib);
         }
       };
       // Alternate which goes first so drift of the device does not favour one side.
@@ -302,14 +349,16 @@ int run(const Options& opt) {
   std::printf("\nper tier: size %s x %u stream(s), bs %s, qd %u, %u reps; GB/s median [min..max]\n",
               format_bytes(static_cast<double>(opt.size)).c_str(), opt.streams,
               format_bytes(static_cast<double>(opt.bs)).c_str(), opt.qd, opt.reps);
-  std::printf("%-8s %-6s %-7s %-28s %-28s %s\n", "tier", "op", "direct", "engine", opt.vs_fio ? "fio" : "", opt.vs_fio ? "engine/fio" : "");
+  std::printf("%-8s %-6s %-7s %-28s %-28s %-11s %s\n", "tier", "op", "direct", "engine", opt.vs_fio ? "fio" : "",
+              opt.vs_fio ? "engine/fio" : "", "device KiB/request engine|fio");
   for (std::size_t t = 0; t < n; ++t) {
     for (IoOp op : ops) {
       const Stats e = stats_of(engine[{t, static_cast<int>(op)}]);
       if (opt.vs_fio) {
         const Stats f = stats_of(fio[{t, static_cast<int>(op)}]);
-        std::printf("%-8s %-6s %-7s %-28s %-28s %.3f\n", tier_list[t].name.c_str(), op_name(op), direct[t] ? "on" : "off",
-                    fmt(e).c_str(), fmt(f).c_str(), e.median / f.median);
+        std::printf("%-8s %-6s %-7s %-28s %-28s %-11.3f %.0f|%.0f\n", tier_list[t].name.c_str(), op_name(op),
+                    direct[t] ? "on" : "off", fmt(e).c_str(), fmt(f).c_str(), e.median / f.median,
+                    stats_of(engine_kib[{t, static_cast<int>(op)}]).median, stats_of(fio_kib[{t, static_cast<int>(op)}]).median);
       } else {
         std::printf("%-8s %-6s %-7s %-28s\n", tier_list[t].name.c_str(), op_name(op), direct[t] ? "on" : "off", fmt(e).c_str());
       }
@@ -382,6 +431,8 @@ int main(int argc, char** argv) {
   app.add_flag("--vs-fio", opt.vs_fio, "also run fio with the same parameters and print engine/fio");
   app.add_flag("--together", opt.together, "also drive all tiers at once and compare with the sum alone");
   app.add_flag("--crc", opt.crc, "record and verify CRC32C per request (engine only)");
+  app.add_flag("--small-pages", opt.small_pages, "back the engine's buffers with 4 KiB pages, not huge pages (as fio's are)");
+  app.add_option("--fio-iomem", opt.fio_iomem, "fio's buffer memory (e.g. shmhuge; needs vm.nr_hugepages)");
   app.add_flag("--drop-caches", opt.drop_caches, "drop the page cache before each read pass (root)");
   CLI11_PARSE(app, argc, argv);
   try {

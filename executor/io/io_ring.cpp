@@ -8,13 +8,11 @@
 namespace mlpo::io {
 
 IoRing::IoRing(unsigned entries, const std::string& who) {
+  // Plain ring, no SQPOLL/IOPOLL/DEFER_TASKRUN: measured on the dev VM, SINGLE_ISSUER with
+  // COOP_ or DEFER_TASKRUN was no faster on the disk and up to 25% slower on tmpfs
+  // (docs/benchmarks.md), and a plain ring works on every kernel with io_uring.
   io_uring_params params{};
-  params.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-  int rc = io_uring_queue_init_params(entries, &ring_, &params);
-  if (rc == -EINVAL) {  // kernel older than 6.1
-    params = io_uring_params{};
-    rc = io_uring_queue_init_params(entries, &ring_, &params);
-  }
+  const int rc = io_uring_queue_init_params(entries, &ring_, &params);
   if (rc < 0) {
     throw Error(who + ": cannot create an io_uring with " + std::to_string(entries) +
                 " entries: " + errno_text(-rc) + "; io_uring may be disabled (sysctl kernel.io_uring_disabled)");

@@ -1,8 +1,6 @@
 #pragma once
-// IoRing: one io_uring instance (owns its fd and mappings). Created by, and used only from,
-// the thread that drives it: it asks the kernel for SINGLE_ISSUER + DEFER_TASKRUN (completion
-// work runs when that thread waits, no cross-CPU task work), falling back to a plain ring on
-// kernels that do not know those flags.
+// IoRing: one io_uring instance (owns its fd and mappings), driven by one thread at a time
+// (TierIo's I/O thread). A plain interrupt-driven ring: no SQPOLL thread burning a core.
 // Fixed buffers: register_buffers() registers a memory region (the pinned pool) in pieces
 // of at most 1 GiB (the kernel's limit per buffer); fixed_index() tells which registered
 // piece covers a range, so reads/writes into pool memory skip per-I/O page pinning.

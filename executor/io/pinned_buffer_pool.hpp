@@ -5,6 +5,8 @@
 // The whole mapping is one region, so each tier's io_uring registers it once as fixed
 // buffers (TierIo does this). Page-locking goes through PinHooks: mlock/munlock by default;
 // a CUDA build can pass cudaHostRegister/cudaHostUnregister instead.
+// The mapping asks for transparent huge pages (MADV_HUGEPAGE) so each I/O block is one
+// physically contiguous DMA segment.
 // Cost: the budget is populated and locked up front (a few ms per GiB); acquire/release are
 // O(log free ranges) under one mutex. The pool must outlive every lease (checked).
 
@@ -57,8 +59,8 @@ class PinnedBuffer {
 class PinnedBufferPool {
  public:
   // Maps and pins `budget_bytes` (rounded up to 4 KiB). Throws mlpo::Error if the mapping
-  // or pinning fails.
-  explicit PinnedBufferPool(std::uint64_t budget_bytes, PinHooks hooks = mlock_hooks());
+  // or pinning fails. huge_pages = false keeps 4 KiB pages (for measuring what they cost).
+  explicit PinnedBufferPool(std::uint64_t budget_bytes, PinHooks hooks = mlock_hooks(), bool huge_pages = true);
   ~PinnedBufferPool();  // aborts if a lease is still out
   PinnedBufferPool(const PinnedBufferPool&) = delete;
   PinnedBufferPool& operator=(const PinnedBufferPool&) = delete;
@@ -82,6 +84,7 @@ class PinnedBufferPool {
   PinHooks hooks_;
   std::byte* base_ = nullptr;
   std::uint64_t budget_ = 0;
+  std::uint64_t mapped_ = 0;  // budget_ rounded up to 2 MiB (huge pages)
   mutable std::mutex mutex_;
   std::condition_variable freed_;
   std::map<std::uint64_t, std::uint64_t> free_;  // offset -> length, coalesced

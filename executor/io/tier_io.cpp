@@ -46,7 +46,7 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
   ops_.resize(tier_.queue_depth);
   for (unsigned i = tier_.queue_depth; i-- > 0;) free_ops_.push_back(i);
 
-  // The ring is created on the I/O thread itself (SINGLE_ISSUER binds it to its creator).
+  // The ring is created on the I/O thread, the only thread that ever touches it.
   std::promise<void> started;
   std::future<void> ready = started.get_future();
   thread_ = std::thread([this, &started] {
