@@ -1,0 +1,450 @@
+// io_bench: how fast the tier I/O engine streams, against fio on the same directories.
+//
+//   io_bench --tier disk=/var/tmp/mlpo-bench --tier shm=/dev/shm/mlpo-bench
+//            --size 2GiB --bs 1MiB --qd 8 --streams 1 --direct on --reps 3 --vs-fio --together
+//
+// Per tier and repetition: a sequential write of `streams` fresh files of `size` bytes each
+// (preallocated, like fio's fallocate=native), then a sequential read of them. The engine gets
+// queue_depth = qd x streams on the tier, which is what fio's `numjobs` jobs of `iodepth`
+// each put in flight. With --vs-fio, fio runs the same job (ioengine=io_uring, same bs,
+// iodepth, size, numjobs, direct) in the same directory, alternating which goes first.
+// With --together, all tiers are also driven at once, each given a share of the bytes in
+// proportion to its measured alone throughput (as the placement policy does), and the
+// aggregate is compared with the sum of the tiers alone. Medians, min and max of --reps.
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "executor/io/crc32c.hpp"
+#include "executor/io/tier_file.hpp"
+#include "executor/io/tier_set.hpp"
+
+namespace mlpo::io {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<std::string> tier_specs;
+  std::uint64_t size = 2 * GiB;
+  std::uint64_t bs = 1 * MiB;
+  unsigned qd = 8;
+  unsigned streams = 1;
+  bool direct = true;
+  unsigned reps = 3;
+  bool vs_fio = false;
+  bool together = false;
+  bool crc = false;
+  bool drop_caches = false;
+  bool small_pages = false;
+  std::string fio_iomem;
+  std::uint64_t request = 64 * MiB;
+};
+
+struct Stats {
+  double median = 0, min = 0, max = 0;
+};
+
+Stats stats_of(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.median = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return s;
+}
+
+std::string fmt(const Stats& s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%6.3f [%.3f..%.3f]", s.median, s.min, s.max);
+  return buf;
+}
+
+const char* op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
+
+std::filesystem::path bench_dir(const Tier& t) { return t.path / "mlpo" / "bench"; }
+
+void drop_page_cache() {
+  ::sync();
+  if (std::FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w")) {
+    std::fputs("3\n", f);
+    std::fclose(f);
+  } else {
+    std::fprintf(stderr, "io_bench: warning: cannot drop the page cache (needs root); reads may hit it\n");
+  }
+}
+
+// Average size of the requests the block device saw during a pass (0 when the tier is not
+// on a block device, e.g. tmpfs): shows whether transfers were split or merged below us.
+class DeviceRequests {
+ public:
+  DeviceRequests(const std::filesystem::path& dir, IoOp op) : op_(op) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return;
+    path_ = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)) + "/stat";
+    before_ = sample();
+  }
+  double average_kib() const {
+    const auto after = sample();
+    const double ios = static_cast<double>(after.first - before_.first);
+    return ios > 0 ? static_cast<double>(after.second - before_.second) * 512.0 / ios / 1024.0 : 0.0;
+  }
+
+ private:
+  std::pair<std::uint64_t, std::uint64_t> sample() const {  // (requests, sectors) of op_
+    std::uint64_t f[8] = {};
+    if (std::FILE* in = std::fopen(path_.c_str(), "r")) {
+      for (auto& v : f) {
+        unsigned long long x = 0;
+        if (std::fscanf(in, "%llu", &x) == 1) v = x;
+      }
+      std::fclose(in);
+    }
+    return op_ == IoOp::read ? std::make_pair(f[0], f[2]) : std::make_pair(f[4], f[6]);
+  }
+  IoOp op_;
+  std::string path_;
+  std::pair<std::uint64_t, std::uint64_t> before_{};
+};
+
+// ---- the engine ----
+
+// Drives `bytes[i]` bytes per stream through tier i of `tiers` (0 = tier not used), all
+// tiers at once, and returns each tier's GB/s and the aggregate (total bytes / makespan).
+struct EngineRun {
+  std::vector<double> tier_gbps;
+  double aggregate_gbps = 0;
+};
+
+EngineRun run_engine(TierSet& tiers, PinnedBufferPool& pool, const Options& opt, IoOp op,
+                     const std::vector<std::uint64_t>& bytes_per_stream) {
+  const std::size_t n = tiers.size();
+  struct Stream {
+    std::size_t tier;
+    unsigned index;
+    TierFile* file = nullptr;
+    std::vector<PinnedBuffer> buffers;
+    Clock::time_point end;
+  };
+  std::vector<Stream> streams;
+  const unsigned outstanding =
+      2 + static_cast<unsigned>((opt.bs * opt.qd + opt.request - 1) / opt.request);  // keeps qd x bs in flight
+  for (std::size_t t = 0; t < n; ++t) {
+    if (bytes_per_stream[t] == 0) continue;
+    for (unsigned s = 0; s < opt.streams; ++s) {
+      Stream st{t, s};
+      const std::filesystem::path rel = std::filesystem::path("mlpo") / "bench" / ("stream-" + std::to_string(s) + ".bin");
+      if (op == IoOp::write) std::filesystem::remove(tiers[t].tier().path / rel);
+      st.file = &tiers[t].open_file(rel, op == IoOp::write ? bytes_per_stream[t] : 0);
+      if (op == IoOp::read && st.file->size() < bytes_per_stream[t]) {
+        throw Error("io_bench: " + st.file->path().string() + " is shorter than the read; write first");
+      }
+      for (unsigned b = 0; b < outstanding; ++b) {
+        st.buffers.push_back(pool.acquire(opt.request));
+        if (op == IoOp::write) {
+          std::mt19937_64 rng(1000 * t + 10 * s + b);
+          auto* words = reinterpret_cast<std::uint64_t*>(st.buffers.back().data());
+          for (std::size_t w = 0; w < st.buffers.back().size() / 8; ++w) words[w] = rng();
+        }
+      }
+      streams.push_back(std::move(st));
+    }
+  }
+  if (op == IoOp::read && opt.drop_caches) drop_page_cache();
+
+  const Clock::time_point start = Clock::now();
+  std::vector<std::thread> threads;
+  for (Stream& st : streams) {
+    threads.emplace_back([&, total = bytes_per_stream[st.tier]] {
+      TierIo& tio = tiers[st.tier];
+      std::vector<IoRequest> in_flight(st.buffers.size());
+      std::uint64_t offset = 0;
+      for (std::size_t k = 0; offset < total; ++k) {
+        const std::size_t slot = k % st.buffers.size();
+        in_flight[slot].wait();  // the buffer is free again
+        const std::uint64_t len = std::min(opt.request, total - offset);
+        std::byte* buf = st.buffers[slot].data();
+        in_flight[slot] = op == IoOp::write ? tio.write(*st.file, offset, len, buf) : tio.read(*st.file, offset, len, buf);
+        offset += len;
+      }
+      for (IoRequest& r : in_flight) r.wait();
+      st.end = Clock::now();
+    });
+  }
+  for (auto& th : threads) th.join();
+
+  EngineRun run;
+  run.tier_gbps.assign(n, 0.0);
+  Clock::time_point last = start;
+  std::uint64_t total_bytes = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    Clock::time_point end = start;
+    for (const Stream& st : streams) {
+      if (st.tier == t) end = std::max(end, st.end);
+    }
+    const std::uint64_t bytes = bytes_per_stream[t] * opt.streams;
+    total_bytes += bytes;
+    last = std::max(last, end);
+    if (bytes > 0) run.tier_gbps[t] = static_cast<double>(bytes) / std::chrono::duration<double>(end - start).count() / GB;
+  }
+  run.aggregate_gbps = static_cast<double>(total_bytes) / std::chrono::duration<double>(last - start).count() / GB;
+  for (Stream& st : streams) {
+    st.buffers.clear();
+    tiers[st.tier].close_file(*st.file);
+  }
+  return run;
+}
+
+// ---- fio ----
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+double run_fio(const Tier& tier, bool direct, const Options& opt, IoOp op) {
+  const std::filesystem::path dir = bench_dir(tier);
+  if (op == IoOp::write) {
+    for (unsigned s = 0; s < opt.streams; ++s) std::filesystem::remove(dir / ("fio." + std::to_string(s) + ".0"));
+  } else if (opt.drop_caches) {
+    drop_page_cache();
+  }
+  const std::string cmd = "fio --name=fio --directory=" + shell_quote(dir.string()) +
+                          " --ioengine=io_uring --direct=" + (direct ? "1" : "0") + " --rw=" + op_name(op) +
+                          " --bs=" + std::to_string(opt.bs) + " --iodepth=" + std::to_string(opt.qd) +
+                          " --size=" + std::to_string(opt.size) + " --numjobs=" + std::to_string(opt.streams) +
+                          " --fallocate=native --group_reporting --output-format=json" +
+                          (opt.fio_iomem.empty() ? std::string() : " --iomem=" + opt.fio_iomem) + " 2>/dev/null";
+  std::FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) throw Error("io_bench: cannot run fio: " + errno_text(errno));
+  std::string out;
+  char buf[4096];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, got);
+  const int status = ::pclose(pipe);
+  const std::size_t brace = out.find('{');
+  if (status != 0 || brace == std::string::npos) {
+    throw Error("io_bench: fio failed (exit status " + std::to_string(status) + "); is fio installed? command: " + cmd);
+  }
+  const nlohmann::json j = nlohmann::json::parse(out.substr(brace));
+  const auto& job = j.at("jobs").at(0);
+  if (job.value("error", 0) != 0) throw Error("io_bench: fio reported error " + std::to_string(job.value("error", 0)));
+  return job.at(op_name(op)).at("bw_bytes").get<double>() / GB;
+}
+
+// ---- main ----
+
+std::vector<Tier> parse_tiers(const Options& opt) {
+  std::vector<Tier> tiers;
+  for (const std::string& spec : opt.tier_specs) {
+    const std::size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      throw Error("--tier '" + spec + "': expected NAME=PATH, e.g. --tier nvme=/mnt/nvme");
+    }
+    Tier t;
+    t.name = spec.substr(0, eq);
+    t.path = spec.substr(eq + 1);
+    t.block_size = opt.bs;
+    t.queue_depth = opt.qd * opt.streams;
+    t.direct_io = opt.direct;
+    t.crc = opt.crc;
+    std::error_code ec;
+    std::filesystem::create_directories(t.path / "mlpo" / "bench", ec);
+    if (ec) throw Error("tier '" + t.name + "' (" + t.path.string() + "): cannot create its bench directory: " + ec.message());
+    tiers.push_back(std::move(t));
+  }
+  return tiers;
+}
+
+int run(const Options& opt) {
+  std::vector<Tier> tier_list = parse_tiers(opt);
+  const std::size_t n = tier_list.size();
+  const unsigned outstanding = 2 + static_cast<unsigned>((opt.bs * opt.qd + opt.request - 1) / opt.request);
+  PinnedBufferPool pool(static_cast<std::uint64_t>(n) * opt.streams * outstanding * round_up(opt.request, kIoAlign),
+                        mlock_hooks(), /*huge_pages=*/!opt.small_pages);
+  TierSet tiers(tier_list, {&pool, stderr_warnings()});
+
+  std::vector<std::uint64_t> need(n, opt.size * opt.streams * (opt.vs_fio ? 2 : 1));
+  tiers.check_capacity(need);
+
+  // The mode each tier really runs in (tmpfs falls back to buffered): fio gets the same.
+  std::vector<bool> direct(n);
+  for (std::size_t t = 0; t < n; ++t) {
+    TierFile& probe = tiers[t].open_file(std::filesystem::path("mlpo") / "bench" / "probe", 0);
+    direct[t] = probe.direct();
+    const std::filesystem::path p = probe.path();
+    tiers[t].close_file(probe);
+    std::filesystem::remove(p);
+  }
+
+  if (opt.crc) {
+    std::vector<std::byte> data(64 * MiB, std::byte{0x5A});
+    auto time_crc = [&](auto fn) {
+      const auto t0 = Clock::now();
+      volatile std::uint32_t sink = fn(data.data(), data.size(), 0u);
+      (void)sink;
+      return static_cast<double>(data.size()) / std::chrono::duration<double>(Clock::now() - t0).count() / GB;
+    };
+    std::printf("crc32c: %.2f GB/s with %s, %.2f GB/s with the table\n",
+                time_crc([](const void* d, std::size_t s, std::uint32_t c) { return crc32c(d, s, c); }),
+                crc32c_hardware_available() ? "SSE4.2" : "the table (no SSE4.2)",
+                time_crc([](const void* d, std::size_t s, std::uint32_t c) { return crc32c_table(d, s, c); }));
+  }
+
+  const IoOp ops[] = {IoOp::write, IoOp::read};
+  std::map<std::pair<std::size_t, int>, std::vector<double>> engine, fio;  // (tier, op) -> GB/s
+  std::map<std::pair<std::size_t, int>, std::vector<double>> engine_kib, fio_kib;  // device request sizes
+  for (unsigned rep = 0; rep < opt.reps; ++rep) {
+    for (std::size_t t = 0; t < n; ++t) {
+      std::vector<std::uint64_t> bytes(n, 0);
+      bytes[t] = opt.size;
+      auto engine_pass = [&] {
+        for (IoOp op : ops) {
+          DeviceRequests dev(tier_list[t].path, op);
+          const double g = run_engine(tiers, pool, opt, op, bytes).tier_gbps[t];
+          const double kib = dev.average_kib();
+          engine[{t, static_cast<int>(op)}].push_back(g);
+          engine_kib[{t, static_cast<int>(op)}].push_back(kib);
+          std::fprintf(stderr, "rep %u  %-6s %-5s engine %.3f GB/s (device requests %.0f KiB)\n", rep + 1,
+                       tier_list[t].name.c_str(), op_name(op), g, kib);
+        }
+      };
+      auto fio_pass = [&] {
+        for (IoOp op : ops) {
+          DeviceRequests dev(tier_list[t].path, op);
+          const double g = run_fio(tier_list[t], direct[t], opt, op);
+          const double kib = dev.average_kib();
+          fio[{t, static_cast<int>(op)}].push_back(g);
+          fio_kib[{t, static_cast<int>(op)}].push_back(kib);
+          std::fprintf(stderr, "rep %u  %-6s %-5s fio    %.3f GB/s (device requests %.0f KiB)\n", rep + 1,
+                       tier_list[t].name.c_str(), op_name(op), g, kib);
+        }
+      };
+      // Alternate which goes first so drift of the device does not favour one side.
+      if (opt.vs_fio && rep % 2 == 1) fio_pass();
+      engine_pass();
+      if (opt.vs_fio && rep % 2 == 0) fio_pass();
+    }
+  }
+
+  std::printf("\nper tier: size %s x %u stream(s), bs %s, qd %u, %u reps; GB/s median [min..max]\n",
+              format_bytes(static_cast<double>(opt.size)).c_str(), opt.streams,
+              format_bytes(static_cast<double>(opt.bs)).c_str(), opt.qd, opt.reps);
+  std::printf("%-8s %-6s %-7s %-28s %-28s %-11s %s\n", "tier", "op", "direct", "engine", opt.vs_fio ? "fio" : "",
+              opt.vs_fio ? "engine/fio" : "", "device KiB/request engine|fio");
+  for (std::size_t t = 0; t < n; ++t) {
+    for (IoOp op : ops) {
+      const Stats e = stats_of(engine[{t, static_cast<int>(op)}]);
+      if (opt.vs_fio) {
+        const Stats f = stats_of(fio[{t, static_cast<int>(op)}]);
+        std::printf("%-8s %-6s %-7s %-28s %-28s %-11.3f %.0f|%.0f\n", tier_list[t].name.c_str(), op_name(op),
+                    direct[t] ? "on" : "off", fmt(e).c_str(), fmt(f).c_str(), e.median / f.median,
+                    stats_of(engine_kib[{t, static_cast<int>(op)}]).median, stats_of(fio_kib[{t, static_cast<int>(op)}]).median);
+      } else {
+        std::printf("%-8s %-6s %-7s %-28s\n", tier_list[t].name.c_str(), op_name(op), direct[t] ? "on" : "off", fmt(e).c_str());
+      }
+    }
+  }
+
+  if (opt.together && n > 1) {
+    std::printf("\nall %zu tiers at once (bytes split in proportion to each tier's alone median, the fastest gets %s)\n", n,
+                format_bytes(static_cast<double>(opt.size)).c_str());
+    std::printf("%-6s %-28s %-28s %s\n", "op", "sum of tiers alone", "together (bytes/makespan)", "together/sum");
+    for (IoOp op : ops) {
+      std::vector<double> alone(n);
+      double sum = 0, fastest = 0;
+      for (std::size_t t = 0; t < n; ++t) {
+        alone[t] = stats_of(engine[{t, static_cast<int>(op)}]).median;
+        sum += alone[t];
+        fastest = std::max(fastest, alone[t]);
+      }
+      std::vector<std::uint64_t> bytes(n);
+      for (std::size_t t = 0; t < n; ++t) {
+        bytes[t] = std::max<std::uint64_t>(round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * alone[t] / fastest), opt.request), opt.request);
+      }
+      std::vector<double> agg;
+      std::vector<std::vector<double>> per_tier(n);
+      for (unsigned rep = 0; rep < opt.reps; ++rep) {
+        if (op == IoOp::read) run_engine(tiers, pool, opt, IoOp::write, bytes);  // files of the right sizes
+        const EngineRun r = run_engine(tiers, pool, opt, op, bytes);
+        agg.push_back(r.aggregate_gbps);
+        for (std::size_t t = 0; t < n; ++t) per_tier[t].push_back(r.tier_gbps[t]);
+        std::fprintf(stderr, "rep %u  together %-5s %.3f GB/s\n", rep + 1, op_name(op), r.aggregate_gbps);
+      }
+      const Stats a = stats_of(agg);
+      char sum_text[64];
+      std::snprintf(sum_text, sizeof sum_text, "%6.3f", sum);
+      std::printf("%-6s %-28s %-28s %.3f\n", op_name(op), sum_text, fmt(a).c_str(), a.median / sum);
+      for (std::size_t t = 0; t < n; ++t) {
+        std::printf("         %-8s alone %6.3f, together %s (%s)\n", tier_list[t].name.c_str(), alone[t],
+                    fmt(stats_of(per_tier[t])).c_str(), format_bytes(static_cast<double>(bytes[t] * opt.streams)).c_str());
+      }
+    }
+  }
+
+  for (std::size_t t = 0; t < n; ++t) {
+    const TierCounterSnapshot c = tiers[t].counter_snapshot();
+    std::printf("%s counters: read %s, written %s, busy %.2f s, retries %llu, errors %llu\n", tier_list[t].name.c_str(),
+                format_bytes(static_cast<double>(c.bytes_read)).c_str(), format_bytes(static_cast<double>(c.bytes_written)).c_str(),
+                c.busy_s, static_cast<unsigned long long>(c.retries), static_cast<unsigned long long>(c.errors));
+    std::error_code ec;
+    std::filesystem::remove_all(bench_dir(tier_list[t]), ec);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace mlpo::io
+
+int main(int argc, char** argv) {
+  using namespace mlpo;
+  io::Options opt;
+  std::string size = "2GiB", bs = "1MiB", request = "64MiB", direct = "on";
+  CLI::App app{"io_bench: sequential write-then-read throughput of the tier I/O engine (and fio)"};
+  app.add_option("--tier", opt.tier_specs, "NAME=PATH of a tier directory (repeatable)")->required();
+  app.add_option("--size", size, "bytes per stream file (default 2GiB)");
+  app.add_option("--bs", bs, "block size of each I/O (default 1MiB)");
+  app.add_option("--qd", opt.qd, "I/Os in flight per stream (default 8)");
+  app.add_option("--streams", opt.streams, "concurrent streams (files) per tier, like fio numjobs (default 1)");
+  app.add_option("--direct", direct, "O_DIRECT on|off (tmpfs always runs buffered)")->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--reps", opt.reps, "repetitions (default 3)");
+  app.add_option("--request", request, "bytes per engine request, like a subgroup (default 64MiB)");
+  app.add_flag("--vs-fio", opt.vs_fio, "also run fio with the same parameters and print engine/fio");
+  app.add_flag("--together", opt.together, "also drive all tiers at once and compare with the sum alone");
+  app.add_flag("--crc", opt.crc, "record and verify CRC32C per request (engine only)");
+  app.add_flag("--small-pages", opt.small_pages, "back the engine's buffers with 4 KiB pages, not huge pages (as fio's are)");
+  app.add_option("--fio-iomem", opt.fio_iomem, "fio's buffer memory (e.g. shmhuge; needs vm.nr_hugepages)");
+  app.add_flag("--drop-caches", opt.drop_caches, "drop the page cache before each read pass (root)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    opt.size = parse_bytes(size, "--size");
+    opt.bs = parse_bytes(bs, "--bs");
+    opt.request = std::max(parse_bytes(request, "--request"), opt.bs);
+    opt.direct = direct == "on";
+    if (opt.qd == 0 || opt.streams == 0 || opt.reps == 0) throw Error("--qd, --streams and --reps must be at least 1");
+    if (opt.size % opt.bs != 0) throw Error("--size must be a multiple of --bs, as fio needs");
+    return io::run(opt);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "io_bench: %s\n", e.what());
+    return 2;
+  }
+}

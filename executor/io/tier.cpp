@@ -1,0 +1,47 @@
+#include "executor/io/tier.hpp"
+
+#include <cstdio>
+
+#include "core/error.hpp"
+
+namespace mlpo::io {
+
+std::string_view to_string(TierKind kind) {
+  switch (kind) {
+    case TierKind::host: return "host";
+    case TierKind::nvme: return "nvme";
+    case TierKind::remote: return "remote";
+    case TierKind::other: return "other";
+  }
+  return "other";
+}
+
+TierKind parse_tier_kind(std::string_view text) {
+  for (TierKind k : {TierKind::host, TierKind::nvme, TierKind::remote, TierKind::other}) {
+    if (text == to_string(k)) return k;
+  }
+  throw Error("unknown tier kind '" + std::string(text) + "': use host, nvme, remote or other");
+}
+
+void validate(const Tier& tier) {
+  const std::string who = "tier '" + tier.name + "' (" + tier.path.string() + "): ";
+  if (tier.name.empty()) throw Error("tier at " + tier.path.string() + " has no name: give every tier a name");
+  if (tier.path.empty()) throw Error(who + "empty path: give the tier a directory");
+  if (tier.block_size == 0 || tier.block_size % kIoAlign != 0 || tier.block_size > GiB) {
+    throw Error(who + "block size " + std::to_string(tier.block_size) +
+                " must be a multiple of 4 KiB between 4 KiB and 1 GiB");
+  }
+  if (tier.queue_depth == 0 || tier.queue_depth > 4096) {
+    throw Error(who + "queue depth " + std::to_string(tier.queue_depth) + " must be between 1 and 4096");
+  }
+}
+
+std::filesystem::path state_file_name(std::string_view run, int rank) {
+  return std::filesystem::path("mlpo") / std::string(run) / ("rank" + std::to_string(rank) + ".state");
+}
+
+WarningSink stderr_warnings() {
+  return [](const std::string& line) { std::fprintf(stderr, "mlpo: warning: %s\n", line.c_str()); };
+}
+
+}  // namespace mlpo::io

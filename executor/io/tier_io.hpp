@@ -1,0 +1,124 @@
+#pragma once
+// TierIo: the I/O engine of one tier. Owns one io_uring and one I/O thread (which alone
+// touches the ring), plus the tier's open files. read()/write() may be called from any
+// thread: they queue the request and wake the I/O thread through an eventfd, which splits
+// the request into block_size operations and keeps at most queue_depth of them (over all
+// requests of this tier, oldest request first) in the kernel. Tiers never wait on each other:
+// each has its own ring and thread.
+//
+// Guarantees per request: short transfers are resubmitted for the rest, EINTR/EAGAIN are
+// retried, any other failure fails the request with an mlpo::Error naming the tier, file,
+// offset and errno text. A read that reaches end of file before `length` bytes is an error
+// (a truncated tier file is never read as zeros). With tier.crc, a write records the CRC32C
+// of its extent and a later read of the same extent (same offset) verifies it.
+//
+// O_DIRECT (file.direct()): offset and buffer must be 4 KiB-aligned (mlpo::Error otherwise),
+// and the buffer must have round_up(length, 4 KiB) bytes: the tail is padded, i.e. the file
+// bytes [offset+length, offset+round_up(length)) belong to this extent. Place extents at
+// 4 KiB-aligned offsets. Buffers inside the PinnedBufferPool given at construction use the
+// ring's registered fixed buffers.
+//
+// Cost: one eventfd write per request on the caller's side; per operation one SQE and one
+// CQE on the I/O thread; CRC (if on) is computed on the caller's thread for writes and on
+// the I/O thread for reads.
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "executor/io/io_request.hpp"
+#include "executor/io/pinned_buffer_pool.hpp"
+#include "executor/io/tier.hpp"
+#include "executor/io/tier_counters.hpp"
+#include "executor/io/tier_file.hpp"
+#include "executor/io/unique_fd.hpp"
+
+namespace mlpo::io {
+
+class IoRing;
+
+class TierIo {
+ public:
+  // Starts the tier's I/O thread and ring. `pool` (may be null, must outlive this) is
+  // registered as fixed buffers. Throws mlpo::Error on a bad tier or when no ring can be made.
+  TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn);
+  // Lets every submitted request finish, then stops the thread and closes the files.
+  ~TierIo();
+  TierIo(const TierIo&) = delete;
+  TierIo& operator=(const TierIo&) = delete;
+
+  const Tier& tier() const { return tier_; }
+
+  // Opens (creating, preallocating) tier.path / relative; see TierFile::open. The file is
+  // owned by this TierIo and stays valid until close_file() or destruction.
+  TierFile& open_file(const std::filesystem::path& relative, std::uint64_t preallocate = 0);
+  // Closes a file; every request on it must have finished.
+  void close_file(TierFile& file);
+
+  // Reads file bytes [offset, offset+length) into buffer, asynchronously.
+  IoRequest read(TierFile& file, std::uint64_t offset, std::uint64_t length, void* buffer,
+                 IoCallback on_done = {});
+  // Writes buffer [0, length) to file bytes [offset, offset+length), asynchronously.
+  IoRequest write(TierFile& file, std::uint64_t offset, std::uint64_t length, const void* buffer,
+                  IoCallback on_done = {});
+
+  TierCounters& counters() { return counters_; }
+  TierCounterSnapshot counter_snapshot() const { return counters_.snapshot(); }
+  bool fixed_buffers() const { return fixed_buffers_; }  // pool registered with the ring
+
+ private:
+  // One block_size piece of a request while it is in the kernel.
+  struct Operation {
+    std::shared_ptr<detail::RequestState> request;
+    std::uint64_t file_offset = 0;
+    std::byte* buffer = nullptr;
+    std::uint32_t length = 0;
+    std::uint32_t done = 0;  // bytes already transferred (short transfers resume from here)
+    int fixed = -1;          // registered buffer index, or -1
+  };
+  IoRequest submit(IoOp op, TierFile& file, std::uint64_t offset, std::uint64_t length, std::byte* buffer,
+                   IoCallback on_done);
+  void run(IoRing& ring);
+  void hand_out(IoRing& ring);
+  void prepare(IoRing& ring, unsigned index);
+  void on_completion(IoRing& ring, unsigned index, int result);
+  void finish_operation(unsigned index);
+  void finish_request(detail::RequestState& request);
+  void fail(detail::RequestState& request, const Operation& op, const std::string& what);
+  std::string who(const TierFile& file) const;
+
+  const Tier tier_;
+  const PinnedBufferPool* pool_;
+  WarningSink warn_;
+  TierCounters counters_;
+  UniqueFd wake_fd_;
+  bool fixed_buffers_ = false;
+
+  std::mutex files_mutex_;
+  std::vector<std::unique_ptr<TierFile>> files_;
+  std::set<std::string> warned_;  // under files_mutex_: each distinct warning once
+
+  // Submission queue shared with callers.
+  std::mutex queue_mutex_;
+  std::deque<std::shared_ptr<detail::RequestState>> incoming_;
+  bool stopping_ = false;
+
+  // I/O-thread state.
+  std::deque<std::shared_ptr<detail::RequestState>> pending_;  // not yet fully handed out
+  std::vector<Operation> ops_;                                 // queue_depth slots
+  std::vector<unsigned> free_ops_;
+  unsigned in_flight_ = 0;
+  std::uint64_t busy_since_ns_ = 0;
+  std::uint64_t wake_value_ = 0;  // target of the eventfd read kept armed in the ring
+
+  std::thread thread_;
+};
+
+}  // namespace mlpo::io
