@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -17,6 +18,10 @@
 #include "core/thread_pool.hpp"
 
 namespace mlpo {
+
+// Test names and failure messages say "avx512", not "4-byte object <03-00 00-00>".
+inline void PrintTo(SimdIsa isa, std::ostream* os) { *os << to_string(isa); }
+
 namespace {
 
 constexpr int kSteps = 20;

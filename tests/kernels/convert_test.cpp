@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "core/thread_pool.hpp"
 
 namespace mlpo {
+
+// Test names and failure messages say "avx512", not "4-byte object <03-00 00-00>".
+inline void PrintTo(SimdIsa isa, std::ostream* os) { *os << to_string(isa); }
+
 namespace {
 
 std::uint32_t bits_of(float f) {
