@@ -10,7 +10,10 @@
 //    effective GB/s = elements/s * bytes the update must move per element (28 B with bf16
 //    gradients: read p, m, v, g = 12 + 2, write p, m, v, p_bf16 = 12 + 2; 30 B with fp32).
 // 3. bf16 <-> fp32 conversion GB/s (6 B per element), which the profiler also reports.
-// Every figure is the median of --reps timed repetitions after one untimed warm-up.
+// Every figure is the median of --reps timed repetitions after one untimed warm-up. The
+// repetitions are interleaved (rep 1 of every kernel, then rep 2, ...) at each thread count, so a
+// busy neighbour on a shared machine slows the roofs and the kernels alike and the ratios stay
+// meaningful; the spread (min..max) is printed with each median.
 //
 //   adam_bench [--elements N] [--threads 1,2] [--isa best|scalar|avx2|avx512|all] [--reps 7]
 //              [--memcpy-bytes 1GiB] [--json out.json]
@@ -28,6 +31,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -81,17 +85,30 @@ void add_one_in_place(float* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) x[i] += 1.0f;
 }
 
-double median_seconds(int reps, const std::function<void()>& body) {
-  body();  // warm-up: faults in pages, spins up the workers
-  std::vector<double> s;
-  for (int r = 0; r < reps; ++r) {
+// One timed kernel: what it is, the bytes and elements one run moves, and its timings.
+struct Measurement {
+  std::string kind;    // "memcpy", "nt-copy", "in-place", "adamw", "convert"
+  std::string detail;  // e.g. "avx512 bf16", "avx2 fp32->bf16"
+  double bytes = 0;    // bytes moved per run, by the conventions above
+  double elements = 0;
+  std::function<void()> run;
+  std::vector<double> seconds;
+
+  double time(const std::function<void()>& f) {
     const auto t0 = std::chrono::steady_clock::now();
-    body();
-    s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  std::sort(s.begin(), s.end());
-  return s[s.size() / 2];
-}
+  void sample() { seconds.push_back(time(run)); }
+  double median() const {
+    std::vector<double> s = seconds;
+    std::sort(s.begin(), s.end());
+    return s[s.size() / 2];
+  }
+  double fastest() const { return *std::min_element(seconds.begin(), seconds.end()); }
+  double slowest() const { return *std::max_element(seconds.begin(), seconds.end()); }
+  double gbps(double s) const { return bytes / s / GB; }
+};
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -110,7 +127,7 @@ struct Options {
 };
 
 int run(const Options& opt) {
-  const std::uint64_t copy_bytes = parse_bytes(opt.memcpy_bytes, "--memcpy-bytes");
+  const std::uint64_t copy_bytes = round_up(parse_bytes(opt.memcpy_bytes, "--memcpy-bytes"), 4096);
   std::vector<unsigned> threads = opt.threads;
   if (threads.empty())
     for (unsigned t = 1; t <= std::max(1u, std::thread::hardware_concurrency()); ++t) threads.push_back(t);
@@ -125,64 +142,23 @@ int run(const Options& opt) {
 
   std::string have;
   for (SimdIsa i : {SimdIsa::avx2, SimdIsa::avx512})
-    if (simd_isa_supported(i)) have += std::string(have.empty() ? "" : ", ") + std::string(to_string(i));
-  std::printf("cpu: %s (%u hardware threads; SIMD variants: scalar%s%s; best: %s)\n", cpu_model().c_str(),
-              std::thread::hardware_concurrency(), have.empty() ? "" : ", ", have.c_str(),
-              std::string(to_string(best_simd_isa())).c_str());
-  nlohmann::json out = {{"schema", "mlpo.bench.adam/1"},
-                        {"cpu", cpu_model()},
-                        {"elements", opt.elements},
-                        {"memcpy_bytes", copy_bytes},
-                        {"reps", opt.reps}};
+    if (simd_isa_supported(i)) have += ", " + std::string(to_string(i));
+  std::printf("cpu: %s (%u hardware threads; SIMD variants: scalar%s; best: %s)\n", cpu_model().c_str(),
+              std::thread::hardware_concurrency(), have.c_str(), std::string(to_string(best_simd_isa())).c_str());
+  const std::size_t n = opt.elements;
+  std::printf("memcpy/nt-copy/in-place over %s; AdamW over %zu elements (%s of p, m, v, plus gradients and "
+              "p_bf16); %d interleaved repetitions\n",
+              format_bytes(static_cast<double>(copy_bytes)).c_str(), n,
+              format_bytes(12.0 * static_cast<double>(n)).c_str(), opt.reps);
+  nlohmann::json out = {{"schema", "mlpo.bench.adam/1"}, {"cpu", cpu_model()}, {"elements", n},
+                        {"memcpy_bytes", copy_bytes}, {"reps", opt.reps}};
 
   const unsigned max_threads = *std::max_element(threads.begin(), threads.end());
   ThreadPool alloc_pool(max_threads);
-
-  // 1. Memory roofs: memcpy (the bound), non-temporal copy, in-place stream.
-  std::vector<double> memcpy_gbs(max_threads + 1, 0.0), inplace_gbs(max_threads + 1, 0.0);
-  double best_memcpy = 0.0;
-  {
-    PageBuffer<char> src(copy_bytes, alloc_pool), dst(copy_bytes, alloc_pool);
-    std::memset(src.data(), 1, copy_bytes);
-    std::printf("\nmemory roofs over %s buffers (GB/s counts read + write: 2x the bytes copied or updated)\n",
-                format_bytes(static_cast<double>(copy_bytes)).c_str());
-    std::printf("%8s %14s %14s %14s\n", "threads", "memcpy GB/s", "nt-copy GB/s", "in-place GB/s");
-    for (unsigned t : threads) {
-      ThreadPool pool(t);
-      const auto gbs = [&](double s) { return 2.0 * static_cast<double>(copy_bytes) / s / GB; };
-      const double s_memcpy = median_seconds(opt.reps, [&] {
-        pool.parallel_for(copy_bytes, 4096, [&](std::size_t b, std::size_t e) {
-          std::memcpy(dst.data() + b, src.data() + b, e - b);
-        });
-      });
-      const double s_nt = median_seconds(opt.reps, [&] {
-        pool.parallel_for(copy_bytes, 4096, [&](std::size_t b, std::size_t e) {
-          copy_non_temporal(dst.data() + b, src.data() + b, e - b);
-        });
-      });
-      float* x = reinterpret_cast<float*>(dst.data());
-      const double s_inplace = median_seconds(opt.reps, [&] {
-        pool.parallel_for(copy_bytes / sizeof(float), 1024,
-                          [&](std::size_t b, std::size_t e) { add_one_in_place(x + b, e - b); });
-      });
-      memcpy_gbs[t] = gbs(s_memcpy);
-      inplace_gbs[t] = gbs(s_inplace);
-      best_memcpy = std::max(best_memcpy, memcpy_gbs[t]);
-      std::printf("%8u %14.2f %14.2f %14.2f\n", t, memcpy_gbs[t], gbs(s_nt), inplace_gbs[t]);
-      out["memory"].push_back({{"threads", t},
-                               {"memcpy_gbps", memcpy_gbs[t]},
-                               {"memcpy_median_s", s_memcpy},
-                               {"nt_copy_gbps", gbs(s_nt)},
-                               {"in_place_gbps", inplace_gbs[t]}});
-    }
-    std::printf("memcpy bound (best over thread counts): %.2f GB/s\n", best_memcpy);
-    out["memcpy_bound_gbps"] = best_memcpy;
-  }
-
-  // 2. AdamW.
-  const std::size_t n = opt.elements;
-  PageBuffer<float> p(n, alloc_pool), m(n, alloc_pool), v(n, alloc_pool), g32(n, alloc_pool);
-  PageBuffer<bf16> g16(n, alloc_pool), p_out(n, alloc_pool);
+  PageBuffer<char> src(copy_bytes, alloc_pool), dst(copy_bytes, alloc_pool);
+  std::memset(src.data(), 1, copy_bytes);
+  PageBuffer<float> p(n, alloc_pool), m(n, alloc_pool), v(n, alloc_pool), g32(n, alloc_pool), wide(n, alloc_pool);
+  PageBuffer<bf16> g16(n, alloc_pool), p_out(n, alloc_pool), narrow(n, alloc_pool);
   alloc_pool.parallel_for(n, 4096, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
       const float x = static_cast<float>(static_cast<int>(i % 2001) - 1000) * 1e-3f;  // [-1, 1]
@@ -191,62 +167,92 @@ int run(const Options& opt) {
       g16.data()[i] = float_to_bf16(g32.data()[i]);
     }
   });
-  std::printf("\nAdamW, %zu elements (%s of p, m, v), p_bf16 written\n", n,
-              format_bytes(12.0 * static_cast<double>(n)).c_str());
-  std::printf("ratios: /memcpy = GB/s over the memcpy bound (the target, >= 0.8); /memcpy_t = over memcpy at\n"
-              "the same thread count; /inplace_t = over the in-place stream at the same thread count\n");
-  std::printf("%-7s %-5s %7s %10s %10s %8s %10s %10s %10s\n", "isa", "grad", "threads", "median s", "Melem/s",
-              "GB/s", "/memcpy", "/memcpy_t", "/inplace_t");
-  for (SimdIsa isa : isas)
-    for (bool bf16_grad : {true, false})
-      for (unsigned t : threads) {
-        ThreadPool pool(t);
-        AdamWParams a;
-        a.weight_decay = 0.01f;
-        const double s = median_seconds(opt.reps, [&] {
-          if (bf16_grad)
-            adamw_update_bf16grad(pool, a, p.data(), m.data(), v.data(), g16.data(), p_out.data(), n, isa);
-          else
-            adamw_update_fp32grad(pool, a, p.data(), m.data(), v.data(), g32.data(), p_out.data(), n, isa);
-          ++a.step;
-        });
-        const double eps = static_cast<double>(n) / s;
-        const double gbs = eps * static_cast<double>(adamw_bytes_per_element(bf16_grad, true)) / GB;
-        std::printf("%-7s %-5s %7u %10.4f %10.1f %8.2f %10.2f %10.2f %10.2f\n",
-                    std::string(to_string(isa)).c_str(), bf16_grad ? "bf16" : "fp32", t, s, eps / 1e6, gbs,
-                    gbs / best_memcpy, gbs / memcpy_gbs[t], gbs / inplace_gbs[t]);
-        out["adamw"].push_back({{"isa", to_string(isa)},
-                                {"grad", bf16_grad ? "bf16" : "fp32"},
-                                {"threads", t},
-                                {"bytes_per_element", adamw_bytes_per_element(bf16_grad, true)},
-                                {"median_s", s},
-                                {"elements_per_s", eps},
-                                {"gbps", gbs},
-                                {"ratio_to_memcpy_same_threads", gbs / memcpy_gbs[t]},
-                                {"ratio_to_memcpy_bound", gbs / best_memcpy},
-                                {"ratio_to_in_place_same_threads", gbs / inplace_gbs[t]}});
-      }
 
-  // 3. Conversion (reuses the AdamW arrays: g16 <-> g32).
-  std::printf("\nbf16 <-> fp32 conversion, %zu elements (GB/s counts 6 B per element)\n", n);
-  std::printf("%-7s %-13s %7s %10s %8s %10s\n", "isa", "direction", "threads", "median s", "GB/s", "/memcpy");
-  for (SimdIsa isa : isas)
-    for (bool widen : {true, false})
-      for (unsigned t : threads) {
-        ThreadPool pool(t);
-        const double s = median_seconds(opt.reps, [&] {
-          if (widen)
-            bf16_to_fp32(pool, g16.data(), g32.data(), n, isa);
-          else
-            fp32_to_bf16(pool, g32.data(), g16.data(), n, isa);
-        });
-        const double gbs = 6.0 * static_cast<double>(n) / s / GB;
-        const char* dir = widen ? "bf16->fp32" : "fp32->bf16";
-        std::printf("%-7s %-13s %7u %10.4f %8.2f %10.2f\n", std::string(to_string(isa)).c_str(), dir, t, s, gbs,
-                    gbs / best_memcpy);
-        out["convert"].push_back(
-            {{"isa", to_string(isa)}, {"direction", dir}, {"threads", t}, {"median_s", s}, {"gbps", gbs}});
+  struct Row {
+    unsigned threads;
+    Measurement m;
+  };
+  std::vector<Row> rows;
+  for (unsigned t : threads) {
+    ThreadPool pool(t);
+    std::vector<Measurement> ms;
+    const double copy = 2.0 * static_cast<double>(copy_bytes);
+    ms.push_back({"memcpy", "glibc", copy, 0, [&] {
+                    pool.parallel_for(copy_bytes, 4096, [&](std::size_t b, std::size_t e) {
+                      std::memcpy(dst.data() + b, src.data() + b, e - b);
+                    });
+                  }});
+    ms.push_back({"nt-copy", "sse2 streaming stores", copy, 0, [&] {
+                    pool.parallel_for(copy_bytes, 4096, [&](std::size_t b, std::size_t e) {
+                      copy_non_temporal(dst.data() + b, src.data() + b, e - b);
+                    });
+                  }});
+    ms.push_back({"in-place", "x[i] += 1", copy, 0, [&] {
+                    float* x = reinterpret_cast<float*>(dst.data());
+                    pool.parallel_for(copy_bytes / sizeof(float), 1024,
+                                      [&](std::size_t b, std::size_t e) { add_one_in_place(x + b, e - b); });
+                  }});
+    for (SimdIsa isa : isas)
+      for (bool bf16_grad : {true, false}) {
+        const auto step = std::make_shared<AdamWParams>();
+        step->weight_decay = 0.01f;
+        ms.push_back({"adamw", std::string(to_string(isa)) + (bf16_grad ? " bf16" : " fp32"),
+                      static_cast<double>(adamw_bytes_per_element(bf16_grad, true) * n), static_cast<double>(n),
+                      [&, isa, bf16_grad, step] {
+                        if (bf16_grad)
+                          adamw_update_bf16grad(pool, *step, p.data(), m.data(), v.data(), g16.data(), p_out.data(), n, isa);
+                        else
+                          adamw_update_fp32grad(pool, *step, p.data(), m.data(), v.data(), g32.data(), p_out.data(), n, isa);
+                        ++step->step;
+                      }});
       }
+    for (SimdIsa isa : isas) {
+      ms.push_back({"convert", std::string(to_string(isa)) + " bf16->fp32", 6.0 * static_cast<double>(n),
+                    static_cast<double>(n), [&, isa] { bf16_to_fp32(pool, g16.data(), wide.data(), n, isa); }});
+      ms.push_back({"convert", std::string(to_string(isa)) + " fp32->bf16", 6.0 * static_cast<double>(n),
+                    static_cast<double>(n), [&, isa] { fp32_to_bf16(pool, g32.data(), narrow.data(), n, isa); }});
+    }
+    for (Measurement& x : ms) x.run();  // warm-up: faults in pages, spins up the workers
+    for (int r = 0; r < opt.reps; ++r)
+      for (Measurement& x : ms) x.sample();
+    for (Measurement& x : ms) rows.push_back({t, std::move(x)});
+  }
+
+  // The bound: memcpy at its best thread count. Roofs for the per-thread-count ratios.
+  double bound = 0.0;
+  std::vector<double> memcpy_at(max_threads + 1, 0.0), inplace_at(max_threads + 1, 0.0);
+  for (const Row& r : rows) {
+    if (r.m.kind == "memcpy") {
+      memcpy_at[r.threads] = r.m.gbps(r.m.median());
+      bound = std::max(bound, memcpy_at[r.threads]);
+    }
+    if (r.m.kind == "in-place") inplace_at[r.threads] = r.m.gbps(r.m.median());
+  }
+  out["memcpy_bound_gbps"] = bound;
+
+  std::printf("\nGB/s = bytes moved / median seconds (copy, in-place: 2x buffer; AdamW: 28 B/element with\n"
+              "bf16 gradients, 30 B with fp32; conversion: 6 B/element). /bound = over the memcpy bound\n"
+              "(%.2f GB/s, memcpy at its best thread count); /memcpy_t and /inplace_t = over memcpy and the\n"
+              "in-place stream at the same thread count. GB/s range = slowest..fastest repetition.\n\n",
+              bound);
+  std::printf("%-8s %-22s %3s %9s %9s %8s %15s %7s %9s %10s\n", "kernel", "variant", "thr", "median s", "Melem/s",
+              "GB/s", "GB/s range", "/bound", "/memcpy_t", "/inplace_t");
+  for (const Row& r : rows) {
+    const Measurement& x = r.m;
+    const double s = x.median(), gbs = x.gbps(s);
+    char melem[32] = "-";
+    if (x.elements > 0) std::snprintf(melem, sizeof melem, "%.1f", x.elements / s / 1e6);
+    char range[32];
+    std::snprintf(range, sizeof range, "%.1f..%.1f", x.gbps(x.slowest()), x.gbps(x.fastest()));
+    std::printf("%-8s %-22s %3u %9.4f %9s %8.2f %15s %7.2f %9.2f %10.2f\n", x.kind.c_str(), x.detail.c_str(),
+                r.threads, s, melem, gbs, range, gbs / bound, gbs / memcpy_at[r.threads], gbs / inplace_at[r.threads]);
+    nlohmann::json j = {{"kernel", x.kind}, {"variant", x.detail}, {"threads", r.threads}, {"bytes", x.bytes},
+                        {"median_s", s}, {"seconds", x.seconds}, {"gbps", gbs}, {"ratio_to_bound", gbs / bound},
+                        {"ratio_to_memcpy_same_threads", gbs / memcpy_at[r.threads]},
+                        {"ratio_to_in_place_same_threads", gbs / inplace_at[r.threads]}};
+    if (x.elements > 0) j["elements_per_s"] = x.elements / s;
+    out["results"].push_back(j);
+  }
 
   if (!opt.json_path.empty()) {
     std::ofstream f(opt.json_path);
