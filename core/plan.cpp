@@ -89,6 +89,30 @@ void validate(const Plan& p) {
   }
 }
 
+Plan baseline_of(const Plan& plan) {
+  Plan b = plan;
+  PlanTier tier = plan.tiers.front();
+  for (const auto& t : plan.tiers)
+    if (t.kind != TierKind::memory) {
+      tier = t;
+      break;
+    }
+  tier.fraction = 1.0;
+  tier.concurrency_limit = 0;
+  b.tiers = {tier};
+  b.mode = PlanMode::baseline;
+  b.gradients = GradientPolicy::flush_fp32;
+  b.order = OrderPolicy::ascending;
+  b.host_cache_subgroups = 0;
+  b.prefetch_depth = 1;
+  b.prediction.reset();
+  b.baseline_prediction.reset();
+  b.alternatives = Json::array();
+  b.explanation = Json::object();
+  validate(b);
+  return b;
+}
+
 Plan plan_from_json(const Json& json) {
   JsonObject root(json, "");
   root.expect_schema("mlpo.plan/1");

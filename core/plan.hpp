@@ -88,6 +88,12 @@ void save_plan(const Plan& plan, const std::string& path);  // atomic
 // no cache and no concurrency limit.
 void validate(const Plan& plan);
 
+// The baseline (ZeRO-3 NVMe offload) version of a plan, for side-by-side runs: the plan's
+// first file tier alone (its first tier if all are memory), flush-fp32 gradients, ascending
+// order, no host cache, no concurrency limit, prefetch depth 1; subgroup size, buffers and
+// I/O settings unchanged.
+Plan baseline_of(const Plan& plan);
+
 Json to_json(const Prediction& p);
 Prediction prediction_from_json(const Json& json, const std::string& path);
 

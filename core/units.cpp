@@ -40,6 +40,32 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
 
+std::uint64_t parse_count(std::string_view text, std::string_view what) {
+  auto fail = [&]() -> std::uint64_t {
+    throw Error(std::string(what) + ": '" + std::string(text) + "' is not a count (use e.g. 1000000, 1e9, 500M or 1.5B)");
+  };
+  if (text.empty()) return fail();
+  std::string body(text);
+  double mult = 1;
+  switch (std::toupper(static_cast<unsigned char>(body.back()))) {
+    case 'K': mult = 1e3; break;
+    case 'M': mult = 1e6; break;
+    case 'B': case 'G': mult = 1e9; break;
+    case 'T': mult = 1e12; break;
+    default: break;
+  }
+  if (mult != 1) body.pop_back();
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(body, &used);
+  } catch (...) {
+    return fail();
+  }
+  if (used != body.size() || !std::isfinite(v) || v < 0 || v * mult > 9.2e18) return fail();
+  return static_cast<std::uint64_t>(std::llround(v * mult));
+}
+
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   int u = 0;

@@ -17,6 +17,10 @@ inline constexpr double GB = 1e9;  // bandwidths are in decimal GB/s, as fio and
 // "KB"/"MB"/"GB"/"TB" are decimal). Throws mlpo::Error naming `what` on bad text.
 std::uint64_t parse_bytes(std::string_view text, std::string_view what);
 
+// Parses a count such as "1000000", "1e9", "500M", "1.5B" (K = 1e3, M = 1e6, B or G = 1e9,
+// T = 1e12). Throws mlpo::Error naming `what` on bad text.
+std::uint64_t parse_count(std::string_view text, std::string_view what);
+
 // "48.2 GiB", "512 KiB", "17 B".
 std::string format_bytes(double bytes);
 

@@ -209,6 +209,7 @@ class TierDirectoryCleanup {
     for (const auto& d : dirs_) {
       std::error_code ec;
       std::filesystem::remove_all(d, ec);
+      std::filesystem::remove(d.parent_path(), ec);  // <tier>/mlpo, only if now empty
     }
   }
 

@@ -30,3 +30,17 @@ TEST(FormatBytes, PicksReadableUnit) {
 }
 
 }  // namespace mlpo
+
+namespace mlpo {
+
+TEST(ParseCount, AcceptsPlainScientificAndSuffixed) {
+  EXPECT_EQ(parse_count("1000000", "x"), 1000000u);
+  EXPECT_EQ(parse_count("1e9", "x"), 1000000000u);
+  EXPECT_EQ(parse_count("1.5B", "x"), 1500000000u);
+  EXPECT_EQ(parse_count("500M", "x"), 500000000u);
+  EXPECT_THROW(parse_count("many", "x"), Error);
+  EXPECT_THROW(parse_count("-5", "x"), Error);
+  EXPECT_THROW(parse_count("12Q", "x"), Error);
+}
+
+}  // namespace mlpo
