@@ -243,6 +243,11 @@ void TierIo::prepare(IoRing& ring, unsigned index) {
       io_uring_prep_write(sqe, fd, buf, len, off);
     }
   }
+  // Buffered I/O (tmpfs, page cache) would otherwise be copied inline, one operation after
+  // the other, by this thread; IOSQE_ASYNC hands each to io_uring's worker pool so up to
+  // queue_depth copies run in parallel. O_DIRECT operations are queued to the device
+  // without it.
+  if (!op.request->file->direct()) io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
   io_uring_sqe_set_data64(sqe, index + 1);
 }
 

@@ -33,6 +33,7 @@ struct Shared {
   std::atomic<int> in_flight{0};
   std::atomic<int> max_in_flight{0};
   std::atomic<int> transfers{0};
+  std::atomic<int> started{0};  // start barrier, so the processes really compete
   std::atomic<std::int64_t> acquired_at_ns[8];
 };
 
@@ -73,8 +74,10 @@ int wait_exit_code(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-void hammer(const Tier& tier, unsigned k, int iterations, Shared* shared) {
+void hammer(const Tier& tier, unsigned k, int iterations, int hold_us, int processes, Shared* shared) {
   TierSlots slots(tier, k);  // opened in this process: flocks belong to its own open files
+  shared->started.fetch_add(1);
+  while (shared->started.load() < processes) std::this_thread::sleep_for(std::chrono::microseconds(100));
   auto hold = [&](int i) {
     for (int n = 0; n < iterations; ++n) {
       TierSlot slot = slots.acquire(n % 2 ? SlotUse::read : SlotUse::write);
@@ -82,7 +85,7 @@ void hammer(const Tier& tier, unsigned k, int iterations, Shared* shared) {
       int seen = shared->max_in_flight.load();
       while (now > seen && !shared->max_in_flight.compare_exchange_weak(seen, now)) {
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(500 + 300 * i));
+      std::this_thread::sleep_for(std::chrono::microseconds(hold_us + 300 * i));
       shared->in_flight.fetch_sub(1);
       shared->transfers.fetch_add(1);
     }
@@ -105,7 +108,7 @@ TEST_P(TierSlotsLimit, NeverMoreThanKInFlightAcrossProcesses) {
   std::vector<pid_t> children;
   for (int p = 0; p < kProcesses; ++p) {
     children.push_back(fork_child([&] {
-      hammer(tier, k, kIterations, shared.get());
+      hammer(tier, k, kIterations, 500, kProcesses, shared.get());
       return true;
     }));
   }
@@ -126,7 +129,7 @@ TEST(TierSlots, WithoutALimitTheSameLoadOverlaps) {
   std::vector<pid_t> children;
   for (int p = 0; p < 4; ++p) {
     children.push_back(fork_child([&] {
-      hammer(tier, 0, 10, shared.get());
+      hammer(tier, 0, 10, 10000, 4, shared.get());
       return true;
     }));
   }
