@@ -164,7 +164,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   j["writes"] = writes;
   j["elements"] = elements;
   Json tiers = Json::array();
-  double bytes_total = 0, bw_total = 0;
+  double bytes_total = 0, bw_total = 0, slowest_tier_s = 0;
   for (std::size_t t = 0; t < tier_names.size(); ++t) {
     std::uint64_t rb = 0, wb = 0;
     double busy = 0, wait = 0;
@@ -176,24 +176,26 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
       wait += rec.slot_wait_s[t];
     }
     tiers.push_back(Json{{"name", tier_names[t]}, {"read_bytes", rb}, {"write_bytes", wb}, {"busy_s", busy}, {"slot_wait_s", wait}});
-    if (!tier_read_bw.empty() && rb + wb > 0) {
-      // The tier's effective bandwidth for this read/write mix: bytes / (r/R + w/W).
-      const double r_s = static_cast<double>(rb) / (tier_read_bw[t] * 1e9);
-      const double w_s = static_cast<double>(wb) / (tier_write_bw[t] * 1e9);
-      bytes_total += static_cast<double>(rb + wb);
-      bw_total += static_cast<double>(rb + wb) / (r_s + w_s);
-    } else if (!tier_read_bw.empty()) {
-      bw_total += 0.5 * (tier_read_bw[t] + tier_write_bw[t]) * 1e9;
-    }
+    if (tier_read_bw.empty()) continue;
+    // Time this tier needs at its best measured bandwidths for its own bytes: r/R + w/W.
+    const double tier_s = static_cast<double>(rb) / (tier_read_bw[t] * 1e9) + static_cast<double>(wb) / (tier_write_bw[t] * 1e9);
+    slowest_tier_s = std::max(slowest_tier_s, tier_s);
+    bytes_total += static_cast<double>(rb + wb);
+    // The tier's effective bandwidth for this read/write mix (its mean when it moved nothing).
+    bw_total += rb + wb > 0 ? static_cast<double>(rb + wb) / tier_s : 0.5 * (tier_read_bw[t] + tier_write_bw[t]) * 1e9;
   }
   j["tiers"] = tiers;
   if (adam_rate > 0) {
-    const double io_bound = bw_total > 0 ? bytes_total / bw_total : 0.0;
+    // bound: the slowest tier for the bytes this plan put on it, or Adam; ideal_bound: the
+    // design formula, bytes over the sum of all tiers' bandwidths (reachable only when the
+    // plan splits bytes in proportion to bandwidth).
     const double adam_bound = static_cast<double>(elements) / adam_rate;
-    const double bound = std::max(io_bound, adam_bound);
-    j["io_bound_s"] = io_bound;
+    const double bound = std::max(slowest_tier_s, adam_bound);
+    const double ideal = std::max(bw_total > 0 ? bytes_total / bw_total : 0.0, adam_bound);
+    j["io_bound_s"] = slowest_tier_s;
     j["adam_bound_s"] = adam_bound;
     j["bound_s"] = bound;
+    j["ideal_bound_s"] = ideal;
     j["achieved_over_bound"] = bound > 0 ? update_s / bound : 0.0;
   }
   return j;

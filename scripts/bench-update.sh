@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Update-phase benchmark (issue 4): the ablation from the ZeRO-3-offload baseline to full MLP
+# mode, each row measured in the same run on the same machine, and (with --invariance) the
+# state digest of 10 steps under every plan shape at full size.
+#
+#   scripts/bench-update.sh --profile profiles/data/dev-2core-vm.json \
+#       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
+#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--invariance] [--out out/bench-update]
+#
+# Every row runs `mlpo-run --update-only` with real tier files; the first step of each row is
+# a warm-up and is not averaged. Prints a table (markdown) with each row's mean update time,
+# its physical bound from the profile, achieved/bound and the speedup over the baseline.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
+subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; invariance=0; out=out/bench-update
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --params) params=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --disk) disk=$2; shift 2 ;;
+    --shm) shm=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
+    --subgroup) subgroup=$2; shift 2 ;;
+    --cache-bytes) cache_bytes=$2; shift 2 ;;
+    --shm-fraction) shm_fraction=$2; shift 2 ;;
+    --invariance) invariance=1; shift ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$profile" ] || { echo "bench-update: --profile FILE is required (make one with mlpo-profile)" >&2; exit 2; }
+run=build/release/cli/mlpo-run
+[ -x "$run" ] || ./scripts/build.sh release
+mkdir -p "$disk" "$shm" "$out"
+cache_bytes=$(python3 -c "import re,sys; t=sys.argv[1]; m=re.fullmatch(r'([0-9.]+)([KMGT]?)(i?B)?', t); print(int(float(m.group(1)) * 1024**' KMGT'.index(m.group(2) or ' ')))" "$cache_bytes")
+cache=$(( cache_bytes / (subgroup * 12) ))
+
+# plan NAME DISK_FRACTION CACHE ORDER LIMIT [PREFETCH]
+plan() {
+  local name=$1 f=$2 c=$3 order=$4 k=$5 prefetch=${6:-2}
+  local shm_part=""
+  if [ "$f" != "1.0" ]; then
+    shm_part=", {\"name\": \"shm\", \"kind\": \"host\", \"path\": \"$shm\", \"fraction\": $(python3 -c "print(round(1-$f, 6))")}"
+  fi
+  cat > "$out/$name.plan.json" <<JSON
+{"schema": "mlpo.plan/1", "model": {"name": "synthetic", "params": 1}, "cluster": {},
+ "subgroup_elements": $subgroup,
+ "tiers": [{"name": "disk", "kind": "nvme", "path": "$disk", "fraction": $f, "concurrency_limit": $k}$shm_part],
+ "host_cache_subgroups": $c, "buffers": 4, "prefetch_depth": $prefetch, "order": "$order", "gradients": "delayed"}
+JSON
+  echo "$out/$name.plan.json"
+}
+
+row() {  # row LABEL PLAN RANKS [extra mlpo-run args...]
+  local label=$1 p=$2 ranks=$3; shift 3
+  echo "== $label" >&2
+  "$run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps "$steps" --profile "$profile" \
+    --quiet --log "$out/$(basename "$p" .plan.json).r$ranks.jsonl" "$@" | grep '^summary:' | sed 's/^summary: //' \
+    | python3 -c "import json,sys; d=json.load(sys.stdin); d['label']='''$label'''; print(json.dumps(d))" >> "$out/rows.jsonl"
+}
+
+: > "$out/rows.jsonl"
+shm_f=$(python3 -c "print(round(1-$shm_fraction, 6))")
+row "baseline (ZeRO-3 offload: 1 tier, fp32 grads flushed, ascending, no cache)" "$(plan base 1.0 0 ascending 0 1)" 1 --mode baseline
+row "+ delayed bf16 gradients" "$(plan delayed 1.0 0 ascending 0 1)" 1
+row "+ host cache ($cache subgroups) & alternating order" "$(plan cache 1.0 "$cache" alternating 0 2)" 1
+row "+ second tier /dev/shm (${shm_fraction})" "$(plan twotier "$shm_f" "$cache" alternating 0 2)" 1
+row "+ concurrency limit k=1, R=2 ranks" "$(plan limit "$shm_f" $(( cache / 2 )) alternating 1 2)" 2
+
+python3 - "$out/rows.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+base = rows[0]["mean_update_s"]
+print("| configuration | update s | bound s | achieved/bound | speedup vs baseline |")
+print("|---|---|---|---|---|")
+for r in rows:
+    print(f"| {r['label']} | {r['mean_update_s']:.2f} | {r.get('mean_bound_s', float('nan')):.2f} | "
+          f"{r.get('achieved_over_bound', float('nan')):.2f} | {base / r['mean_update_s']:.2f}x |")
+PY
+
+if [ "$invariance" = 1 ]; then
+  echo "== invariance: 10 steps, state-sha256 under every plan shape" >&2
+  : > "$out/invariance.txt"
+  mem="$out/memory.plan.json"
+  cat > "$mem" <<JSON
+{"schema": "mlpo.plan/1", "model": {"name": "synthetic", "params": 1}, "cluster": {},
+ "subgroup_elements": $subgroup, "tiers": [{"name": "ram", "kind": "memory", "fraction": 1.0}]}
+JSON
+  inv() {  # inv LABEL PLAN RANKS [args]
+    local label=$1 p=$2 ranks=$3; shift 3
+    local h
+    h=$("$run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps 10 --state-hash --quiet "$@" | grep '^state-sha256:' | cut -d' ' -f2)
+    echo "| $label | \`$h\` |" | tee -a "$out/invariance.txt"
+  }
+  echo "| configuration | state-sha256 after 10 steps |"
+  echo "|---|---|"
+  inv "all in host memory" "$mem" 1
+  inv "one disk tier" "$(plan inv-disk 1.0 0 ascending 0)" 1
+  inv "disk + /dev/shm 50/50" "$(plan inv-5050 0.5 0 ascending 0)" 1
+  inv "disk + /dev/shm 80/20" "$(plan inv-8020 0.8 0 ascending 0)" 1
+  inv "cache on, alternating" "$(plan inv-cache "$shm_f" "$cache" alternating 0)" 1
+  inv "cache off, alternating" "$(plan inv-nocache "$shm_f" 0 alternating 0)" 1
+  inv "baseline mode" "$(plan inv-base 1.0 0 ascending 0)" 1 --mode baseline
+  inv "R = 2 ranks, k = 1" "$(plan inv-r2 "$shm_f" $(( cache / 2 )) alternating 1)" 2
+  distinct=$(cut -d'`' -f2 "$out/invariance.txt" | sort -u | wc -l)
+  if [ "$distinct" = 1 ]; then echo "invariance: all identical"; else echo "invariance: FAILED ($distinct distinct digests)"; exit 1; fi
+fi
