@@ -301,14 +301,17 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
   }
 
   UpdateOnlyResult result;
-  double sum_update = 0, sum_bound = 0;
+  double sum_update = 0, sum_bound = 0, sum_ideal = 0;
   std::int64_t counted = 0;
   for (std::int64_t s = 0; s < o.steps; ++s) {
     Json rec = step_record(o, group, s, tier_names, read_bw, write_bw, adam_rate);
     if (on_step) on_step(rec);
     if (s > 0 || o.steps == 1) {
       sum_update += rec["update_s"].get<double>();
-      if (rec.contains("bound_s")) sum_bound += rec["bound_s"].get<double>();
+      if (rec.contains("bound_s")) {
+        sum_bound += rec["bound_s"].get<double>();
+        sum_ideal += rec["ideal_bound_s"].get<double>();
+      }
       ++counted;
     }
     result.steps.push_back(std::move(rec));
@@ -317,6 +320,7 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
                         {"mean_update_s", sum_update / static_cast<double>(counted)}, {"steps_averaged", counted}};
   if (sum_bound > 0) {
     result.summary["mean_bound_s"] = sum_bound / static_cast<double>(counted);
+    result.summary["mean_ideal_bound_s"] = sum_ideal / static_cast<double>(counted);
     result.summary["achieved_over_bound"] = sum_update / sum_bound;
   }
   if (o.state_hash) {
