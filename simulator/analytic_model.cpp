@@ -122,6 +122,32 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     out.h2d_s = ppr * kBf16Bytes / rates.h2d_bps;
     upd.consider(out.h2d_s, "PCIe host-to-device (bf16 weights)");
   }
+  // Pipeline bound: a rank keeps at most d reads in flight and B buffers (each held from its
+  // read through Adam to its write), so it finishes at most min(d / T_read, B / (T_read +
+  // T_adam + T_write)) subgroups per second, T being a transfer's mean time at the per-stream
+  // bandwidth of its tier, with each rank's d reads in flight spread over the tiers by their
+  // fractions. (It matters for shallow pipelines over several tiers, where a rank's few reads
+  // cannot keep every tier busy; the SimGrid model captures that more closely.)
+  const double sg_elems = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
+  double mean_read_s = 0, mean_write_s = 0;
+  for (std::size_t i = 0; i < plan.tiers.size(); ++i) {
+    const double f = plan.tiers[i].fraction;
+    if (f <= 0) continue;
+    double streams = R * d * f;
+    if (const double k = static_cast<double>(plan.tiers[i].concurrency_limit); k > 0)
+      streams = std::min(streams, plan.slot_scope == SlotScope::separate ? 2 * k : k);
+    streams = std::max(1.0, streams);
+    double per_stream = rates.tiers[i].mixed_bps(streams) / streams;
+    if (rates.tiers[i].remote) per_stream = std::min(per_stream, rates.remote_backbone_bps / nodes / streams);
+    mean_read_s += f * sg_elems * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0)) / per_stream;
+    mean_write_s += f * sg_elems * static_cast<double>(kOptimizerStateBytes) / per_stream;
+  }
+  const double adam_sg_s = sg_elems / (adam_node / R);
+  const double per_subgroup_s = std::max(mean_read_s / d, (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
+  const double misses = static_cast<double>(n - hits);
+  upd.consider(misses * per_subgroup_s, "pipeline depth (prefetch " + std::to_string(plan.prefetch_depth) + ", " +
+                                            std::to_string(plan.buffers) + " buffers)");
+
   // Pipeline fill: the first subgroup's read and the last one's write are not overlapped
   // with anything (at the per-stream bandwidth of the node's busiest tier).
   const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));

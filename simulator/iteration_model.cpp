@@ -67,6 +67,9 @@ struct Rank {
   std::vector<TransferQueue> writes;     // per tier
   std::vector<int> readers;              // stream actors per tier
   std::vector<int> writers;
+  TransferQueue to_gpu;                  // bf16 weights, host to device
+  TransferQueue to_host;                 // bf16 gradients, device to host
+  sg4::SemaphorePtr pcie_done = sg4::Semaphore::create(0);
   double stall_s = 0;
 };
 
@@ -82,6 +85,7 @@ class IterationModel {
   void prefetch_actor(Rank& rank);
   void read_stream(Rank& rank, std::size_t tier);
   void write_stream(Rank& rank, std::size_t tier);
+  void pcie_stream(Rank& rank, bool to_gpu);
   void transfer(const Rank& rank, std::size_t tier, double bytes, bool is_read);
   void record(std::int64_t node, const std::string& lane, const char* kind, double start) {
     if (options_.timeline && node == 0) result_.timeline.push_back({lane, kind, start, sg4::Engine::get_clock()});
@@ -145,6 +149,19 @@ void IterationModel::write_stream(Rank& rank, std::size_t tier) {
   }
 }
 
+void IterationModel::pcie_stream(Rank& rank, bool to_gpu) {
+  const NodePlatform& np = platform_.nodes[static_cast<std::size_t>(rank.node)];
+  sg4::Host* gpu = np.compute[static_cast<std::size_t>(rank.local)];
+  TransferQueue& queue = to_gpu ? rank.to_gpu : rank.to_host;
+  for (;;) {
+    const Transfer t = queue.pop();
+    if (t.last) return;
+    if (to_gpu) sg4::Comm::sendto(np.cpu, gpu, static_cast<std::uint64_t>(t.bytes));
+    else sg4::Comm::sendto(gpu, np.cpu, static_cast<std::uint64_t>(t.bytes));
+    rank.pcie_done->release();
+  }
+}
+
 void IterationModel::prefetch_actor(Rank& rank) {
   rank.start_update->acquire();
   for (std::size_t i = 0; i < w_.steps.size(); ++i) {
@@ -162,7 +179,7 @@ void IterationModel::rank_actor(Rank& rank) {
   sg4::Host* gpu = np.compute[static_cast<std::size_t>(rank.local)];
   const std::string lane = "rank " + std::to_string(rank.local);
   const bool leader = rank.node == 0 && rank.local == 0;
-  std::vector<sg4::CommPtr> pcie;
+  std::int64_t pcie = 0;  // transfers handed to the PCIe streams and not yet waited for
 
   barrier_->wait();
   if (!options_.update_only) {
@@ -178,7 +195,10 @@ void IterationModel::rank_actor(Rank& rank) {
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
       for (auto layer = w_.layers.rbegin(); layer != w_.layers.rend(); ++layer) {
         if (gpu != nullptr) gpu->execute(layer->backward_flops);
-        if (np.pcie) pcie.push_back(sg4::Comm::sendto_async(gpu, np.cpu, static_cast<std::uint64_t>(layer->grad_elements * kBf16Bytes)));
+        if (np.pcie) {
+          rank.to_host.push({-1, layer->grad_elements * kBf16Bytes});
+          ++pcie;
+        }
         if (w_.grad_flush_bytes_per_element > 0 && micro + 1 == w_.micro_steps) {
           rank.writes[0].push({-1, layer->grad_elements * w_.grad_flush_bytes_per_element});
           ++flushes;
@@ -186,8 +206,7 @@ void IterationModel::rank_actor(Rank& rank) {
       }
     }
     record(rank.node, lane, "backward", t);
-    sg4::Comm::wait_all(pcie);
-    pcie.clear();
+    for (; pcie > 0; --pcie) rank.pcie_done->acquire();
     for (std::int64_t i = 0; i < flushes; ++i) rank.writes_done->acquire();
     if (flushes > 0) record(rank.node, lane, "flush", t);
   } else {
@@ -212,7 +231,10 @@ void IterationModel::rank_actor(Rank& rank) {
     const double t = sg4::Engine::get_clock();
     np.cpu->execute(static_cast<double>(s.elements));
     record(rank.node, lane, "adam", t);
-    if (np.pcie) pcie.push_back(sg4::Comm::sendto_async(np.cpu, gpu, static_cast<std::uint64_t>(s.elements * kBf16Bytes)));
+    if (np.pcie) {
+      rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});
+      ++pcie;
+    }
     if (s.write_subgroup >= 0) {
       rank.writes[static_cast<std::size_t>(s.write_tier)].push(
           {-1, static_cast<double>(s.write_elements) * w_.write_bytes_per_element, !s.hit});
@@ -226,7 +248,9 @@ void IterationModel::rank_actor(Rank& rank) {
     for (int j = 0; j < rank.writers[tier]; ++j) rank.writes[tier].push({-1, 0, false, true});
   }
   for (std::int64_t i = 0; i < writes; ++i) rank.writes_done->acquire();
-  sg4::Comm::wait_all(pcie);
+  for (; pcie > 0; --pcie) rank.pcie_done->acquire();
+  rank.to_gpu.push({-1, 0, false, true});
+  rank.to_host.push({-1, 0, false, true});
   barrier_->wait();
   if (leader) phase_end_[3] = sg4::Engine::get_clock();
 }
@@ -287,6 +311,10 @@ SimulationResult IterationModel::run() {
     sg4::Host* home = platform_.nodes[static_cast<std::size_t>(rank.node)].compute[static_cast<std::size_t>(rank.local)];
     sg4::Actor::create(name, home != nullptr ? home : cpu, [this, &rank] { rank_actor(rank); });
     sg4::Actor::create(name + ".prefetch", cpu, [this, &rank] { prefetch_actor(rank); });
+    if (platform_.nodes[static_cast<std::size_t>(rank.node)].pcie) {
+      sg4::Actor::create(name + ".h2d", cpu, [this, &rank] { pcie_stream(rank, true); });
+      sg4::Actor::create(name + ".d2h", cpu, [this, &rank] { pcie_stream(rank, false); });
+    }
     for (std::size_t t = 0; t < tiers; ++t) {
       rank.readers.push_back(static_cast<int>(std::min<std::int64_t>(plan_.prefetch_depth, misses[t])));
       rank.writers.push_back(static_cast<int>(std::min<std::int64_t>(writer_count, writes[t])));

@@ -1,0 +1,149 @@
+#include "tuner/search.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.hpp"
+
+namespace mlpo::tune {
+
+namespace {
+
+Json summary(const RankedPlan& r) {
+  Json j = to_json(r.plan);
+  j.erase("schema");
+  j.erase("model");
+  j.erase("cluster");
+  j["prediction"] = to_json(r.simulated.prediction);
+  return j;
+}
+
+}  // namespace
+
+double score(const Prediction& p) { return p.iteration_s; }
+
+TuneResult tune(const TuneRequest& request) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (request.profile.tiers.empty()) throw Error("--profile: the profile lists no storage tiers; re-run mlpo-profile with --tier PATH");
+  if (request.profile.tiers.size() > 8) throw Error("--profile: more than 8 tiers; keep the ones worth using");
+  const Accounting a = account(request.model, request.shape);
+  TuneResult result;
+
+  // 1. Analytic prune.
+  std::vector<std::pair<double, sim::AnalyticBreakdown>> scored;
+  std::vector<Plan> feasible;
+  for (Plan& plan : candidate_plans(a, request)) {
+    ++result.candidates;
+    if (check_fits(a, plan, request)) continue;
+    sim::AnalyticBreakdown an = sim::analyze(a, request.profile, plan, request.options);
+    scored.emplace_back(score(an.prediction), std::move(an));
+    feasible.push_back(std::move(plan));
+  }
+  result.feasible = feasible.size();
+  if (feasible.empty()) report_infeasible(a, request);
+  std::vector<std::size_t> order(feasible.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return scored[x].first < scored[y].first; });
+  const std::size_t survivors = std::min<std::size_t>(order.size(), static_cast<std::size_t>(std::max(1, request.simulate_top)));
+
+  // 2. SimGrid ranking of the survivors, with the baseline in the same batch.
+  std::vector<Plan> to_simulate;
+  for (std::size_t i = 0; i < survivors; ++i) to_simulate.push_back(feasible[order[i]]);
+  const std::optional<Plan> baseline = baseline_plan(a, request, to_simulate.front().subgroup_elements);
+  if (baseline) to_simulate.push_back(*baseline);
+  else result.warnings.push_back("no single tier holds the state and fp32 gradients: no baseline prediction");
+  const std::vector<sim::SimulationResult> sims = sim::simulate_all(a, request.profile, to_simulate, request.options, request.jobs);
+  result.simulated += sims.size();
+  std::vector<RankedPlan> ranked;
+  for (std::size_t i = 0; i < survivors; ++i) ranked.push_back({to_simulate[i], scored[order[i]].second, sims[i]});
+  std::stable_sort(ranked.begin(), ranked.end(), [](const RankedPlan& x, const RankedPlan& y) {
+    return score(x.simulated.prediction) < score(y.simulated.prediction);
+  });
+  if (baseline) result.baseline = RankedPlan{*baseline, sim::analyze(a, request.profile, *baseline, request.options), sims.back()};
+  result.chosen = ranked.front();
+  for (std::size_t i = 1; i < ranked.size() && static_cast<int>(i) <= request.top_k; ++i) result.alternatives.push_back(ranked[i]);
+
+  // 3. Ablations: the chosen plan with each principle off (and its timeline if asked).
+  const Plan& best = result.chosen.plan;
+  std::vector<std::pair<Ablation, Plan>> ablations;
+  auto add = [&](const char* principle, std::string change, bool applies, Plan p) {
+    ablations.push_back({Ablation{principle, std::move(change), applies, 0}, std::move(p)});
+  };
+  {
+    Plan p = best;
+    std::size_t keep = 0;
+    for (std::size_t t = 1; t < p.tiers.size(); ++t)
+      if (p.tiers[t].fraction > p.tiers[keep].fraction) keep = t;
+    p.tiers = {p.tiers[keep]};
+    p.tiers[0].fraction = 1.0;
+    add("multi-path tiers", best.tiers[keep].name + " alone", best.tiers.size() > 1 && !check_fits(a, p, request), p);
+  }
+  {
+    Plan p = best;
+    bool limited = false;
+    for (auto& t : p.tiers) {
+      limited |= t.concurrency_limit > 0;
+      t.concurrency_limit = 0;
+    }
+    add("concurrency limit", "no limit", limited, p);
+  }
+  {
+    Plan p = best;
+    p.order = OrderPolicy::ascending;
+    p.host_cache_subgroups = 0;
+    add("cache-friendly order", "ascending, no cache", best.order == OrderPolicy::alternating && best.host_cache_subgroups > 0, p);
+  }
+  {
+    Plan p = best;
+    p.gradients = GradientPolicy::flush_fp32;
+    add("delayed gradients", "fp32 gradients flushed and re-read", best.gradients == GradientPolicy::delayed && !check_fits(a, p, request), p);
+  }
+  {
+    Plan p = best;
+    p.buffers = 2;
+    p.prefetch_depth = 1;
+    add("overlap", "prefetch depth 1, 2 buffers", best.prefetch_depth > 1, p);
+  }
+  std::vector<Plan> ablation_plans;
+  for (const auto& [ab, p] : ablations)
+    if (ab.applies) ablation_plans.push_back(p);
+  sim::SimulationOptions with_timeline = request.options;
+  with_timeline.timeline = true;
+  std::vector<sim::SimulationResult> ab_sims = sim::simulate_all(a, request.profile, ablation_plans, request.options, request.jobs);
+  result.simulated += ab_sims.size();
+  std::size_t next = 0;
+  for (auto& [ab, p] : ablations) {
+    if (ab.applies) ab.seconds = score(ab_sims[next++].prediction);
+    result.ablations.push_back(ab);
+  }
+  if (request.timeline) {
+    result.chosen.simulated = sim::simulate(a, request.profile, best, with_timeline);
+    ++result.simulated;
+  }
+
+  // 4. The plan file carries the prediction, the baseline's and the alternatives.
+  Plan& out = result.chosen.plan;
+  out.prediction = result.chosen.simulated.prediction;
+  if (result.baseline) out.baseline_prediction = result.baseline->simulated.prediction;
+  out.alternatives = Json::array();
+  for (const auto& alt : result.alternatives) out.alternatives.push_back(summary(alt));
+  Json abl = Json::array();
+  for (const auto& ab : result.ablations)
+    if (ab.applies) abl.push_back(Json{{"principle", ab.principle}, {"without", ab.change}, {"predicted_s", ab.seconds}});
+  out.explanation = Json{{"update_only", request.options.update_only},
+                         {"bound", {{"forward", result.chosen.analytic.forward_bound},
+                                    {"backward", result.chosen.analytic.backward_bound},
+                                    {"update", result.chosen.analytic.update_bound}}},
+                         {"update_bound_s", result.chosen.analytic.update_bound_s},
+                         {"ablations", abl},
+                         {"candidates", result.candidates},
+                         {"feasible", result.feasible},
+                         {"simulated", result.simulated}};
+  if (result.baseline && out.prediction->iteration_s > 0)
+    out.explanation["predicted_speedup"] = result.baseline->simulated.prediction.iteration_s / out.prediction->iteration_s;
+  for (const auto& w : result.chosen.simulated.warnings) result.warnings.push_back(w);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace mlpo::tune
