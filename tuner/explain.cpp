@@ -78,7 +78,7 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   const double chosen = score(p);
   for (const auto& ab : r.ablations) {
     if (!ab.applies) {
-      add(out, "  %-22s not used by this plan\n", ab.principle.c_str());
+      add(out, "  %-22s not simulated: %s\n", ab.principle.c_str(), ab.why_not.c_str());
       continue;
     }
     add(out, "  %-22s without it (%s): %s, %+.1f %%\n", ab.principle.c_str(), ab.change.c_str(), format_seconds(ab.seconds).c_str(),

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace mlpo::tune {
 
@@ -66,17 +67,38 @@ TuneResult tune(const TuneRequest& request) {
   // 3. Ablations: the chosen plan with each principle off (and its timeline if asked).
   const Plan& best = result.chosen.plan;
   std::vector<std::pair<Ablation, Plan>> ablations;
-  auto add = [&](const char* principle, std::string change, bool applies, Plan p) {
-    ablations.push_back({Ablation{principle, std::move(change), applies, 0}, std::move(p)});
+  auto add = [&](const char* principle, std::string change, const char* unused, bool uses, Plan p) {
+    Ablation ab{principle, std::move(change), uses, 0, uses ? "" : unused};
+    if (uses) {
+      if (auto short_of = check_fits(a, p, request)) {
+        ab.applies = false;
+        ab.why_not = "switching it off does not fit: " + short_of->resource + " short by " +
+                     format_bytes(short_of->need - short_of->have);
+      }
+    }
+    ablations.push_back({std::move(ab), std::move(p)});
   };
   {
+    // The plan's fastest tier alone (the first whose capacity can hold all the state).
     Plan p = best;
-    std::size_t keep = 0;
-    for (std::size_t t = 1; t < p.tiers.size(); ++t)
-      if (p.tiers[t].fraction > p.tiers[keep].fraction) keep = t;
-    p.tiers = {p.tiers[keep]};
-    p.tiers[0].fraction = 1.0;
-    add("multi-path tiers", best.tiers[keep].name + " alone", best.tiers.size() > 1 && !check_fits(a, p, request), p);
+    std::string alone;
+    for (const auto& t : best.tiers) {
+      Plan single = best;
+      single.tiers = {t};
+      single.tiers[0].fraction = 1.0;
+      if (!check_fits(a, single, request)) {
+        p = single;
+        alone = t.name;
+        break;
+      }
+    }
+    if (alone.empty()) {
+      ablations.push_back({Ablation{"multi-path tiers", "one tier", false, 0,
+                                    best.tiers.size() > 1 ? "no single tier of the plan can hold all the state" : "the plan uses one tier"},
+                           best});
+    } else {
+      add("multi-path tiers", alone + " alone", "the plan uses one tier", best.tiers.size() > 1, p);
+    }
   }
   {
     Plan p = best;
@@ -85,24 +107,24 @@ TuneResult tune(const TuneRequest& request) {
       limited |= t.concurrency_limit > 0;
       t.concurrency_limit = 0;
     }
-    add("concurrency limit", "no limit", limited, p);
+    add("concurrency limit", "no limit", "the plan sets no limit", limited, p);
   }
   {
     Plan p = best;
     p.order = OrderPolicy::ascending;
     p.host_cache_subgroups = 0;
-    add("cache-friendly order", "ascending, no cache", best.order == OrderPolicy::alternating && best.host_cache_subgroups > 0, p);
+    add("cache-friendly order", "ascending, no cache", "the plan uses no cache", best.order == OrderPolicy::alternating && best.host_cache_subgroups > 0, p);
   }
   {
     Plan p = best;
     p.gradients = GradientPolicy::flush_fp32;
-    add("delayed gradients", "fp32 gradients flushed and re-read", best.gradients == GradientPolicy::delayed && !check_fits(a, p, request), p);
+    add("delayed gradients", "fp32 gradients flushed and re-read", "the plan flushes fp32 gradients", best.gradients == GradientPolicy::delayed, p);
   }
   {
     Plan p = best;
     p.buffers = 2;
     p.prefetch_depth = 1;
-    add("overlap", "prefetch depth 1, 2 buffers", best.prefetch_depth > 1, p);
+    add("overlap", "prefetch depth 1, 2 buffers", "the plan already uses depth 1", best.prefetch_depth > 1, p);
   }
   std::vector<Plan> ablation_plans;
   for (const auto& [ab, p] : ablations)
@@ -129,7 +151,8 @@ TuneResult tune(const TuneRequest& request) {
   for (const auto& alt : result.alternatives) out.alternatives.push_back(summary(alt));
   Json abl = Json::array();
   for (const auto& ab : result.ablations)
-    if (ab.applies) abl.push_back(Json{{"principle", ab.principle}, {"without", ab.change}, {"predicted_s", ab.seconds}});
+    abl.push_back(ab.applies ? Json{{"principle", ab.principle}, {"without", ab.change}, {"predicted_s", ab.seconds}}
+                             : Json{{"principle", ab.principle}, {"not_simulated", ab.why_not}});
   out.explanation = Json{{"update_only", request.options.update_only},
                          {"bound", {{"forward", result.chosen.analytic.forward_bound},
                                     {"backward", result.chosen.analytic.backward_bound},

@@ -26,8 +26,9 @@ struct RankedPlan {
 struct Ablation {
   std::string principle;  // "multi-path tiers", "concurrency limit", ...
   std::string change;     // what was changed ("nvme alone", "no limit", ...)
-  bool applies = true;    // false: the chosen plan does not use this principle
+  bool applies = true;    // false: not simulated; `why_not` says why
   double seconds = 0;     // predicted iteration (or update) time without it
+  std::string why_not;
 };
 
 struct TuneResult {
