@@ -15,6 +15,10 @@ namespace mlpo::sim {
 
 namespace {
 
+// Runs `flops` on `host` and waits. (In SimGrid 3.32 Host::execute runs on the calling
+// actor's host, whatever host it is called on.)
+void execute_on(sg4::Host* host, double flops) { sg4::this_actor::exec_init(flops)->set_host(host)->wait(); }
+
 // A transfer handed to a tier stream. `step` < 0 for writes and gradient flushes.
 struct Transfer {
   std::int64_t step = -1;
@@ -185,7 +189,7 @@ void IterationModel::rank_actor(Rank& rank) {
   if (!options_.update_only) {
     double t = sg4::Engine::get_clock();
     for (std::int64_t micro = 0; micro < w_.micro_steps && gpu != nullptr; ++micro)
-      for (const LayerWork& layer : w_.layers) gpu->execute(layer.forward_flops);
+      for (const LayerWork& layer : w_.layers) execute_on(gpu, layer.forward_flops);
     record(rank.node, lane, "forward", t);
     barrier_->wait();
     if (leader) phase_end_[1] = sg4::Engine::get_clock();
@@ -194,7 +198,7 @@ void IterationModel::rank_actor(Rank& rank) {
     std::int64_t flushes = 0;
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
       for (auto layer = w_.layers.rbegin(); layer != w_.layers.rend(); ++layer) {
-        if (gpu != nullptr) gpu->execute(layer->backward_flops);
+        if (gpu != nullptr) execute_on(gpu, layer->backward_flops);
         if (np.pcie) {
           rank.to_host.push({-1, layer->grad_elements * kBf16Bytes});
           ++pcie;
@@ -229,7 +233,7 @@ void IterationModel::rank_actor(Rank& rank) {
       rank.window->release();
     }
     const double t = sg4::Engine::get_clock();
-    np.cpu->execute(static_cast<double>(s.elements));
+    execute_on(np.cpu, static_cast<double>(s.elements));
     record(rank.node, lane, "adam", t);
     if (np.pcie) {
       rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});

@@ -73,22 +73,39 @@ std::string timeline_svg(const std::vector<sim::TimelineEvent>& events, const st
     svg += buf;
     std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n", kLeft, y + 2, kWidth, kLane - 4);
     svg += buf;
-    // Bars of one kind in this lane, merged when closer than a pixel.
+    // One row per kind in this lane. Bars closer than a pixel merge; a merged bar's opacity
+    // is the fraction of it the kind actually covers, so dense and sparse activity differ.
     std::map<std::string, std::vector<std::pair<double, double>>> by_kind;
     for (const auto& e : events)
       if (e.lane == lanes[i]) by_kind[e.kind].push_back({e.start, e.end});
-    for (auto& [kind, bars] : by_kind) {
+    std::vector<std::string> kinds;
+    for (const auto& st : kStyles)
+      if (by_kind.count(st.kind)) kinds.push_back(st.kind);
+    for (const auto& [kind, bars] : by_kind)
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    const double row = (kLane - 6) / static_cast<double>(kinds.size());
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      auto& bars = by_kind[kinds[k]];
       std::sort(bars.begin(), bars.end());
-      std::vector<std::pair<double, double>> merged;
+      struct Segment {
+        double start, end, covered;
+      };
+      std::vector<Segment> merged;
       for (const auto& b : bars) {
-        if (!merged.empty() && (b.first - merged.back().second) * px_per_s < 1.0) merged.back().second = std::max(merged.back().second, b.second);
-        else merged.push_back(b);
+        if (!merged.empty() && (b.first - merged.back().end) * px_per_s < 1.0) {
+          merged.back().end = std::max(merged.back().end, b.second);
+          merged.back().covered += b.second - b.first;
+        } else {
+          merged.push_back({b.first, b.second, b.second - b.first});
+        }
       }
-      const bool translucent = lanes[i].rfind("tier", 0) == 0;
-      for (const auto& [s, e] : merged) {
-        std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"%s><title>%s %s</title></rect>\n",
-                      kLeft + s * px_per_s, y + 4, std::max(0.5, (e - s) * px_per_s), kLane - 8, color_of(kind),
-                      translucent ? " fill-opacity=\"0.6\"" : "", kind.c_str(), format_seconds(e - s).c_str());
+      for (const auto& m : merged) {
+        const double len = m.end - m.start;
+        const double density = len > 0 ? std::clamp(m.covered / len, 0.15, 1.0) : 1.0;
+        std::snprintf(buf, sizeof buf,
+                      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%.2f\"><title>%s %s (%s busy)</title></rect>\n",
+                      kLeft + m.start * px_per_s, y + 3 + row * static_cast<double>(k), std::max(0.5, len * px_per_s), row,
+                      color_of(kinds[k]), density, kinds[k].c_str(), format_seconds(len).c_str(), format_seconds(m.covered).c_str());
         svg += buf;
       }
     }

@@ -1,8 +1,8 @@
 #pragma once
 // TimelineSvg: a Gantt chart of one simulated iteration as a standalone SVG — one lane per
-// rank (forward, backward, Adam, stalls) and per tier (reads, writes, slot waits; bars of
-// concurrent streams overlap translucently), a time axis and a legend. Bars shorter than a
-// pixel are merged with their neighbours so large runs stay small files.
+// rank (forward, backward, Adam, stalls) and per tier (reads, writes, slot waits), each kind
+// in its own row of the lane, a time axis and a legend. Bars closer than a pixel merge (so
+// large runs stay small files); a merged bar's opacity shows how much of it is busy.
 
 #include <string>
 #include <vector>

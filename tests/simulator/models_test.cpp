@@ -140,6 +140,20 @@ TEST(SimGridModel, GpuForwardAndBackwardFollowFlopsAndUpdateOnlySkipsThem) {
   EXPECT_NEAR(upd.prediction.update_s / full.prediction.update_s, 1.0, 0.01);
 }
 
+TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
+  // All state cached: the update is CPU Adam alone, R x P elements at the node's rate for R
+  // ranks at once (4 ranks x 4 threads on 16 cores: 1e10 elements/s), GPUs or not.
+  Profile p = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 4);
+  Plan plan = plan_for("1b", a.params.total, 1, 4, {plan_tier(p, "nvme", 1.0)});
+  plan.host_cache_subgroups = 1 << 20;
+  const double expected = 4.0 * static_cast<double>(a.params_per_rank) / 1e10;
+  EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
+  p.gpus.push_back(mlpo::testing::gpu(4));
+  EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
+  EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).adam_s / expected, 1.0, 1e-9);
+}
+
 TEST(SimGridModel, TimelineHasRankAndTierLanes) {
   const Profile p = io_bound_profile();
   const Accounting a = accounting("small", 1, 2);
