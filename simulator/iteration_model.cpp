@@ -24,7 +24,8 @@ struct Transfer {
   std::int64_t step = -1;
   double bytes = 0;
   bool frees_buffer = false;
-  bool last = false;  // tells the stream to stop
+  bool last = false;    // tells the stream to stop
+  bool marker = false;  // PCIe streams: no transfer; signal pcie_done once everything before it is done
 };
 
 // FIFO of transfers between actors; the semaphore counts queued items. Actors run one at a
@@ -160,9 +161,12 @@ void IterationModel::pcie_stream(Rank& rank, bool to_gpu) {
   for (;;) {
     const Transfer t = queue.pop();
     if (t.last) return;
+    if (t.marker) {
+      rank.pcie_done->release();
+      continue;
+    }
     if (to_gpu) sg4::Comm::sendto(np.cpu, gpu, static_cast<std::uint64_t>(t.bytes));
     else sg4::Comm::sendto(gpu, np.cpu, static_cast<std::uint64_t>(t.bytes));
-    rank.pcie_done->release();
   }
 }
 
@@ -183,7 +187,6 @@ void IterationModel::rank_actor(Rank& rank) {
   sg4::Host* gpu = np.compute[static_cast<std::size_t>(rank.local)];
   const std::string lane = "rank " + std::to_string(rank.local);
   const bool leader = rank.node == 0 && rank.local == 0;
-  std::int64_t pcie = 0;  // transfers handed to the PCIe streams and not yet waited for
 
   barrier_->wait();
   if (!options_.update_only) {
@@ -199,10 +202,7 @@ void IterationModel::rank_actor(Rank& rank) {
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
       for (auto layer = w_.layers.rbegin(); layer != w_.layers.rend(); ++layer) {
         if (gpu != nullptr) execute_on(gpu, layer->backward_flops);
-        if (np.pcie) {
-          rank.to_host.push({-1, layer->grad_elements * kBf16Bytes});
-          ++pcie;
-        }
+        if (np.pcie) rank.to_host.push({-1, layer->grad_elements * kBf16Bytes});
         if (w_.grad_flush_bytes_per_element > 0 && micro + 1 == w_.micro_steps) {
           rank.writes[0].push({-1, layer->grad_elements * w_.grad_flush_bytes_per_element});
           ++flushes;
@@ -210,7 +210,10 @@ void IterationModel::rank_actor(Rank& rank) {
       }
     }
     record(rank.node, lane, "backward", t);
-    for (; pcie > 0; --pcie) rank.pcie_done->acquire();
+    if (np.pcie) {
+      rank.to_host.push({-1, 0, false, false, true});
+      rank.pcie_done->acquire();
+    }
     for (std::int64_t i = 0; i < flushes; ++i) rank.writes_done->acquire();
     if (flushes > 0) record(rank.node, lane, "flush", t);
   } else {
@@ -235,10 +238,7 @@ void IterationModel::rank_actor(Rank& rank) {
     const double t = sg4::Engine::get_clock();
     execute_on(np.cpu, static_cast<double>(s.elements));
     record(rank.node, lane, "adam", t);
-    if (np.pcie) {
-      rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});
-      ++pcie;
-    }
+    if (np.pcie) rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});
     if (s.write_subgroup >= 0) {
       rank.writes[static_cast<std::size_t>(s.write_tier)].push(
           {-1, static_cast<double>(s.write_elements) * w_.write_bytes_per_element, !s.hit});
@@ -252,7 +252,10 @@ void IterationModel::rank_actor(Rank& rank) {
     for (int j = 0; j < rank.writers[tier]; ++j) rank.writes[tier].push({-1, 0, false, true});
   }
   for (std::int64_t i = 0; i < writes; ++i) rank.writes_done->acquire();
-  for (; pcie > 0; --pcie) rank.pcie_done->acquire();
+  if (np.pcie) {
+    rank.to_gpu.push({-1, 0, false, false, true});
+    rank.pcie_done->acquire();
+  }
   rank.to_gpu.push({-1, 0, false, true});
   rank.to_host.push({-1, 0, false, true});
   barrier_->wait();

@@ -123,9 +123,14 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
   base.model_params = a.params.total;
   base.cluster = a.shape;
 
+  // Subgroup sizes from 4 Mi elements (48 MiB of state) up, keeping at least 8 subgroups
+  // per rank; smaller ones only for shards too small for that. The models carry no per-
+  // subgroup overhead (submission, dispatch), so they would favour tiny subgroups unjustly.
   std::vector<std::int64_t> subgroup_sizes;
-  for (std::int64_t sg : {std::int64_t{1} << 20, std::int64_t{1} << 22, std::int64_t{1} << 24, std::int64_t{1} << 26})
-    if (subgroup_sizes.empty() || a.params_per_rank / sg >= 8) subgroup_sizes.push_back(sg);
+  for (std::int64_t sg = std::int64_t{1} << 22; sg <= (std::int64_t{1} << 28); sg <<= 2)
+    if (a.params_per_rank / sg >= 8) subgroup_sizes.push_back(sg);
+  for (std::int64_t sg = std::int64_t{1} << 20; subgroup_sizes.empty() && sg >= 1024; sg >>= 2)
+    if (a.params_per_rank / sg >= 8 || sg == 1024) subgroup_sizes.push_back(sg);
   const std::pair<std::int64_t, std::int64_t> pipelines[] = {{2, 1}, {4, 2}, {8, 4}};  // buffers, prefetch
 
   std::vector<Plan> out;
