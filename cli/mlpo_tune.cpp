@@ -1,6 +1,8 @@
 // mlpo-tune: describe a model's costs on a cluster shape; search the plan space for the
 // fastest plan on a profiled machine (analytic prune, SimGrid ranking) and write it; or hold
 // a measured run log against the prediction (--validate).
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "cli/cli_main.hpp"
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
     request.timeline = !timeline_path.empty();
     request.options.update_only = update_only;
     request.options.remote_backbone_gbps = backbone;
+    if (!quiet && ::isatty(2)) request.progress = [](const std::string& what) { std::fprintf(stderr, "mlpo-tune: %s...\n", what.c_str()); };
     const mlpo::tune::TuneResult result = mlpo::tune::tune(request);
 
     for (const auto& w : result.warnings) std::fprintf(stderr, "mlpo-tune: warning: %s\n", w.c_str());

@@ -46,6 +46,9 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.compute_flops_per_rank = g.bf16_tflops.median * 1e12;
     r.h2d_bps = g.h2d_gbps.median * 1e9;
     r.d2h_bps = g.d2h_gbps.median * 1e9;
+    if (g.count < r.ranks_per_node)
+      r.warnings.push_back("the profile's node has " + std::to_string(g.count) + " GPU(s) but the cluster shape asks for " +
+                           std::to_string(r.ranks_per_node) + " ranks per node: each rank is given one GPU like it");
   } else if (profile.host.cpu_gemm_gflops.median > 0) {
     r.compute_flops_per_rank = profile.host.cpu_gemm_gflops.median * 1e9 / static_cast<double>(r.ranks_per_node);
     r.warnings.push_back("profile has no GPU: forward/backward predicted from host.cpu_gemm_gflops (CPU backend)");

@@ -7,6 +7,7 @@
 // Constraints: host memory per node, each tier's free capacity, GPU memory per rank.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,7 @@ struct TuneRequest {
   int jobs = 2;                         // SimGrid child processes at a time
   bool timeline = false;                // record the chosen plan's timeline
   sim::SimulationOptions options;       // update_only, remote backbone
+  std::function<void(const std::string&)> progress;  // called before each long step; may be empty
 };
 
 // Host memory a plan takes on one node (all its ranks).

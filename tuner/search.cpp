@@ -29,6 +29,10 @@ TuneResult tune(const TuneRequest& request) {
   if (request.profile.tiers.size() > 8) throw Error("--profile: more than 8 tiers; keep the ones worth using");
   const Accounting a = account(request.model, request.shape);
   TuneResult result;
+  auto progress = [&](const std::string& what) {
+    if (request.progress) request.progress(what);
+  };
+  progress("scoring candidate plans (analytic model)");
 
   // 1. Analytic prune.
   std::vector<std::pair<double, sim::AnalyticBreakdown>> scored;
@@ -53,6 +57,7 @@ TuneResult tune(const TuneRequest& request) {
   const std::optional<Plan> baseline = baseline_plan(a, request, to_simulate.front().subgroup_elements);
   if (baseline) to_simulate.push_back(*baseline);
   else result.warnings.push_back("no single tier holds the state and fp32 gradients: no baseline prediction");
+  progress("simulating the best " + std::to_string(to_simulate.size()) + " plans with SimGrid");
   const std::vector<sim::SimulationResult> sims = sim::simulate_all(a, request.profile, to_simulate, request.options, request.jobs);
   result.simulated += sims.size();
   std::vector<RankedPlan> ranked;
@@ -131,6 +136,7 @@ TuneResult tune(const TuneRequest& request) {
     if (ab.applies) ablation_plans.push_back(p);
   sim::SimulationOptions with_timeline = request.options;
   with_timeline.timeline = true;
+  progress("simulating the chosen plan with each principle switched off");
   std::vector<sim::SimulationResult> ab_sims = sim::simulate_all(a, request.profile, ablation_plans, request.options, request.jobs);
   result.simulated += ab_sims.size();
   std::size_t next = 0;
