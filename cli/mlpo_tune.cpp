@@ -1,40 +1,113 @@
-// mlpo-tune: describe a model's costs on a cluster shape; (later) simulate candidate plans
-// and write the best one.
+// mlpo-tune: describe a model's costs on a cluster shape; search the plan space for the
+// fastest plan on a profiled machine (analytic prune, SimGrid ranking) and write it; or hold
+// a measured run log against the prediction (--validate).
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "cli/cli_main.hpp"
-#include "core/error.hpp"
 #include "core/accounting.hpp"
+#include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "core/units.hpp"
+#include "tuner/explain.hpp"
+#include "tuner/search.hpp"
+#include "tuner/timeline_svg.hpp"
+#include "tuner/validate_run.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "mlpo-tune: plan how a model's optimizer state is placed on this machine's storage tiers.\n"
-      "With --describe, prints what the model costs on the given cluster shape: parameters per\n"
-      "component, bytes of weights, gradients and optimizer state per rank under ZeRO-3, training\n"
-      "FLOPs per token and activation memory.",
+      "  mlpo-tune --model M --profile P [shape] [--out plan.json] [--explain] [--timeline t.svg]\n"
+      "      searches tier subsets and fractions, per-tier concurrency limits, subgroup size, host\n"
+      "      cache, buffers and prefetch depth, update order and gradient policy; keeps plans that\n"
+      "      fit host memory, tier capacity and GPU memory; prunes with the analytic model and ranks\n"
+      "      the best with a SimGrid simulation; writes the fastest with its predicted breakdown,\n"
+      "      the top-K alternatives and the baseline's prediction.\n"
+      "  mlpo-tune --model M --describe      prints the model's parameter, memory and FLOP accounting.\n"
+      "  mlpo-tune --validate run.jsonl --plan plan.json --profile P\n"
+      "      prints predicted versus measured per phase and tier, with the relative error.\n"
+      "See docs/simulator.md for the models and the search space.",
       "mlpo-tune"};
   mlpo::cli::add_version_flag(app);
-  std::string model;
-  bool describe = false;
-  bool json = false;
+  std::string model, profile_path, out_path, timeline_path, validate_path, plan_path, budget_text;
+  bool describe = false, json = false, explain = false, update_only = false, quiet = false;
+  int top = 3, jobs = 2, simulate_top = 8;
+  double backbone = 0;
   mlpo::ClusterShape shape;
-  app.add_option("--model", model, "Model preset name (e.g. llama2-70b, paper-40b, mlpo-280b, small) or mlpo.model/1 JSON file")
-      ->required();
+  app.add_option("--model", model, "Model preset name (e.g. llama2-70b, paper-40b, mlpo-280b, small) or mlpo.model/1 JSON file");
+  app.add_option("--profile", profile_path, "Machine profile (mlpo.profile/1 JSON, from mlpo-profile)");
   app.add_flag("--describe", describe, "Print the model's parameter, memory and FLOP accounting and exit");
-  app.add_flag("--json", json, "Print machine-readable JSON instead of text");
+  app.add_flag("--json", json, "With --describe: print machine-readable JSON instead of text");
   app.add_option("--nodes", shape.nodes, "Number of nodes")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--gpus-per-node", shape.gpus_per_node, "GPUs (ranks) per node")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--micro-batch", shape.micro_batch, "Sequences per rank per micro-step")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--seq-len", shape.seq_len, "Sequence length (default: the model's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--grad-accum", shape.grad_accum, "Gradient accumulation steps")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--host-memory-budget", budget_text, "Host memory per node plans may use, e.g. 400GiB (default: the profile's host.available_bytes)");
+  app.add_option("--out", out_path, "Write the chosen plan (mlpo.plan/1 JSON) here");
+  app.add_flag("--explain", explain, "Explain the choice: bound resource per phase, tier split vs bandwidth, what each principle saves");
+  app.add_option("--timeline", timeline_path, "Write an SVG Gantt chart of the chosen plan's simulated iteration (node 0)");
+  app.add_option("--top", top, "Alternatives kept in the plan file")->capture_default_str()->check(CLI::Range(0, 50));
+  app.add_flag("--update-only", update_only, "Predict the update phase alone (what `mlpo-run --update-only` measures)");
+  app.add_option("--jobs", jobs, "SimGrid simulations run at once (child processes)")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--simulate-top", simulate_top, "Analytic survivors ranked with SimGrid")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--remote-backbone-gbps", backbone, "Cluster-wide bandwidth of remote tiers per direction, GB/s (default: no shared limit)")
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--validate", validate_path, "Compare a run log (JSON lines from mlpo-run) with the prediction for --plan");
+  app.add_option("--plan", plan_path, "With --validate: the plan the run used");
+  app.add_flag("--quiet", quiet, "Print only errors and warnings");
 
   return mlpo::cli::run(app, argc, argv, [&] {
-    mlpo::ModelSpec spec = mlpo::load_model(model);
-    if (!describe) throw mlpo::Error("nothing to do: pass --describe (plan search needs --profile, not available in this build)");
-    mlpo::Accounting a = mlpo::account(spec, shape);
-    if (json) std::printf("%s\n", mlpo::to_json(a).dump(2).c_str());
-    else std::printf("%s", mlpo::describe(a).c_str());
+    if (!validate_path.empty()) {
+      if (plan_path.empty() || profile_path.empty()) throw mlpo::Error("--validate needs --plan FILE and --profile FILE");
+      const mlpo::Plan plan = mlpo::load_plan(plan_path);
+      const mlpo::ModelSpec spec = mlpo::load_model(model.empty() ? plan.model_name : model);
+      const auto report = mlpo::tune::validate_run(validate_path, plan, mlpo::load_profile(profile_path), spec);
+      std::printf("%s", mlpo::tune::format_report(report).c_str());
+      return 0;
+    }
+    if (model.empty()) throw mlpo::Error("--model is required (a preset name or an mlpo.model/1 file)");
+    const mlpo::ModelSpec spec = mlpo::load_model(model);
+    if (describe) {
+      const mlpo::Accounting a = mlpo::account(spec, shape);
+      if (json) std::printf("%s\n", mlpo::to_json(a).dump(2).c_str());
+      else std::printf("%s", mlpo::describe(a).c_str());
+      return 0;
+    }
+    if (profile_path.empty()) throw mlpo::Error("--profile is required to search plans (write one with mlpo-profile), or pass --describe");
+    mlpo::tune::TuneRequest request;
+    request.model = spec;
+    request.shape = shape;
+    request.profile = mlpo::load_profile(profile_path);
+    if (!budget_text.empty()) request.host_memory_budget = static_cast<std::int64_t>(mlpo::parse_bytes(budget_text, "--host-memory-budget"));
+    request.top_k = top;
+    request.jobs = jobs;
+    request.simulate_top = std::max(simulate_top, top + 1);
+    request.timeline = !timeline_path.empty();
+    request.options.update_only = update_only;
+    request.options.remote_backbone_gbps = backbone;
+    if (!quiet && ::isatty(2)) request.progress = [](const std::string& what) { std::fprintf(stderr, "mlpo-tune: %s...\n", what.c_str()); };
+    const mlpo::tune::TuneResult result = mlpo::tune::tune(request);
+
+    for (const auto& w : result.warnings) std::fprintf(stderr, "mlpo-tune: warning: %s\n", w.c_str());
+    if (!out_path.empty()) mlpo::save_plan(result.chosen.plan, out_path);
+    if (!timeline_path.empty())
+      mlpo::tune::write_timeline_svg(result.chosen.simulated.timeline, spec.name + ": simulated iteration, node 0", timeline_path);
+    if (explain) {
+      std::printf("%s", mlpo::tune::explain(result, request.profile).c_str());
+    } else if (!quiet) {
+      const mlpo::Prediction& p = *result.chosen.plan.prediction;
+      std::printf("%s", mlpo::tune::describe_plan(result.chosen.plan).c_str());
+      std::printf("predicted iteration %s (update %s)", mlpo::format_seconds(p.iteration_s).c_str(), mlpo::format_seconds(p.update_s).c_str());
+      if (result.chosen.plan.baseline_prediction)
+        std::printf("; baseline %s, speedup %.2fx", mlpo::format_seconds(result.chosen.plan.baseline_prediction->iteration_s).c_str(),
+                    result.chosen.plan.baseline_prediction->iteration_s / p.iteration_s);
+      std::printf("\nsearched %zu candidates (%zu feasible, %zu simulated) in %s\n", result.candidates, result.feasible,
+                  result.simulated, mlpo::format_seconds(result.seconds).c_str());
+    }
+    if (!quiet && !out_path.empty()) std::printf("plan written to %s\n", out_path.c_str());
+    if (!quiet && !timeline_path.empty()) std::printf("timeline written to %s\n", timeline_path.c_str());
     return 0;
   });
 }

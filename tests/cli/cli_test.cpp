@@ -81,3 +81,60 @@ TEST(TuneDescribe, ZeroNodesIsBadUsage) {
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--nodes"), std::string::npos) << r.out;
 }
+
+namespace {
+
+const std::string kExampleProfile = std::string(MLPO_SOURCE_DIR) + "/profiles/data/example-cluster-node.json";
+
+}  // namespace
+
+TEST(TuneSearch, WritesAPlanWithPredictionAndBaselineAndExplains) {
+  const std::string plan = ::testing::TempDir() + "/mlpo-cli-plan.json";
+  const std::string svg = ::testing::TempDir() + "/mlpo-cli-timeline.svg";
+  Result r = run(kTune + " --model 1b --profile " + kExampleProfile + " --gpus-per-node 2 --host-memory-budget 12GiB --simulate-top 3" +
+                 " --explain --out " + plan + " --timeline " + svg);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("what each principle saves"), std::string::npos) << r.out;
+  mlpo::Json j = mlpo::read_json_file(plan, "plan");
+  EXPECT_EQ(j["schema"], "mlpo.plan/1");
+  EXPECT_GT(j["prediction"]["iteration_s"].get<double>(), 0);
+  EXPECT_GT(j["baseline_prediction"]["iteration_s"].get<double>(), j["prediction"]["iteration_s"].get<double>());
+  FILE* f = std::fopen(svg.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char head[5] = {};
+  EXPECT_EQ(std::fread(head, 1, 4, f), 4u);
+  std::fclose(f);
+  EXPECT_EQ(std::string(head), "<svg");
+  std::remove(plan.c_str());
+  std::remove(svg.c_str());
+}
+
+TEST(TuneSearch, TooLittleHostMemoryExitsTwoSayingByHowMuch) {
+  Result r = run(kTune + " --model llama2-70b --profile " + kExampleProfile + " --host-memory-budget 8GiB");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("host memory is short by"), std::string::npos) << r.out;
+}
+
+TEST(TuneSearch, WithoutProfileExitsTwo) {
+  Result r = run(kTune + " --model 1b");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--profile is required"), std::string::npos) << r.out;
+}
+
+TEST(TuneValidate, PrintsPredictedVersusMeasuredWithError) {
+  const std::string plan = ::testing::TempDir() + "/mlpo-cli-vplan.json";
+  Result t = run(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  ASSERT_EQ(t.status, 0) << t.out;
+  const std::string log = ::testing::TempDir() + "/mlpo-cli-run.jsonl";
+  FILE* f = std::fopen(log.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
+             "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[],\"new_field\":true}\n", f);
+  std::fclose(f);
+  Result r = run(kTune + " --validate " + log + " --plan " + plan + " --profile " + kExampleProfile);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("update_s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 averaged"), std::string::npos) << r.out;
+  std::remove(plan.c_str());
+  std::remove(log.c_str());
+}

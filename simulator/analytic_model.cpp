@@ -1,0 +1,176 @@
+#include "simulator/analytic_model.hpp"
+
+#include <algorithm>
+
+#include "simulator/rates.hpp"
+#include "simulator/workload.hpp"
+
+namespace mlpo::sim {
+
+namespace {
+
+struct Bound {
+  double seconds = 0;
+  std::string what;
+  void consider(double s, const std::string& name) {
+    if (s > seconds) {
+      seconds = s;
+      what = name;
+    }
+  }
+};
+
+}  // namespace
+
+AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan, const SimulationOptions& options) {
+  const Rates rates = rates_of(profile, plan, options.remote_backbone_gbps);
+  AnalyticBreakdown out;
+  out.warnings = rates.warnings;
+  const double R = static_cast<double>(rates.ranks_per_node);
+  const double nodes = static_cast<double>(rates.nodes);
+  const double ppr = static_cast<double>(a.params_per_rank);
+  const double tokens = static_cast<double>(a.shape.micro_batch * a.shape.seq_len * a.shape.grad_accum);
+  const bool flush = plan.gradients == GradientPolicy::flush_fp32;
+
+  // Forward and backward (hardware FLOPs = forward + 3x forward with recompute).
+  if (!options.update_only) {
+    const double fwd_flops = a.hardware_flops_per_token / 4.0 * tokens;
+    const double bwd_flops = 3.0 * fwd_flops;
+    if (rates.compute_flops_per_rank > 0) {
+      out.forward_compute_s = fwd_flops / rates.compute_flops_per_rank;
+      out.backward_compute_s = bwd_flops / rates.compute_flops_per_rank;
+    }
+    if (rates.d2h_bps > 0) out.grad_d2h_s = ppr * kBf16Bytes * static_cast<double>(a.shape.grad_accum) / rates.d2h_bps;
+    if (flush) {
+      const TierRates& t = rates.tiers.front();
+      double bw = t.write_bps(R);
+      if (t.remote) bw = std::min(bw, rates.remote_backbone_bps / nodes);
+      out.grad_flush_s = R * ppr * kFp32GradBytes / bw;
+    }
+  }
+  Bound fwd{out.forward_compute_s, rates.compute_on_gpu ? "GPU compute" : "CPU compute"};
+  Bound bwd{out.backward_compute_s, fwd.what};
+  bwd.consider(out.grad_d2h_s, "PCIe device-to-host (bf16 gradients)");
+  bwd.consider(out.grad_flush_s, "fp32 gradient flush to " + rates.tiers.front().name);
+  out.forward_bound = out.forward_compute_s > 0 ? fwd.what : "nothing (not predicted)";
+  out.backward_bound = bwd.seconds > 0 ? bwd.what : "nothing (not predicted)";
+
+  // Update: per-tier bytes of one rank, from the exact placement and cache behaviour.
+  const std::int64_t n = (a.params_per_rank + plan.subgroup_elements - 1) / plan.subgroup_elements;
+  std::vector<double> fractions;
+  for (const auto& t : plan.tiers) fractions.push_back(t.fraction);
+  const std::vector<int> placement = place_subgroups(fractions, n);
+  const std::int64_t hits = steady_cache_hits(plan, n);
+  auto elements = [&](std::int64_t s) {
+    return static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank - s * plan.subgroup_elements));
+  };
+  // Steady state: the first `hits` subgroups of the order are read from the cache, and the
+  // last `hits` stay cached at the end, unwritten (see steady_cache_hits).
+  std::vector<double> read_el(plan.tiers.size(), 0), write_el(plan.tiers.size(), 0);
+  for (std::int64_t s = 0; s < n; ++s) {
+    const auto t = static_cast<std::size_t>(placement[static_cast<std::size_t>(s)]);
+    if (s >= hits) read_el[t] += elements(s);
+    if (s < n - hits) write_el[t] += elements(s);
+  }
+  out.cache_hits = hits;
+
+  const double d = static_cast<double>(plan.prefetch_depth);
+  const double writers = std::max(1.0, static_cast<double>(plan.buffers - plan.prefetch_depth));
+  Bound upd;
+  double sum_peak_bw = 0;
+  double bytes_moved = 0;
+  for (std::size_t i = 0; i < plan.tiers.size(); ++i) {
+    const TierRates& tr = rates.tiers[i];
+    TierTerm term;
+    term.name = tr.name;
+    term.read_bytes = R * read_el[i] * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0));
+    term.write_bytes = R * write_el[i] * static_cast<double>(kOptimizerStateBytes);
+    const double f = plan.tiers[i].fraction;
+    term.read_streams = R * std::max(1.0, d * f);
+    term.write_streams = R * std::max(1.0, writers * f);
+    if (const double k = static_cast<double>(plan.tiers[i].concurrency_limit); k > 0) {
+      if (plan.slot_scope == SlotScope::separate) {
+        term.read_streams = std::min(term.read_streams, k);
+        term.write_streams = std::min(term.write_streams, k);
+      } else if (term.read_streams + term.write_streams > k) {
+        const double scale = k / (term.read_streams + term.write_streams);
+        term.read_streams = std::max(std::min(1.0, k / 2), term.read_streams * scale);
+        term.write_streams = std::max(std::min(1.0, k / 2), term.write_streams * scale);
+      }
+    }
+    term.read_bps = tr.read_bps(term.read_streams);
+    term.write_bps = tr.write_bps(term.write_streams);
+    double mixed = tr.mixed_bps(term.read_streams + term.write_streams);
+    if (tr.remote) {
+      const double share = rates.remote_backbone_bps / nodes;
+      term.read_bps = std::min(term.read_bps, share);
+      term.write_bps = std::min(term.write_bps, share);
+      mixed = std::min(mixed, share);
+    }
+    if (term.read_bytes + term.write_bytes > 0)
+      term.seconds = std::max({term.read_bytes / term.read_bps, term.write_bytes / term.write_bps,
+                               (term.read_bytes + term.write_bytes) / mixed});
+    upd.consider(term.seconds, "tier " + term.name);
+    if (f > 0) sum_peak_bw += std::min(tr.mixed_bps(term.read_streams + term.write_streams), mixed);
+    bytes_moved += term.read_bytes + term.write_bytes;
+    out.tiers.push_back(term);
+  }
+  const double adam_node = rates.adam_node_eps(R);
+  out.adam_s = R * ppr / adam_node;
+  upd.consider(out.adam_s, "CPU Adam");
+  if (rates.h2d_bps > 0) {
+    out.h2d_s = ppr * kBf16Bytes / rates.h2d_bps;
+    upd.consider(out.h2d_s, "PCIe host-to-device (bf16 weights)");
+  }
+  // Pipeline bound: a rank keeps at most d reads in flight and B buffers (each held from its
+  // read through Adam to its write), so it finishes at most min(d / T_read, B / (T_read +
+  // T_adam + T_write)) subgroups per second, T being a transfer's mean time at the per-stream
+  // bandwidth of its tier, with each rank's d reads in flight spread over the tiers by their
+  // fractions. (It matters for shallow pipelines over several tiers, where a rank's few reads
+  // cannot keep every tier busy; the SimGrid model captures that more closely.)
+  const double sg_elems = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
+  double mean_read_s = 0, mean_write_s = 0;
+  for (std::size_t i = 0; i < plan.tiers.size(); ++i) {
+    const double f = plan.tiers[i].fraction;
+    if (f <= 0) continue;
+    double streams = R * d * f;
+    if (const double k = static_cast<double>(plan.tiers[i].concurrency_limit); k > 0)
+      streams = std::min(streams, plan.slot_scope == SlotScope::separate ? 2 * k : k);
+    streams = std::max(1.0, streams);
+    double per_stream = rates.tiers[i].mixed_bps(streams) / streams;
+    if (rates.tiers[i].remote) per_stream = std::min(per_stream, rates.remote_backbone_bps / nodes / streams);
+    mean_read_s += f * sg_elems * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0)) / per_stream;
+    mean_write_s += f * sg_elems * static_cast<double>(kOptimizerStateBytes) / per_stream;
+  }
+  const double adam_sg_s = sg_elems / (adam_node / R);
+  const double per_subgroup_s = std::max(mean_read_s / d, (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
+  const double misses = static_cast<double>(n - hits);
+  upd.consider(misses * per_subgroup_s, "pipeline depth (prefetch " + std::to_string(plan.prefetch_depth) + ", " +
+                                            std::to_string(plan.buffers) + " buffers)");
+
+  // Pipeline fill: the first subgroup's read and the last one's write are not overlapped
+  // with anything (at the per-stream bandwidth of the node's busiest tier).
+  const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
+  if (bytes_moved > 0) {
+    double per_stream_bps = 0;
+    for (const auto& t : out.tiers)
+      if (t.read_bytes + t.write_bytes > 0) per_stream_bps = std::max(per_stream_bps, (t.read_bytes + t.write_bytes) / t.seconds / R);
+    out.fill_s = sg * (static_cast<double>(kOptimizerStateBytes) * 2 + (flush ? kFp32GradBytes : 0)) / per_stream_bps;
+  }
+  out.fill_s += sg / (adam_node / R);
+  out.update_bound_s = std::max(bytes_moved > 0 ? bytes_moved / sum_peak_bw : 0.0, out.adam_s);
+  out.update_bound = upd.what.empty() ? "nothing" : upd.what;
+
+  Prediction& p = out.prediction;
+  p.model = "analytic";
+  p.forward_s = fwd.seconds;
+  p.backward_s = bwd.seconds;
+  p.update_s = upd.seconds + out.fill_s;
+  p.iteration_s = p.forward_s + p.backward_s + p.update_s;
+  for (const auto& t : out.tiers)
+    p.tiers.push_back({t.name, t.read_bytes, t.write_bytes, t.seconds});
+  if (flush && !options.update_only) p.tiers.front().write_bytes += R * ppr * kFp32GradBytes;
+  return out;
+}
+
+}  // namespace mlpo::sim

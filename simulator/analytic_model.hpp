@@ -1,0 +1,52 @@
+#pragma once
+// AnalyticModel: a closed-form prediction of one iteration under a plan — each phase is the
+// largest of its bandwidth-bound terms (compute, PCIe, each tier, CPU Adam) plus a pipeline
+// fill. Costs microseconds, so the tuner prunes thousands of candidates with it, and it
+// cross-checks the SimGrid model (they agree within 10 % on I/O-bound plans; see tests).
+// docs/simulator.md gives the equations.
+
+#include <string>
+#include <vector>
+
+#include "core/accounting.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "simulator/options.hpp"
+
+namespace mlpo::sim {
+
+// One tier's update-phase term, for one node (all its ranks).
+struct TierTerm {
+  std::string name;
+  double read_bytes = 0;
+  double write_bytes = 0;
+  double read_streams = 0;    // concurrent transfers assumed (after the plan's slot limit)
+  double write_streams = 0;
+  double read_bps = 0;        // aggregate bandwidth at those streams
+  double write_bps = 0;
+  double seconds = 0;         // max(read/read_bw, write/write_bw, (read+write)/mixed_bw)
+};
+
+struct AnalyticBreakdown {
+  Prediction prediction;              // model "analytic"
+  std::vector<TierTerm> tiers;
+  double forward_compute_s = 0;
+  double backward_compute_s = 0;
+  double grad_d2h_s = 0;              // bf16 gradients to host over PCIe
+  double grad_flush_s = 0;            // fp32 gradients to storage (flush-fp32 only)
+  double adam_s = 0;                  // the node's CPU, shared by its ranks
+  double h2d_s = 0;                   // bf16 weights back to the GPU
+  double fill_s = 0;                  // first read and last write, which nothing overlaps
+  double update_bound_s = 0;          // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)
+  std::int64_t cache_hits = 0;        // per rank
+  std::string forward_bound;          // the resource that sets each phase's time
+  std::string backward_bound;
+  std::string update_bound;
+  std::vector<std::string> warnings;
+};
+
+// Throws mlpo::Error when a plan tier is missing from the profile.
+AnalyticBreakdown analyze(const Accounting& accounting, const Profile& profile, const Plan& plan,
+                          const SimulationOptions& options);
+
+}  // namespace mlpo::sim

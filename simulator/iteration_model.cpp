@@ -1,0 +1,402 @@
+#include "simulator/iteration_model.hpp"
+
+#include <xbt/log.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+
+#include "simulator/platform.hpp"
+#include "simulator/rates.hpp"
+#include "simulator/simulation_process.hpp"
+#include "simulator/workload.hpp"
+
+namespace mlpo::sim {
+
+namespace {
+
+// Runs `flops` on `host` and waits. (In SimGrid 3.32 Host::execute runs on the calling
+// actor's host, whatever host it is called on.)
+void execute_on(sg4::Host* host, double flops) { sg4::this_actor::exec_init(flops)->set_host(host)->wait(); }
+
+// A transfer handed to a tier stream. `step` < 0 for writes and gradient flushes.
+struct Transfer {
+  std::int64_t step = -1;
+  double bytes = 0;
+  bool frees_buffer = false;
+  bool last = false;    // tells the stream to stop
+  bool marker = false;  // PCIe streams: no transfer; signal pcie_done once everything before it is done
+};
+
+// FIFO of transfers between actors; the semaphore counts queued items. Actors run one at a
+// time between simcalls, so the deque needs no lock.
+class TransferQueue {
+ public:
+  void push(const Transfer& t) {
+    items_.push_back(t);
+    count_->release();
+  }
+  Transfer pop() {
+    count_->acquire();
+    Transfer t = items_.front();
+    items_.pop_front();
+    return t;
+  }
+
+ private:
+  std::deque<Transfer> items_;
+  sg4::SemaphorePtr count_ = sg4::Semaphore::create(0);
+};
+
+// Node-wide state of one tier: its concurrency slots and, on node 0, what it did.
+struct NodeTier {
+  sg4::SemaphorePtr read_slot;   // null: no limit
+  sg4::SemaphorePtr write_slot;  // the same semaphore as read_slot when scope is combined
+  int in_flight = 0;
+  double busy_since = 0;
+  double busy_s = 0;
+  double read_bytes = 0;
+  double write_bytes = 0;
+  double slot_wait_s = 0;
+};
+
+struct Rank {
+  std::int64_t node = 0;
+  std::int64_t local = 0;
+  sg4::SemaphorePtr start_update = sg4::Semaphore::create(0);
+  sg4::SemaphorePtr window;   // reads in flight ahead of Adam
+  sg4::SemaphorePtr buffers;  // pinned subgroup buffers
+  sg4::SemaphorePtr writes_done = sg4::Semaphore::create(0);
+  std::vector<sg4::SemaphorePtr> ready;  // per update step: its read finished
+  std::vector<TransferQueue> reads;      // per tier
+  std::vector<TransferQueue> writes;     // per tier
+  std::vector<int> readers;              // stream actors per tier
+  std::vector<int> writers;
+  TransferQueue to_gpu;                  // bf16 weights, host to device
+  TransferQueue to_host;                 // bf16 gradients, device to host
+  sg4::SemaphorePtr pcie_done = sg4::Semaphore::create(0);
+  double stall_s = 0;
+};
+
+class IterationModel {
+ public:
+  IterationModel(const Workload& w, Rates rates, const Plan& plan, const SimulationOptions& options)
+      : w_(w), rates_(std::move(rates)), plan_(plan), options_(options) {}
+
+  SimulationResult run();
+
+ private:
+  void rank_actor(Rank& rank);
+  void prefetch_actor(Rank& rank);
+  void read_stream(Rank& rank, std::size_t tier);
+  void write_stream(Rank& rank, std::size_t tier);
+  void pcie_stream(Rank& rank, bool to_gpu);
+  void transfer(const Rank& rank, std::size_t tier, double bytes, bool is_read);
+  void record(std::int64_t node, const std::string& lane, const char* kind, double start) {
+    if (options_.timeline && node == 0) result_.timeline.push_back({lane, kind, start, sg4::Engine::get_clock()});
+  }
+
+  const Workload& w_;
+  const Rates rates_;
+  const Plan& plan_;
+  const SimulationOptions& options_;
+  Platform platform_;
+  std::vector<std::vector<NodeTier>> node_tiers_;  // [node][tier]
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  sg4::BarrierPtr barrier_;
+  double phase_end_[4] = {0, 0, 0, 0};  // start, forward, backward, update
+  SimulationResult result_;
+};
+
+void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, bool is_read) {
+  NodeTier& nt = node_tiers_[static_cast<std::size_t>(rank.node)][tier];
+  const sg4::SemaphorePtr& slot = is_read ? nt.read_slot : nt.write_slot;
+  const std::string lane = "tier " + rates_.tiers[tier].name;
+  const double asked = sg4::Engine::get_clock();
+  if (slot) slot->acquire();
+  const double start = sg4::Engine::get_clock();
+  nt.slot_wait_s += start - asked;
+  if (start > asked) record(rank.node, lane, "slot-wait", asked);
+  if (nt.in_flight++ == 0) nt.busy_since = start;
+  const TierEndpoint& ep = platform_.nodes[static_cast<std::size_t>(rank.node)].tiers[tier];
+  sg4::Host* cpu = platform_.nodes[static_cast<std::size_t>(rank.node)].cpu;
+  const auto size = static_cast<sg_size_t>(bytes);
+  if (ep.disk != nullptr) {
+    if (is_read) ep.disk->read(size);
+    else ep.disk->write(size);
+  } else if (is_read) {
+    sg4::Comm::sendto(ep.server, cpu, size);
+  } else {
+    sg4::Comm::sendto(cpu, ep.server, size);
+  }
+  if (--nt.in_flight == 0) nt.busy_s += sg4::Engine::get_clock() - nt.busy_since;
+  (is_read ? nt.read_bytes : nt.write_bytes) += bytes;
+  record(rank.node, lane, is_read ? "read" : "write", start);
+  if (slot) slot->release();
+}
+
+void IterationModel::read_stream(Rank& rank, std::size_t tier) {
+  for (;;) {
+    const Transfer t = rank.reads[tier].pop();
+    if (t.last) return;
+    transfer(rank, tier, t.bytes, true);
+    rank.ready[static_cast<std::size_t>(t.step)]->release();
+  }
+}
+
+void IterationModel::write_stream(Rank& rank, std::size_t tier) {
+  for (;;) {
+    const Transfer t = rank.writes[tier].pop();
+    if (t.last) return;
+    transfer(rank, tier, t.bytes, false);
+    if (t.frees_buffer) rank.buffers->release();
+    rank.writes_done->release();
+  }
+}
+
+void IterationModel::pcie_stream(Rank& rank, bool to_gpu) {
+  const NodePlatform& np = platform_.nodes[static_cast<std::size_t>(rank.node)];
+  sg4::Host* gpu = np.compute[static_cast<std::size_t>(rank.local)];
+  TransferQueue& queue = to_gpu ? rank.to_gpu : rank.to_host;
+  for (;;) {
+    const Transfer t = queue.pop();
+    if (t.last) return;
+    if (t.marker) {
+      rank.pcie_done->release();
+      continue;
+    }
+    if (to_gpu) sg4::Comm::sendto(np.cpu, gpu, static_cast<std::uint64_t>(t.bytes));
+    else sg4::Comm::sendto(gpu, np.cpu, static_cast<std::uint64_t>(t.bytes));
+  }
+}
+
+void IterationModel::prefetch_actor(Rank& rank) {
+  rank.start_update->acquire();
+  for (std::size_t i = 0; i < w_.steps.size(); ++i) {
+    const UpdateStep& s = w_.steps[i];
+    if (s.hit) continue;
+    rank.window->acquire();
+    rank.buffers->acquire();
+    rank.reads[static_cast<std::size_t>(s.tier)].push(
+        {static_cast<std::int64_t>(i), static_cast<double>(s.elements) * w_.read_bytes_per_element});
+  }
+}
+
+void IterationModel::rank_actor(Rank& rank) {
+  const NodePlatform& np = platform_.nodes[static_cast<std::size_t>(rank.node)];
+  sg4::Host* gpu = np.compute[static_cast<std::size_t>(rank.local)];
+  const std::string lane = "rank " + std::to_string(rank.local);
+  const bool leader = rank.node == 0 && rank.local == 0;
+
+  barrier_->wait();
+  if (!options_.update_only) {
+    double t = sg4::Engine::get_clock();
+    for (std::int64_t micro = 0; micro < w_.micro_steps && gpu != nullptr; ++micro)
+      for (const LayerWork& layer : w_.layers) execute_on(gpu, layer.forward_flops);
+    record(rank.node, lane, "forward", t);
+    barrier_->wait();
+    if (leader) phase_end_[1] = sg4::Engine::get_clock();
+
+    t = sg4::Engine::get_clock();
+    std::int64_t flushes = 0;
+    for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
+      for (auto layer = w_.layers.rbegin(); layer != w_.layers.rend(); ++layer) {
+        if (gpu != nullptr) execute_on(gpu, layer->backward_flops);
+        if (np.pcie) rank.to_host.push({-1, layer->grad_elements * kBf16Bytes});
+        if (w_.grad_flush_bytes_per_element > 0 && micro + 1 == w_.micro_steps) {
+          rank.writes[0].push({-1, layer->grad_elements * w_.grad_flush_bytes_per_element});
+          ++flushes;
+        }
+      }
+    }
+    record(rank.node, lane, "backward", t);
+    if (np.pcie) {
+      rank.to_host.push({-1, 0, false, false, true});
+      rank.pcie_done->acquire();
+    }
+    for (std::int64_t i = 0; i < flushes; ++i) rank.writes_done->acquire();
+    if (flushes > 0) record(rank.node, lane, "flush", t);
+  } else {
+    barrier_->wait();
+    if (leader) phase_end_[1] = sg4::Engine::get_clock();
+  }
+  barrier_->wait();
+  if (leader) phase_end_[2] = sg4::Engine::get_clock();
+
+  // Update: Adam walks the order; reads were queued ahead by the prefetcher.
+  rank.start_update->release();
+  std::int64_t writes = 0;
+  for (std::size_t i = 0; i < w_.steps.size(); ++i) {
+    const UpdateStep& s = w_.steps[i];
+    if (!s.hit) {
+      const double t = sg4::Engine::get_clock();
+      rank.ready[i]->acquire();
+      rank.stall_s += sg4::Engine::get_clock() - t;
+      if (sg4::Engine::get_clock() > t) record(rank.node, lane, "stall", t);
+      rank.window->release();
+    }
+    const double t = sg4::Engine::get_clock();
+    execute_on(np.cpu, static_cast<double>(s.elements));
+    record(rank.node, lane, "adam", t);
+    if (np.pcie) rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});
+    if (s.write_subgroup >= 0) {
+      rank.writes[static_cast<std::size_t>(s.write_tier)].push(
+          {-1, static_cast<double>(s.write_elements) * w_.write_bytes_per_element, !s.hit});
+      ++writes;
+    } else if (!s.hit) {
+      rank.buffers->release();
+    }
+  }
+  for (std::size_t tier = 0; tier < rank.reads.size(); ++tier) {
+    for (int j = 0; j < rank.readers[tier]; ++j) rank.reads[tier].push({-1, 0, false, true});
+    for (int j = 0; j < rank.writers[tier]; ++j) rank.writes[tier].push({-1, 0, false, true});
+  }
+  for (std::int64_t i = 0; i < writes; ++i) rank.writes_done->acquire();
+  if (np.pcie) {
+    rank.to_gpu.push({-1, 0, false, false, true});
+    rank.pcie_done->acquire();
+  }
+  rank.to_gpu.push({-1, 0, false, true});
+  rank.to_host.push({-1, 0, false, true});
+  barrier_->wait();
+  if (leader) phase_end_[3] = sg4::Engine::get_clock();
+}
+
+SimulationResult IterationModel::run() {
+  const auto wall0 = std::chrono::steady_clock::now();
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine engine("mlpo-sim");
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+
+  const std::int64_t nodes = options_.full_cluster ? rates_.nodes : 1;
+  result_.simulated_nodes = nodes;
+  result_.warnings = rates_.warnings;
+  platform_ = build_platform(rates_, nodes);
+
+  const std::size_t tiers = plan_.tiers.size();
+  for (std::int64_t n = 0; n < nodes; ++n) {
+    std::vector<NodeTier> per_tier(tiers);
+    for (std::size_t t = 0; t < tiers; ++t) {
+      const auto k = static_cast<unsigned>(plan_.tiers[t].concurrency_limit);
+      if (k == 0) continue;
+      per_tier[t].read_slot = sg4::Semaphore::create(k);
+      per_tier[t].write_slot = plan_.slot_scope == SlotScope::combined ? per_tier[t].read_slot : sg4::Semaphore::create(k);
+    }
+    node_tiers_.push_back(std::move(per_tier));
+  }
+
+  // Streams per rank and tier: enough readers for the prefetch depth, enough writers for
+  // the buffers not used by reads, never more than the tier has transfers.
+  std::vector<std::int64_t> misses(tiers, 0), writes(tiers, 0);
+  for (const UpdateStep& s : w_.steps) {
+    if (!s.hit) ++misses[static_cast<std::size_t>(s.tier)];
+    if (s.write_subgroup >= 0) ++writes[static_cast<std::size_t>(s.write_tier)];
+  }
+  if (w_.grad_flush_bytes_per_element > 0 && !options_.update_only) writes[0] += 1;
+  const std::int64_t writer_count = std::max<std::int64_t>(1, plan_.buffers - plan_.prefetch_depth);
+
+  barrier_ = sg4::Barrier::create(static_cast<unsigned>(nodes * rates_.ranks_per_node));
+  for (std::int64_t n = 0; n < nodes; ++n) {
+    for (std::int64_t g = 0; g < rates_.ranks_per_node; ++g) {
+      auto rank = std::make_unique<Rank>();
+      rank->node = n;
+      rank->local = g;
+      rank->window = sg4::Semaphore::create(static_cast<unsigned>(plan_.prefetch_depth));
+      rank->buffers = sg4::Semaphore::create(static_cast<unsigned>(plan_.buffers));
+      rank->ready.reserve(w_.steps.size());
+      for (std::size_t i = 0; i < w_.steps.size(); ++i) rank->ready.push_back(sg4::Semaphore::create(0));
+      rank->reads = std::vector<TransferQueue>(tiers);
+      rank->writes = std::vector<TransferQueue>(tiers);
+      ranks_.push_back(std::move(rank));
+    }
+  }
+  for (auto& rank_ptr : ranks_) {
+    Rank& rank = *rank_ptr;
+    sg4::Host* cpu = platform_.nodes[static_cast<std::size_t>(rank.node)].cpu;
+    const std::string name = "node" + std::to_string(rank.node) + ".rank" + std::to_string(rank.local);
+    sg4::Host* home = platform_.nodes[static_cast<std::size_t>(rank.node)].compute[static_cast<std::size_t>(rank.local)];
+    sg4::Actor::create(name, home != nullptr ? home : cpu, [this, &rank] { rank_actor(rank); });
+    sg4::Actor::create(name + ".prefetch", cpu, [this, &rank] { prefetch_actor(rank); });
+    if (platform_.nodes[static_cast<std::size_t>(rank.node)].pcie) {
+      sg4::Actor::create(name + ".h2d", cpu, [this, &rank] { pcie_stream(rank, true); });
+      sg4::Actor::create(name + ".d2h", cpu, [this, &rank] { pcie_stream(rank, false); });
+    }
+    for (std::size_t t = 0; t < tiers; ++t) {
+      rank.readers.push_back(static_cast<int>(std::min<std::int64_t>(plan_.prefetch_depth, misses[t])));
+      rank.writers.push_back(static_cast<int>(std::min<std::int64_t>(writer_count, writes[t])));
+      for (int j = 0; j < rank.readers[t]; ++j)
+        sg4::Actor::create(name + "." + plan_.tiers[t].name + ".read" + std::to_string(j), cpu,
+                           [this, &rank, t] { read_stream(rank, t); });
+      for (int j = 0; j < rank.writers[t]; ++j)
+        sg4::Actor::create(name + "." + plan_.tiers[t].name + ".write" + std::to_string(j), cpu,
+                           [this, &rank, t] { write_stream(rank, t); });
+    }
+  }
+  engine.run();
+
+  Prediction& p = result_.prediction;
+  p.model = "simgrid";
+  p.forward_s = phase_end_[1] - phase_end_[0];
+  p.backward_s = phase_end_[2] - phase_end_[1];
+  p.update_s = phase_end_[3] - phase_end_[2];
+  p.iteration_s = phase_end_[3] - phase_end_[0];
+  for (const auto& rank : ranks_)
+    if (rank->node == 0) p.stall_s += rank->stall_s / static_cast<double>(rates_.ranks_per_node);
+  for (std::size_t t = 0; t < tiers; ++t) {
+    const NodeTier& nt = node_tiers_[0][t];
+    p.tiers.push_back({plan_.tiers[t].name, nt.read_bytes, nt.write_bytes, nt.busy_s});
+    result_.tiers.push_back({plan_.tiers[t].name, nt.slot_wait_s, p.iteration_s > 0 ? nt.busy_s / p.iteration_s : 0});
+  }
+  result_.cache_hits = w_.cache_hits;
+  result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return result_;
+}
+
+}  // namespace
+
+Json to_json(const SimulationResult& r) {
+  Json tiers = Json::array();
+  for (const auto& t : r.tiers) tiers.push_back(Json{{"name", t.name}, {"slot_wait_s", t.slot_wait_s}, {"busy_fraction", t.busy_fraction}});
+  Json timeline = Json::array();
+  for (const auto& e : r.timeline) timeline.push_back(Json::array({e.lane, e.kind, e.start, e.end}));
+  return Json{{"prediction", to_json(r.prediction)}, {"tiers", tiers},      {"cache_hits", r.cache_hits},
+              {"simulated_nodes", r.simulated_nodes}, {"wall_s", r.wall_s}, {"timeline", timeline},
+              {"warnings", r.warnings}};
+}
+
+SimulationResult simulation_result_from_json(const Json& j) {
+  SimulationResult r;
+  r.prediction = prediction_from_json(j.at("prediction"), "prediction");
+  for (const auto& t : j.at("tiers"))
+    r.tiers.push_back({t.at("name").get<std::string>(), t.at("slot_wait_s").get<double>(), t.at("busy_fraction").get<double>()});
+  r.cache_hits = j.at("cache_hits").get<std::int64_t>();
+  r.simulated_nodes = j.at("simulated_nodes").get<std::int64_t>();
+  r.wall_s = j.at("wall_s").get<double>();
+  for (const auto& e : j.at("timeline"))
+    r.timeline.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<double>(), e[3].get<double>()});
+  r.warnings = j.at("warnings").get<std::vector<std::string>>();
+  return r;
+}
+
+std::vector<SimulationResult> simulate_all(const Accounting& accounting, const Profile& profile,
+                                           const std::vector<Plan>& plans, const SimulationOptions& options, int jobs) {
+  std::vector<std::function<Json()>> work;
+  for (const Plan& plan : plans) {
+    work.push_back([&accounting, &profile, &plan, &options] {
+      const Workload w = make_workload(accounting, plan);
+      IterationModel model(w, rates_of(profile, plan, options.remote_backbone_gbps), plan, options);
+      return to_json(model.run());
+    });
+  }
+  std::vector<SimulationResult> results;
+  for (const Json& j : run_in_children(work, jobs)) results.push_back(simulation_result_from_json(j));
+  return results;
+}
+
+SimulationResult simulate(const Accounting& accounting, const Profile& profile, const Plan& plan,
+                          const SimulationOptions& options) {
+  return simulate_all(accounting, profile, {plan}, options, 1).front();
+}
+
+}  // namespace mlpo::sim

@@ -1,0 +1,99 @@
+#include "simulator/platform.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace mlpo::sim {
+
+namespace {
+
+// A link whose aggregate bandwidth follows `curve` as concurrent flows come and go.
+sg4::Link* curve_link(sg4::NetZone* zone, const std::string& name, double peak, std::function<double(int)> curve) {
+  sg4::Link* link = zone->create_link(name, peak);
+  link->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR,
+                           [curve = std::move(curve)](double, int n) { return curve(std::max(n, 1)); });
+  return link->seal();
+}
+
+}  // namespace
+
+Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
+  auto* zone = sg4::create_full_zone("cluster");
+  Platform platform;
+
+  // Remote tiers are shared by all nodes: one server per tier, one backbone per direction.
+  struct RemoteTier {
+    sg4::Host* server = nullptr;
+    sg4::Link* backbone_read = nullptr;
+    sg4::Link* backbone_write = nullptr;
+  };
+  std::vector<RemoteTier> remote(rates.tiers.size());
+  const double backbone = rates.remote_backbone_bps * static_cast<double>(simulated_nodes) / static_cast<double>(rates.nodes);
+  for (std::size_t t = 0; t < rates.tiers.size(); ++t) {
+    if (!rates.tiers[t].remote) continue;
+    const std::string name = rates.tiers[t].name;
+    remote[t].server = zone->create_host(name + ".server", 1e9)->seal();
+    remote[t].backbone_read = zone->create_link(name + ".backbone.read", backbone)->seal();
+    remote[t].backbone_write = zone->create_link(name + ".backbone.write", backbone)->seal();
+  }
+
+  const double R = static_cast<double>(rates.ranks_per_node);
+  for (std::int64_t n = 0; n < simulated_nodes; ++n) {
+    const std::string node = "node" + std::to_string(n);
+    NodePlatform np;
+    np.cpu = zone->create_host(node + ".cpu", rates.adam_node_eps(R));
+    np.cpu->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR,
+                               [&rates](double, int k) { return rates.adam_node_eps(std::max(k, 1)); });
+    np.cpu->seal();
+
+    if (rates.compute_flops_per_rank > 0 && rates.compute_on_gpu) {
+      np.pcie = true;
+      for (std::int64_t g = 0; g < rates.ranks_per_node; ++g) {
+        const std::string gpu = node + ".gpu" + std::to_string(g);
+        sg4::Host* host = zone->create_host(gpu, rates.compute_flops_per_rank)->seal();
+        sg4::Link* h2d = zone->create_link(gpu + ".pcie.h2d", rates.h2d_bps)->seal();
+        sg4::Link* d2h = zone->create_link(gpu + ".pcie.d2h", rates.d2h_bps)->seal();
+        zone->add_route(np.cpu->get_netpoint(), host->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(h2d)}, false);
+        zone->add_route(host->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(d2h)}, false);
+        np.compute.push_back(host);
+      }
+    } else if (rates.compute_flops_per_rank > 0) {
+      sg4::Host* host = zone->create_host(node + ".cpu-compute", rates.compute_flops_per_rank * R)->seal();
+      np.compute.assign(static_cast<std::size_t>(rates.ranks_per_node), host);
+    } else {
+      np.compute.assign(static_cast<std::size_t>(rates.ranks_per_node), nullptr);
+    }
+
+    for (std::size_t t = 0; t < rates.tiers.size(); ++t) {
+      const TierRates& tr = rates.tiers[t];
+      TierEndpoint ep;
+      if (!tr.remote) {
+        ep.disk = np.cpu->create_disk(node + "." + tr.name, tr.peak_read_bps(), tr.peak_write_bps());
+        ep.disk->set_readwrite_bandwidth(std::max(tr.peak_read_bps(), tr.peak_write_bps()));
+        using Op = sg4::Disk::Operation;
+        using Policy = sg4::Disk::SharingPolicy;
+        ep.disk->set_sharing_policy(Op::READ, Policy::NONLINEAR, [&tr](double, int k) { return tr.read_bps(std::max(k, 1)); });
+        ep.disk->set_sharing_policy(Op::WRITE, Policy::NONLINEAR, [&tr](double, int k) { return tr.write_bps(std::max(k, 1)); });
+        ep.disk->set_sharing_policy(Op::READWRITE, Policy::NONLINEAR, [&tr](double, int k) { return tr.mixed_bps(std::max(k, 1)); });
+        ep.disk->seal();
+      } else {
+        const std::string base = node + "." + tr.name;
+        sg4::Link* rd = curve_link(zone, base + ".read", tr.peak_read_bps(), [&tr](int k) { return tr.read_bps(k); });
+        sg4::Link* wr = curve_link(zone, base + ".write", tr.peak_write_bps(), [&tr](int k) { return tr.write_bps(k); });
+        sg4::Link* mixed = curve_link(zone, base + ".mixed", std::max(tr.peak_read_bps(), tr.peak_write_bps()),
+                                      [&tr](int k) { return tr.mixed_bps(k); });
+        ep.server = remote[t].server;
+        zone->add_route(ep.server->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(remote[t].backbone_read), sg4::LinkInRoute(rd), sg4::LinkInRoute(mixed)}, false);
+        zone->add_route(np.cpu->get_netpoint(), ep.server->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(wr), sg4::LinkInRoute(mixed), sg4::LinkInRoute(remote[t].backbone_write)}, false);
+      }
+      np.tiers.push_back(ep);
+    }
+    platform.nodes.push_back(std::move(np));
+  }
+  zone->seal();
+  return platform;
+}
+
+}  // namespace mlpo::sim

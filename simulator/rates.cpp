@@ -1,0 +1,81 @@
+#include "simulator/rates.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace mlpo::sim {
+
+namespace {
+
+double peak(const std::vector<CurvePoint>& curve) {
+  double best = 0;
+  for (const auto& p : curve) best = std::max(best, p.value.median);
+  return best * 1e9;
+}
+
+}  // namespace
+
+double TierRates::mixed_bps(double streams) const {
+  const double r = read_bps(streams);
+  const double w = write_bps(streams);
+  return 2.0 * r * w / (r + w);
+}
+
+double TierRates::peak_read_bps() const { return peak(read_curve); }
+double TierRates::peak_write_bps() const { return peak(write_curve); }
+
+double Rates::adam_threads_per_rank() const {
+  return std::max(1.0, static_cast<double>(cores) / static_cast<double>(ranks_per_node));
+}
+
+double Rates::adam_node_eps(double ranks) const {
+  const double threads = std::min(static_cast<double>(cores), ranks * adam_threads_per_rank());
+  return interpolate(adam_curve, threads);
+}
+
+Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps) {
+  Rates r;
+  r.ranks_per_node = plan.cluster.gpus_per_node;
+  r.nodes = plan.cluster.nodes;
+  r.cores = profile.host.cores;
+  r.adam_curve = profile.host.adam_elements_per_s;
+  if (!profile.gpus.empty()) {
+    const GpuProfile& g = profile.gpus.front();
+    r.compute_on_gpu = true;
+    r.compute_flops_per_rank = g.bf16_tflops.median * 1e12;
+    r.h2d_bps = g.h2d_gbps.median * 1e9;
+    r.d2h_bps = g.d2h_gbps.median * 1e9;
+    if (g.count < r.ranks_per_node)
+      r.warnings.push_back("the profile's node has " + std::to_string(g.count) + " GPU(s) but the cluster shape asks for " +
+                           std::to_string(r.ranks_per_node) + " ranks per node: each rank is given one GPU like it");
+  } else if (profile.host.cpu_gemm_gflops.median > 0) {
+    r.compute_flops_per_rank = profile.host.cpu_gemm_gflops.median * 1e9 / static_cast<double>(r.ranks_per_node);
+    r.warnings.push_back("profile has no GPU: forward/backward predicted from host.cpu_gemm_gflops (CPU backend)");
+  } else {
+    r.warnings.push_back("profile has no GPU and no host.cpu_gemm_gflops: forward and backward are predicted as 0 s");
+  }
+  double remote_peak = 0;
+  for (const auto& pt : plan.tiers) {
+    const TierProfile* tp = profile.find_tier(pt.name);
+    if (tp == nullptr) {
+      std::string known;
+      for (const auto& t : profile.tiers) known += (known.empty() ? "" : ", ") + t.name;
+      throw Error("plan tier '" + pt.name + "' is not in the profile (profile tiers: " + known +
+                  "); re-run mlpo-tune with this profile or fix the plan's tier names");
+    }
+    TierRates t;
+    t.name = tp->name;
+    t.kind = tp->kind;
+    t.remote = tp->kind == TierKind::remote;
+    t.read_curve = tp->read_gbps;
+    t.write_curve = tp->write_gbps;
+    if (t.remote) remote_peak = std::max({remote_peak, t.peak_read_bps(), t.peak_write_bps()});
+    r.tiers.push_back(std::move(t));
+  }
+  r.remote_backbone_bps = remote_backbone_gbps > 0 ? remote_backbone_gbps * 1e9
+                                                   : remote_peak * static_cast<double>(r.nodes);
+  return r;
+}
+
+}  // namespace mlpo::sim

@@ -1,0 +1,54 @@
+#pragma once
+// Rates: the profile's figures turned into the rates both models use for one plan — compute
+// FLOP/s per rank, PCIe bytes/s per GPU, the node's CPU-Adam throughput as its ranks share
+// the cores, and each plan tier's read/write bandwidth as a function of concurrent streams.
+// Bandwidths are bytes/s (the profile stores decimal GB/s).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+
+namespace mlpo::sim {
+
+struct TierRates {
+  std::string name;
+  TierKind kind = TierKind::other;
+  bool remote = false;             // reached over the network: per-node link + shared backbone
+  std::vector<CurvePoint> read_curve;
+  std::vector<CurvePoint> write_curve;
+
+  double read_bps(double streams) const { return interpolate(read_curve, streams) * 1e9; }
+  double write_bps(double streams) const { return interpolate(write_curve, streams) * 1e9; }
+  // Mixed reads and writes time-share the device: the harmonic mean of the two at `streams`.
+  double mixed_bps(double streams) const;
+  double peak_read_bps() const;
+  double peak_write_bps() const;
+};
+
+struct Rates {
+  std::int64_t ranks_per_node = 1;
+  std::int64_t nodes = 1;
+  bool compute_on_gpu = false;
+  double compute_flops_per_rank = 0;  // 0: the profile has no compute figure (forward/backward not predicted)
+  double h2d_bps = 0;                 // per GPU; 0 without GPUs (weights and gradients stay in host memory)
+  double d2h_bps = 0;
+  std::int64_t cores = 1;
+  std::vector<CurvePoint> adam_curve;  // elements/s by threads
+  std::vector<TierRates> tiers;        // in plan order
+  double remote_backbone_bps = 0;      // cluster-wide, per direction
+  std::vector<std::string> warnings;
+
+  // Threads one rank's Adam uses: the node's cores split evenly over its ranks.
+  double adam_threads_per_rank() const;
+  // Aggregate Adam elements/s of the node when `ranks` ranks run Adam at once.
+  double adam_node_eps(double ranks) const;
+};
+
+// Throws mlpo::Error when a plan tier is not in the profile (names the tier and the profile's
+// tiers). `remote_backbone_gbps` 0 means no cluster-wide limit beyond each node's own link.
+Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps);
+
+}  // namespace mlpo::sim

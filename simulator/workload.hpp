@@ -1,0 +1,73 @@
+#pragma once
+// Workload: what one rank does in one iteration under a plan, derived from the model's
+// accounting — per-layer forward/backward FLOPs and gradient bytes, the subgroups of the
+// rank's optimizer-state shard, where each subgroup lives (weighted interleaving), and the
+// update's steps in this iteration's order with cache hits and write-backs. Pure arithmetic;
+// both the analytic and the SimGrid model read it, so they describe the same schedule.
+//
+// Steady state: the simulated iteration follows one that ran in the opposite order
+// (alternating) or the same order (ascending), and the host cache starts holding the last
+// `host_cache_subgroups` subgroups that iteration updated (never written, as in the executor).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/accounting.hpp"
+#include "core/plan.hpp"
+
+namespace mlpo::sim {
+
+struct LayerWork {
+  std::string name;            // "embedding", "layer 12", "lm_head"
+  double forward_flops = 0;    // per rank per micro-step
+  double backward_flops = 0;   // per rank per micro-step, including the recomputed forward
+  double grad_elements = 0;    // this rank's shard of the layer's gradients
+};
+
+// One step of the update phase: the subgroup Adam works on, and the subgroup written back
+// after it (itself without a cache; the evicted least-recently-updated one with a cache).
+struct UpdateStep {
+  std::int64_t subgroup = 0;
+  int tier = 0;                    // index into plan.tiers
+  std::int64_t elements = 0;
+  bool hit = false;                // in the host cache: no read
+  std::int64_t write_subgroup = -1;  // -1: nothing written after this step
+  int write_tier = 0;
+  std::int64_t write_elements = 0;
+};
+
+struct Workload {
+  Accounting accounting;
+  std::int64_t ranks_per_node = 1;
+  std::int64_t micro_steps = 1;        // grad_accum
+  std::vector<LayerWork> layers;       // forward order
+  std::int64_t params_per_rank = 0;
+  std::int64_t subgroup_elements = 0;  // the plan's; the last subgroup may be shorter
+  std::int64_t subgroups_per_rank = 0;
+  std::vector<int> placement;          // tier index of every subgroup
+  std::vector<UpdateStep> steps;       // this iteration's update, in order
+  std::int64_t cache_hits = 0;
+  double read_bytes_per_element = 12;  // 12, or 16 when fp32 gradients are re-read (baseline)
+  double write_bytes_per_element = 12;
+  double grad_flush_bytes_per_element = 0;  // 4 when fp32 gradients are flushed in backward
+
+  double forward_flops() const;   // per rank, all micro-steps
+  double backward_flops() const;
+  std::int64_t subgroup_size(std::int64_t subgroup) const;  // the last one may be short
+};
+
+// Deterministic smooth weighted round robin: subgroup i goes to the tier whose credit is
+// highest after every tier earned its fraction (80/20 gives A A A A B A A A A B ...).
+// The executor places subgroups the same way.
+std::vector<int> place_subgroups(const std::vector<double>& fractions, std::int64_t subgroups);
+
+// Subgroups Adam finds in the host cache per iteration in steady state (closed form; the
+// step list in Workload agrees with it, see tests).
+std::int64_t steady_cache_hits(const Plan& plan, std::int64_t subgroups);
+
+// Throws mlpo::Error when the plan and the accounting disagree (e.g. subgroups larger than a
+// rank's shard are fine; zero ranks are not).
+Workload make_workload(const Accounting& accounting, const Plan& plan);
+
+}  // namespace mlpo::sim

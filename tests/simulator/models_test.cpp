@@ -1,0 +1,188 @@
+// The analytic and SimGrid models of an iteration: the sanity properties the tuner relies on
+// (bandwidth bounds, monotonicity, agreement between models, contention, symmetry).
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/model_spec.hpp"
+#include "simulator/analytic_model.hpp"
+#include "simulator/iteration_model.hpp"
+#include "tests/support/sample_inputs.hpp"
+
+namespace mlpo::sim {
+namespace {
+
+using mlpo::testing::io_bound_profile;
+using mlpo::testing::plan_for;
+using mlpo::testing::plan_tier;
+
+const SimulationOptions kUpdateOnly{.update_only = true};
+
+Accounting accounting(const char* model, std::int64_t nodes, std::int64_t ranks) {
+  return account(find_preset(model), ClusterShape{nodes, ranks, 1, 0, 1});
+}
+
+TEST(SimGridModel, OneTierUpdateTakesBytesOverBandwidthWhenIoBound) {
+  const Profile profile = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 1);
+  const Plan plan = plan_for("1b", a.params.total, 1, 1, {plan_tier(profile, "nvme", 1.0)});
+  const SimulationResult r = simulate(a, profile, plan, kUpdateOnly);
+  const double bytes = 24.0 * static_cast<double>(a.params_per_rank);
+  EXPECT_NEAR(r.prediction.update_s / (bytes / 2e9), 1.0, 0.05);
+  ASSERT_EQ(r.prediction.tiers.size(), 1u);
+  EXPECT_NEAR(r.prediction.tiers[0].read_bytes, 12.0 * static_cast<double>(a.params_per_rank), 1.0);
+  EXPECT_NEAR(r.prediction.tiers[0].write_bytes, 12.0 * static_cast<double>(a.params_per_rank), 1.0);
+  EXPECT_GT(r.tiers[0].busy_fraction, 0.9);
+}
+
+TEST(Models, AnalyticAndSimGridAgreeWithinTenPercentOnIoBoundPlans) {
+  const Profile profile = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 4);
+  std::vector<Plan> plans;
+  plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 1.0)}));
+  plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 0.5), plan_tier(profile, "pfs", 0.5)}));
+  plans.push_back(plan_for("1b", a.params.total, 1, 4,
+                           {plan_tier(profile, "shm", 0.7, 2), plan_tier(profile, "nvme", 0.2, 1), plan_tier(profile, "pfs", 0.1, 1)}));
+  Plan cached = plans[1];
+  cached.host_cache_subgroups = 8;
+  plans.push_back(cached);
+  plans.push_back(mlpo::testing::baseline_of(plans[0], plans[0].tiers[0]));
+  const auto sims = simulate_all(a, profile, plans, kUpdateOnly, 2);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const AnalyticBreakdown an = analyze(a, profile, plans[i], kUpdateOnly);
+    EXPECT_NEAR(an.prediction.update_s / sims[i].prediction.update_s, 1.0, 0.10) << "plan " << i << " bound " << an.update_bound;
+  }
+}
+
+TEST(Models, MoreBandwidthNeverPredictsSlower) {
+  Profile slow = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 2);
+  const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(slow, "nvme", 0.6), plan_tier(slow, "pfs", 0.4)});
+  std::vector<Profile> profiles{slow};
+  for (double factor : {1.5, 3.0}) {
+    Profile faster = slow;
+    for (auto& t : faster.tiers)
+      for (auto* curve : {&t.read_gbps, &t.write_gbps})
+        for (auto& p : *curve) p.value.median *= factor;
+    profiles.push_back(faster);
+  }
+  double previous_sim = 1e30, previous_analytic = 1e30;
+  for (const Profile& p : profiles) {
+    const double sim = simulate(a, p, plan, {}).prediction.iteration_s;
+    const double an = analyze(a, p, plan, {}).prediction.iteration_s;
+    EXPECT_LE(sim, previous_sim * (1 + 1e-9));
+    EXPECT_LE(an, previous_analytic * (1 + 1e-9));
+    previous_sim = sim;
+    previous_analytic = an;
+  }
+}
+
+TEST(SimGridModel, FallingConcurrencyCurveMakesASlotLimitOfOneFaster) {
+  // A device that loses throughput under concurrent streams (2 GB/s alone, 0.8 GB/s at 4):
+  // the node-wide limit k = 1 must beat no limit with 4 ranks hammering it.
+  Profile p = io_bound_profile();
+  TierProfile& nvme = p.tiers[1];
+  nvme.read_gbps = {mlpo::testing::point(1, 2.0), mlpo::testing::point(4, 0.8)};
+  nvme.write_gbps = nvme.read_gbps;
+  const Accounting a = accounting("1b", 1, 4);
+  const Plan unlimited = plan_for("1b", a.params.total, 1, 4, {plan_tier(p, "nvme", 1.0, 0)});
+  const Plan limited = plan_for("1b", a.params.total, 1, 4, {plan_tier(p, "nvme", 1.0, 1)});
+  const auto r = simulate_all(a, p, {unlimited, limited}, kUpdateOnly, 2);
+  EXPECT_LT(r[1].prediction.update_s, 0.8 * r[0].prediction.update_s);
+  EXPECT_GT(r[1].tiers[0].slot_wait_s, 0.0);
+  // And the k = 1 plan runs at the one-stream bandwidth.
+  EXPECT_NEAR(r[1].prediction.update_s / (4 * 24.0 * static_cast<double>(a.params_per_rank) / 2e9), 1.0, 0.05);
+}
+
+TEST(SimGridModel, OneSimulatedNodeMatchesTheFullClusterOnASharedBackbone) {
+  const Profile p = io_bound_profile();
+  const Accounting a = accounting("1b", 3, 2);
+  const Plan plan = plan_for("1b", a.params.total, 3, 2, {plan_tier(p, "nvme", 0.4), plan_tier(p, "pfs", 0.6)});
+  SimulationOptions one = kUpdateOnly;
+  one.remote_backbone_gbps = 0.6;  // 0.2 GB/s per node and direction: the backbone binds
+  SimulationOptions full = one;
+  full.full_cluster = true;
+  const auto r = simulate_all(a, p, {plan, plan}, one, 1);
+  const SimulationResult f = simulate(a, p, plan, full);
+  EXPECT_EQ(f.simulated_nodes, 3);
+  EXPECT_NEAR(r[0].prediction.update_s / f.prediction.update_s, 1.0, 0.02);
+  // The backbone binds: slower than without a shared limit.
+  EXPECT_GT(r[0].prediction.update_s, 1.2 * simulate(a, p, plan, kUpdateOnly).prediction.update_s);
+}
+
+TEST(Models, BaselineIsSlowerThanTheMlpPlanWhenIoBound) {
+  const Profile p = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 2);
+  Plan mlp = plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "shm", 0.6), plan_tier(p, "nvme", 0.4)});
+  mlp.host_cache_subgroups = 4;
+  const Plan base = mlpo::testing::baseline_of(mlp, plan_tier(p, "nvme", 1.0));
+  const auto r = simulate_all(a, p, {mlp, base}, {}, 2);
+  EXPECT_GT(r[1].prediction.iteration_s, r[0].prediction.iteration_s);
+  EXPECT_GT(analyze(a, p, base, {}).prediction.iteration_s, analyze(a, p, mlp, {}).prediction.iteration_s);
+  // Baseline moves 28 B/param: 16 read + 12 written, plus 4 flushed during backward.
+  EXPECT_NEAR(r[1].prediction.tiers[0].read_bytes, 2 * 16.0 * static_cast<double>(a.params_per_rank), 2.0);
+  EXPECT_NEAR(r[1].prediction.tiers[0].write_bytes, 2 * 16.0 * static_cast<double>(a.params_per_rank), 2.0);
+}
+
+TEST(SimGridModel, GpuForwardAndBackwardFollowFlopsAndUpdateOnlySkipsThem) {
+  Profile p = io_bound_profile();
+  p.gpus.push_back(mlpo::testing::gpu(2));
+  const Accounting a = accounting("1b", 1, 2);
+  const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "shm", 1.0)});
+  const SimulationResult full = simulate(a, p, plan, {});
+  const double fwd = a.hardware_flops_per_token / 4 * static_cast<double>(a.shape.seq_len) / 400e12;
+  EXPECT_NEAR(full.prediction.forward_s / fwd, 1.0, 0.01);
+  EXPECT_GE(full.prediction.backward_s, 3 * fwd * 0.99);
+  EXPECT_NEAR(full.prediction.iteration_s,
+              full.prediction.forward_s + full.prediction.backward_s + full.prediction.update_s, 1e-9);
+  const SimulationResult upd = simulate(a, p, plan, kUpdateOnly);
+  EXPECT_EQ(upd.prediction.forward_s, 0);
+  EXPECT_EQ(upd.prediction.backward_s, 0);
+  EXPECT_NEAR(upd.prediction.update_s / full.prediction.update_s, 1.0, 0.01);
+}
+
+TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
+  // All state cached: the update is CPU Adam alone, R x P elements at the node's rate for R
+  // ranks at once (4 ranks x 4 threads on 16 cores: 1e10 elements/s), GPUs or not.
+  Profile p = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 4);
+  Plan plan = plan_for("1b", a.params.total, 1, 4, {plan_tier(p, "nvme", 1.0)});
+  plan.host_cache_subgroups = 1 << 20;
+  const double expected = 4.0 * static_cast<double>(a.params_per_rank) / 1e10;
+  EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
+  p.gpus.push_back(mlpo::testing::gpu(4));
+  EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
+  EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).adam_s / expected, 1.0, 1e-9);
+}
+
+TEST(SimGridModel, TimelineHasRankAndTierLanes) {
+  const Profile p = io_bound_profile();
+  const Accounting a = accounting("small", 1, 2);
+  Plan plan = plan_for("small", a.params.total, 1, 2, {plan_tier(p, "nvme", 0.5), plan_tier(p, "pfs", 0.5)});
+  plan.subgroup_elements = 1 << 16;
+  SimulationOptions o = kUpdateOnly;
+  o.timeline = true;
+  const SimulationResult r = simulate(a, p, plan, o);
+  std::set<std::string> lanes;
+  for (const auto& e : r.timeline) {
+    lanes.insert(e.lane);
+    EXPECT_LE(e.start, e.end);
+  }
+  EXPECT_TRUE(lanes.count("rank 0") && lanes.count("rank 1") && lanes.count("tier nvme") && lanes.count("tier pfs"));
+}
+
+TEST(Models, PlanTierMissingFromProfileIsAnErrorNamingIt) {
+  const Profile p = io_bound_profile();
+  const Accounting a = accounting("small", 1, 1);
+  Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "nvme", 1.0)});
+  plan.tiers[0].name = "lustre";
+  try {
+    simulate(a, p, plan, {});
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'lustre' is not in the profile"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(analyze(a, p, plan, {}), Error);
+}
+
+}  // namespace
+}  // namespace mlpo::sim

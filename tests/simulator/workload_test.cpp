@@ -1,0 +1,108 @@
+// Workload: placement interleaving, steady-state cache behaviour and FLOP accounting — the
+// per-rank schedule both models simulate.
+#include <gtest/gtest.h>
+
+#include "core/model_spec.hpp"
+#include "simulator/workload.hpp"
+#include "tests/support/sample_inputs.hpp"
+
+namespace mlpo::sim {
+namespace {
+
+using mlpo::testing::io_bound_profile;
+using mlpo::testing::plan_for;
+using mlpo::testing::plan_tier;
+
+TEST(Placement, EightyTwentySpreadsTheMinorTierEvenly) {
+  // Smooth weighted round robin (as nginx balances 4:1): A A B A A, repeated.
+  const std::vector<int> p = place_subgroups({0.8, 0.2}, 10);
+  EXPECT_EQ(p, (std::vector<int>{0, 0, 1, 0, 0, 0, 0, 1, 0, 0}));
+}
+
+TEST(Placement, CountsFollowFractionsWithinOne) {
+  const std::vector<double> f{0.5, 0.3, 0.2};
+  const std::vector<int> p = place_subgroups(f, 997);
+  for (std::size_t t = 0; t < f.size(); ++t) {
+    const auto n = std::count(p.begin(), p.end(), static_cast<int>(t));
+    EXPECT_NEAR(static_cast<double>(n), f[t] * 997, 1.0) << "tier " << t;
+  }
+}
+
+Plan cache_plan(OrderPolicy order, std::int64_t cache) {
+  const Profile profile = io_bound_profile();
+  Plan p = plan_for("small", 0, 1, 1, {plan_tier(profile, "nvme", 1.0)});
+  p.subgroup_elements = 1024 * 16;
+  p.order = order;
+  p.host_cache_subgroups = cache;
+  return p;
+}
+
+TEST(Workload, AscendingOrderNeverHitsAPartialCache) {
+  const Accounting a = account(find_preset("small"), ClusterShape{});
+  const Workload w = make_workload(a, cache_plan(OrderPolicy::ascending, 1000));
+  ASSERT_GT(w.subgroups_per_rank, 1000);
+  EXPECT_EQ(w.cache_hits, 0);
+}
+
+TEST(Workload, CacheHitsMatchClosedFormForBothOrders) {
+  const Accounting a = account(find_preset("small"), ClusterShape{});
+  for (OrderPolicy order : {OrderPolicy::alternating, OrderPolicy::ascending}) {
+    for (std::int64_t cache : {0, 1, 7, 60, 100, 1000}) {
+      const Plan plan = cache_plan(order, cache);
+      const Workload w = make_workload(a, plan);
+      EXPECT_EQ(w.cache_hits, steady_cache_hits(plan, w.subgroups_per_rank))
+          << to_string(order) << " cache " << cache << " of " << w.subgroups_per_rank;
+    }
+  }
+}
+
+TEST(Workload, AlternatingOrderHitsTheFirstCachedSubgroupsAndSkipsTheirWrites) {
+  const Accounting a = account(find_preset("small"), ClusterShape{});
+  const Workload w = make_workload(a, cache_plan(OrderPolicy::alternating, 5));
+  ASSERT_GT(w.subgroups_per_rank, 20);
+  std::int64_t writes = 0, misses = 0;
+  for (std::size_t i = 0; i < w.steps.size(); ++i) {
+    EXPECT_EQ(w.steps[i].hit, i < 5) << "step " << i;
+    writes += w.steps[i].write_subgroup >= 0;
+    misses += !w.steps[i].hit;
+  }
+  EXPECT_EQ(writes, misses);  // steady state: a hit saves its read and its write
+}
+
+TEST(Workload, WithoutCacheEverySubgroupIsReadAndWrittenOnce) {
+  const Accounting a = account(find_preset("small"), ClusterShape{});
+  const Workload w = make_workload(a, cache_plan(OrderPolicy::alternating, 0));
+  std::int64_t elements = 0;
+  for (const auto& s : w.steps) {
+    EXPECT_FALSE(s.hit);
+    EXPECT_EQ(s.write_subgroup, s.subgroup);
+    elements += s.elements;
+  }
+  EXPECT_EQ(elements, a.params_per_rank);
+}
+
+TEST(Workload, LayerFlopsSumToAccountingHardwareFlops) {
+  for (const char* model : {"small", "llama2-7b", "mlpo-280b"}) {
+    const ClusterShape shape{2, 4, 2, 0, 3};
+    const Accounting a = account(find_preset(model), shape);
+    Plan plan = cache_plan(OrderPolicy::alternating, 0);
+    plan.subgroup_elements = std::int64_t{1} << 26;
+    const Workload w = make_workload(a, plan);
+    const double tokens = static_cast<double>(a.shape.micro_batch * a.shape.seq_len * a.shape.grad_accum);
+    EXPECT_NEAR((w.forward_flops() + w.backward_flops()) / (a.hardware_flops_per_token * tokens), 1.0, 1e-9) << model;
+    EXPECT_NEAR(w.backward_flops() / w.forward_flops(), 3.0, 1e-9) << model;
+  }
+}
+
+TEST(Workload, BaselineRereadsFp32GradientsInTheUpdate) {
+  const Accounting a = account(find_preset("small"), ClusterShape{});
+  const Profile profile = io_bound_profile();
+  const Plan plan = mlpo::testing::baseline_of(cache_plan(OrderPolicy::alternating, 0), plan_tier(profile, "nvme", 1.0));
+  const Workload w = make_workload(a, plan);
+  EXPECT_EQ(w.read_bytes_per_element, 16);
+  EXPECT_EQ(w.write_bytes_per_element, 12);
+  EXPECT_EQ(w.grad_flush_bytes_per_element, 4);
+}
+
+}  // namespace
+}  // namespace mlpo::sim

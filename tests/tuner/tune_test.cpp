@@ -1,0 +1,136 @@
+// The tuner's search: sanity properties of what it picks, the plan file it fills in, and
+// errors that say which resource is short and by how much.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/model_spec.hpp"
+#include "tests/support/sample_inputs.hpp"
+#include "tuner/explain.hpp"
+#include "tuner/search.hpp"
+
+namespace mlpo::tune {
+namespace {
+
+using mlpo::testing::io_bound_profile;
+
+TuneRequest request_for(const Profile& profile, std::int64_t ranks = 2) {
+  TuneRequest r;
+  r.model = find_preset("1b");
+  r.shape = ClusterShape{1, ranks, 1, 0, 1};
+  r.profile = profile;
+  r.simulate_top = 4;
+  // bf16 weights and gradients take ~4.1 GiB: the cache can hold only part of the state,
+  // so updates stay I/O bound.
+  r.host_memory_budget = std::int64_t{6} << 30;
+  return r;
+}
+
+Profile only(const Profile& p, const std::vector<std::string>& names) {
+  Profile out = p;
+  out.tiers.clear();
+  for (const auto& n : names) out.tiers.push_back(*p.find_tier(n));
+  return out;
+}
+
+std::string error_of(const TuneRequest& r) {
+  try {
+    tune(r);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Tune, AddingATierNeverPredictsSlowerThanTheBestPlanWithoutIt) {
+  const Profile all = io_bound_profile();
+  const double one = score(tune(request_for(only(all, {"nvme"}))).chosen.simulated.prediction);
+  const double two = score(tune(request_for(only(all, {"nvme", "pfs"}))).chosen.simulated.prediction);
+  EXPECT_LE(two, one * 1.001);
+  EXPECT_LT(two, one * 0.9);  // 1 GB/s more on 2 GB/s: clearly faster, not just "no worse"
+}
+
+TEST(Tune, BaselineIsSlowerThanTheTunedPlanWhenIoBound) {
+  const TuneResult r = tune(request_for(io_bound_profile()));
+  ASSERT_TRUE(r.baseline.has_value());
+  EXPECT_GT(score(r.baseline->simulated.prediction), 1.5 * score(r.chosen.simulated.prediction));
+  ASSERT_TRUE(r.chosen.plan.baseline_prediction.has_value());
+  EXPECT_EQ(r.baseline->plan.mode, PlanMode::baseline);
+}
+
+TEST(Tune, PlanFileCarriesPredictionBaselineAlternativesAndReasons) {
+  TuneRequest req = request_for(io_bound_profile());
+  req.top_k = 2;
+  const TuneResult r = tune(req);
+  const Plan back = plan_from_json(to_json(r.chosen.plan));  // what --out writes, re-read
+  ASSERT_TRUE(back.prediction.has_value());
+  EXPECT_EQ(back.prediction->model, "simgrid");
+  EXPECT_NEAR(back.prediction->iteration_s, r.chosen.simulated.prediction.iteration_s, 1e-9);
+  EXPECT_TRUE(back.baseline_prediction.has_value());
+  EXPECT_EQ(back.alternatives.size(), 2u);
+  EXPECT_GT(back.explanation.value("predicted_speedup", 0.0), 1.0);
+  for (const auto& alt : back.alternatives)
+    EXPECT_GE(alt["prediction"]["iteration_s"].get<double>(), back.prediction->iteration_s);
+  const std::string text = explain(r, req.profile);
+  for (const char* part : {"what bounds each phase", "tier split versus bandwidth", "what each principle saves", "predicted speedup"})
+    EXPECT_NE(text.find(part), std::string::npos) << part;
+}
+
+TEST(Tune, UpdateOnlyPredictsNoForwardOrBackward) {
+  TuneRequest req = request_for(io_bound_profile());
+  req.profile.gpus.push_back(mlpo::testing::gpu(2));
+  req.options.update_only = true;
+  const TuneResult r = tune(req);
+  EXPECT_EQ(r.chosen.simulated.prediction.forward_s, 0);
+  EXPECT_EQ(r.chosen.simulated.prediction.backward_s, 0);
+  EXPECT_NEAR(r.chosen.simulated.prediction.iteration_s, r.chosen.simulated.prediction.update_s, 1e-9);
+}
+
+TEST(Tune, ShortHostMemorySaysByHowMuch) {
+  TuneRequest req = request_for(io_bound_profile());
+  req.host_memory_budget = std::int64_t{1} << 30;  // 1 GiB; bf16 weights + grads alone need ~4.1 GiB
+  const std::string e = error_of(req);
+  EXPECT_NE(e.find("host memory is short by"), std::string::npos) << e;
+  EXPECT_NE(e.find("GiB"), std::string::npos) << e;
+  EXPECT_NE(e.find("--host-memory-budget"), std::string::npos) << e;
+}
+
+TEST(Tune, ShortStorageSaysByHowMuch) {
+  Profile p = io_bound_profile();
+  for (auto& t : p.tiers) t.free_bytes = t.capacity_bytes = std::int64_t{1} << 30;
+  TuneRequest req = request_for(p);
+  req.host_memory_budget = std::int64_t{8} << 30;
+  const std::string e = error_of(req);
+  EXPECT_NE(e.find("storage is short by"), std::string::npos) << e;
+}
+
+TEST(Tune, ShortGpuMemorySaysByHowMuch) {
+  TuneRequest req = request_for(io_bound_profile());
+  req.profile.gpus.push_back(mlpo::testing::gpu(2));
+  req.profile.gpus[0].memory_bytes = std::int64_t{1} << 30;
+  const std::string e = error_of(req);
+  EXPECT_NE(e.find("GPU memory is short by"), std::string::npos) << e;
+}
+
+TEST(PlanSpace, FractionsFollowBandwidthAndCapacityCapsThem) {
+  Profile p = only(io_bound_profile(), {"nvme", "pfs"});  // 2 GB/s and 1 GB/s, flat curves
+  TuneRequest req = request_for(p);
+  const Accounting a = account(req.model, req.shape);
+  for (const Plan& plan : candidate_plans(a, req)) {
+    if (plan.tiers.size() != 2) continue;
+    EXPECT_NEAR(plan.tiers[0].fraction / plan.tiers[1].fraction, 2.0, 1e-6);
+    break;
+  }
+  // Cap nvme at a quarter of the state: it gets exactly that, pfs the rest.
+  req.profile.tiers[0].free_bytes = static_cast<std::int64_t>(0.25 * 2 * 12.0 * static_cast<double>(a.params_per_rank));
+  bool seen = false;
+  for (const Plan& plan : candidate_plans(a, req)) {
+    if (plan.tiers.size() != 2 || plan.gradients != GradientPolicy::delayed) continue;
+    EXPECT_NEAR(plan.tiers[0].fraction, 0.25, 1e-6);
+    EXPECT_FALSE(check_fits(a, plan, req).has_value() && check_fits(a, plan, req)->resource.find("capacity") != std::string::npos);
+    seen = true;
+  }
+  EXPECT_TRUE(seen);
+}
+
+}  // namespace
+}  // namespace mlpo::tune

@@ -1,0 +1,78 @@
+// --validate: reading mlpo-run's JSON-lines log (warm-up skipped, extra fields ignored) and
+// holding it against the prediction.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/model_spec.hpp"
+#include "tests/support/sample_inputs.hpp"
+#include "tuner/validate_run.hpp"
+
+namespace mlpo::tune {
+namespace {
+
+std::string write_log(const std::string& name, const std::vector<std::string>& lines) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream out(path);
+  for (const auto& l : lines) out << l << "\n";
+  return path;
+}
+
+std::string step(int n, double update, double read_bytes) {
+  return R"({"step":)" + std::to_string(n) + R"(,"loss":null,"update_s":)" + std::to_string(update) +
+         R"(,"forward_s":0,"backward_s":0,"tiers":[{"name":"nvme","read_bytes":)" + std::to_string(read_bytes) +
+         R"(,"write_bytes":1000,"busy_s":1.0,"slot_wait_s":0.1,"queue":"x"}],"cache_hits":0,"prefetch_stall_s":0.5,"bound_s":1.0,"extra":{"a":1}})";
+}
+
+TEST(ValidateRun, SkipsTheWarmUpStepAndAveragesTheRest) {
+  const std::string path = write_log("run1.jsonl", {step(0, 100, 5), step(1, 2, 10), step(2, 4, 30)});
+  const MeasuredRun m = read_run_log(path);
+  EXPECT_EQ(m.steps_logged, 3u);
+  EXPECT_EQ(m.steps_used, 2u);
+  EXPECT_DOUBLE_EQ(m.update_s, 3.0);
+  ASSERT_EQ(m.tiers.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.tiers[0].read_bytes, 20.0);
+  EXPECT_DOUBLE_EQ(m.tiers[0].slot_wait_s, 0.1);
+}
+
+TEST(ValidateRun, MalformedLineIsAnErrorNamingFileAndLine) {
+  const std::string path = write_log("run2.jsonl", {step(0, 1, 1), "{not json"});
+  try {
+    read_run_log(path);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("run2.jsonl:2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ValidateRun, ComparesUpdateOnlyRunWithTheSimulatedUpdate) {
+  const Profile profile = mlpo::testing::io_bound_profile();
+  const ModelSpec spec = find_preset("small");
+  const Accounting a = account(spec, ClusterShape{});
+  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1, {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  plan.subgroup_elements = 1 << 16;
+  // What the simulator predicts, measured 10 % slower.
+  const double predicted = 24.0 * static_cast<double>(a.params_per_rank) / 2e9;
+  const double measured = predicted * 1.1;
+  const std::string path = write_log("run3.jsonl", {step(0, 9, 0), step(1, measured, 0), step(2, measured, 0)});
+  const ValidationReport r = validate_run(path, plan, profile, spec);
+  EXPECT_TRUE(r.update_only);
+  const auto row = std::find_if(r.rows.begin(), r.rows.end(), [](const Comparison& c) { return c.quantity == "update_s"; });
+  ASSERT_NE(row, r.rows.end());
+  EXPECT_NEAR(row->relative_error(), 1 / 1.1 - 1, 0.03);
+  const std::string text = format_report(r);
+  EXPECT_NE(text.find("update_s"), std::string::npos);
+  EXPECT_NE(text.find("%"), std::string::npos);
+}
+
+TEST(ValidateRun, PlanForAnotherModelIsAnError) {
+  const Profile profile = mlpo::testing::io_bound_profile();
+  Plan plan = mlpo::testing::plan_for("small", 12345, 1, 1, {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  const std::string path = write_log("run4.jsonl", {step(0, 1, 0), step(1, 1, 0)});
+  EXPECT_THROW(validate_run(path, plan, profile, find_preset("small")), Error);
+}
+
+}  // namespace
+}  // namespace mlpo::tune

@@ -1,0 +1,16 @@
+#pragma once
+// Explain: the text `mlpo-tune --explain` prints — the chosen plan, the resource that bounds
+// each phase, the tier split against the tiers' bandwidths, what each principle saves
+// (the chosen plan simulated with it switched off) and the speedup over the baseline.
+
+#include <string>
+
+#include "core/profile.hpp"
+#include "tuner/search.hpp"
+
+namespace mlpo::tune {
+
+std::string describe_plan(const Plan& plan);  // one paragraph: tiers, sizes, policies
+std::string explain(const TuneResult& result, const Profile& profile);
+
+}  // namespace mlpo::tune

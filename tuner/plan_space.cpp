@@ -1,0 +1,263 @@
+#include "tuner/plan_space.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace mlpo::tune {
+
+namespace {
+
+bool in_host_ram(TierKind k) { return k == TierKind::memory || k == TierKind::host; }
+
+double state_bytes_per_element(const Plan& plan) {
+  return static_cast<double>(kOptimizerStateBytes + (plan.gradients == GradientPolicy::flush_fp32 ? kFp32GradBytes : 0));
+}
+
+PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind, 0.0, 0}; }
+
+// Aggregate node bandwidth of a tier when R ranks stream to it under limit k (0: none),
+// with reads and writes interleaved (the harmonic mean of the two curves).
+double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
+  const double streams = static_cast<double>(k > 0 ? std::min(k, 2 * ranks) : 2 * ranks);
+  const double r = t.read_at(streams), w = t.write_at(streams);
+  return 2 * r * w / (r + w) * 1e9;
+}
+
+// Fractions proportional to bandwidth, capped by capacity (`cap[t]` is the largest fraction
+// tier t can hold); nullopt when the tiers together cannot hold the state.
+std::optional<std::vector<double>> split(const std::vector<double>& bw, const std::vector<double>& cap) {
+  std::vector<double> f(bw.size(), 0.0);
+  std::vector<bool> fixed(bw.size(), false);
+  double left = 1.0;
+  for (std::size_t round = 0; round < bw.size(); ++round) {
+    double free_bw = 0;
+    for (std::size_t t = 0; t < bw.size(); ++t)
+      if (!fixed[t]) free_bw += bw[t];
+    if (free_bw <= 0) break;
+    bool capped = false;
+    for (std::size_t t = 0; t < bw.size(); ++t) {
+      if (fixed[t]) continue;
+      f[t] = left * bw[t] / free_bw;
+      if (f[t] > cap[t]) {
+        f[t] = cap[t];
+        fixed[t] = true;
+        capped = true;
+      }
+    }
+    if (!capped) return f;
+    left = 1.0;
+    for (std::size_t t = 0; t < bw.size(); ++t)
+      if (fixed[t]) left -= f[t];
+  }
+  double sum = 0;
+  for (double x : f) sum += x;
+  if (std::fabs(sum - 1.0) > 1e-9) return std::nullopt;
+  return f;
+}
+
+}  // namespace
+
+std::int64_t host_budget(const TuneRequest& r) {
+  return r.host_memory_budget > 0 ? r.host_memory_budget : r.profile.host.available_bytes;
+}
+
+HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
+  const double R = static_cast<double>(a.shape.gpus_per_node);
+  const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
+  HostMemoryNeed m;
+  m.pinned_buffers = R * static_cast<double>(plan.buffers) * sg * state_bytes_per_element(plan);
+  const std::int64_t subgroups = (a.params_per_rank + plan.subgroup_elements - 1) / plan.subgroup_elements;
+  m.cache = R * static_cast<double>(std::min(plan.host_cache_subgroups, subgroups)) * sg * static_cast<double>(kOptimizerStateBytes);
+  m.bf16_weights = R * static_cast<double>(a.weights_bf16_bytes_per_rank);
+  m.bf16_grads = R * static_cast<double>(a.grads_bf16_bytes_per_rank);
+  for (std::size_t t = 0; t < plan.tiers.size(); ++t)
+    if (in_host_ram(plan.tiers[t].kind)) m.state_in_memory += tier_bytes_needed(a, plan, t);
+  return m;
+}
+
+double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t) {
+  const double group = static_cast<double>(a.shape.gpus_per_node) *
+                       (plan.tiers[t].kind == TierKind::remote ? static_cast<double>(a.shape.nodes) : 1.0);
+  return group * static_cast<double>(a.params_per_rank) * plan.tiers[t].fraction * state_bytes_per_element(plan);
+}
+
+double gpu_memory_need(const Accounting& a) {
+  // bf16 weight and gradient shards, activation checkpoints and one recomputed layer, and one
+  // gathered layer (ZeRO-3 all-gathers a layer's full bf16 weights before using it).
+  const double layer = static_cast<double>(a.params.per_layer) * kBf16Bytes;
+  return static_cast<double>(a.weights_bf16_bytes_per_rank + a.grads_bf16_bytes_per_rank +
+                             a.activation_checkpoint_bytes_per_rank + a.activation_working_bytes_per_rank) + 2 * layer;
+}
+
+std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request) {
+  const HostMemoryNeed m = host_memory_need(a, plan);
+  const double budget = static_cast<double>(host_budget(request));
+  if (m.total() > budget)
+    return Shortfall{"host memory", m.total(), budget,
+                     "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " + format_bytes(m.bf16_grads) +
+                         " + pinned buffers " + format_bytes(m.pinned_buffers) + " + cache " + format_bytes(m.cache) +
+                         " + state on RAM tiers " + format_bytes(m.state_in_memory) + " per node"};
+  for (std::size_t t = 0; t < plan.tiers.size(); ++t) {
+    const TierProfile* tp = request.profile.find_tier(plan.tiers[t].name);
+    const double need = tier_bytes_needed(a, plan, t);
+    if (tp != nullptr && need > static_cast<double>(tp->free_bytes))
+      return Shortfall{"tier " + tp->name + " capacity", need, static_cast<double>(tp->free_bytes), "its share of the optimizer state"};
+  }
+  if (!request.options.update_only && !request.profile.gpus.empty()) {
+    const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
+    if (gpu_memory_need(a) > have)
+      return Shortfall{"GPU memory", gpu_memory_need(a), have, "bf16 weight and gradient shards, activations and one gathered layer per rank"};
+  }
+  return std::nullopt;
+}
+
+std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request) {
+  const Profile& profile = request.profile;
+  const std::int64_t R = a.shape.gpus_per_node;
+  const std::size_t T = profile.tiers.size();
+  Plan base;
+  base.model_name = a.spec.name;
+  base.model_params = a.params.total;
+  base.cluster = a.shape;
+
+  // Subgroup sizes from 4 Mi elements (48 MiB of state) up, keeping at least 8 subgroups
+  // per rank; smaller ones only for shards too small for that. The models carry no per-
+  // subgroup overhead (submission, dispatch), so they would favour tiny subgroups unjustly.
+  std::vector<std::int64_t> subgroup_sizes;
+  for (std::int64_t sg = std::int64_t{1} << 22; sg <= (std::int64_t{1} << 28); sg <<= 2)
+    if (a.params_per_rank / sg >= 8) subgroup_sizes.push_back(sg);
+  for (std::int64_t sg = std::int64_t{1} << 20; subgroup_sizes.empty() && sg >= 1024; sg >>= 2)
+    if (a.params_per_rank / sg >= 8 || sg == 1024) subgroup_sizes.push_back(sg);
+  const std::pair<std::int64_t, std::int64_t> pipelines[] = {{2, 1}, {4, 2}, {8, 4}};  // buffers, prefetch
+
+  std::vector<Plan> out;
+  for (std::uint32_t subset = 1; subset < (1u << T); ++subset) {
+    std::vector<std::size_t> members;
+    for (std::size_t t = 0; t < T; ++t)
+      if (subset & (1u << t)) members.push_back(t);
+    // Every combination of limits 1..R over the member tiers.
+    std::vector<std::int64_t> limits(members.size(), 1);
+    for (bool more = true; more;) {
+      for (GradientPolicy grads : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
+        Plan tiers_plan = base;
+        tiers_plan.gradients = grads;
+        std::vector<double> bw, cap;
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          const TierProfile& tp = profile.tiers[members[i]];
+          PlanTier pt = tier_of(tp);
+          pt.concurrency_limit = limits[i];
+          tiers_plan.tiers.push_back(pt);
+          bw.push_back(effective_bps(tp, R, limits[i]));
+          tiers_plan.tiers.back().fraction = 1.0;
+          const double full = tier_bytes_needed(a, tiers_plan, i);
+          cap.push_back(full > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full) : 1.0);
+        }
+        const auto fractions = split(bw, cap);
+        if (!fractions) continue;
+        for (std::size_t i = 0; i < members.size(); ++i) tiers_plan.tiers[i].fraction = (*fractions)[i];
+        // Drop tiers that got nothing (cannot happen with positive bandwidths, but keep plans valid).
+        for (std::int64_t sg : subgroup_sizes) {
+          const std::int64_t n = (a.params_per_rank + sg - 1) / sg;
+          std::vector<std::int64_t> caches{0, (n + 15) / 16, (n + 3) / 4, n};
+          caches.erase(std::unique(caches.begin(), caches.end()), caches.end());
+          for (const auto& [buffers, prefetch] : pipelines) {
+            for (OrderPolicy order : {OrderPolicy::alternating, OrderPolicy::ascending}) {
+              for (std::int64_t cache : caches) {
+                if (cache > 0 && order == OrderPolicy::ascending && cache < n) continue;  // never hits: pure cost
+                Plan p = tiers_plan;
+                p.subgroup_elements = sg;
+                p.buffers = buffers;
+                p.prefetch_depth = prefetch;
+                p.order = order;
+                p.host_cache_subgroups = cache;
+                out.push_back(std::move(p));
+              }
+            }
+          }
+        }
+      }
+      // Next limit combination.
+      std::size_t i = 0;
+      while (i < limits.size() && ++limits[i] > R) limits[i++] = 1;
+      more = i < limits.size();
+    }
+  }
+  return out;
+}
+
+std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements) {
+  std::optional<Plan> best;
+  double best_bw = 0;
+  for (const TierProfile& tp : request.profile.tiers) {
+    Plan p;
+    p.model_name = a.spec.name;
+    p.model_params = a.params.total;
+    p.cluster = a.shape;
+    p.mode = PlanMode::baseline;
+    p.subgroup_elements = subgroup_elements;
+    p.tiers = {tier_of(tp)};
+    p.tiers[0].fraction = 1.0;
+    p.gradients = GradientPolicy::flush_fp32;
+    p.order = OrderPolicy::ascending;
+    p.host_cache_subgroups = 0;
+    p.buffers = 4;
+    p.prefetch_depth = 1;
+    if (check_fits(a, p, request)) continue;
+    const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
+    if (bw > best_bw) {
+      best_bw = bw;
+      best = p;
+    }
+  }
+  return best;
+}
+
+void report_infeasible(const Accounting& a, const TuneRequest& request) {
+  // The leanest plan: smallest subgroups, two buffers, no cache, delayed gradients. Report
+  // host memory and GPU memory against it, and storage against all tiers together.
+  Plan lean;
+  lean.cluster = a.shape;
+  lean.subgroup_elements = std::int64_t{1} << 20;
+  lean.buffers = 2;
+  lean.prefetch_depth = 1;
+  lean.tiers = {PlanTier{"storage", "/", TierKind::nvme, 1.0, 0}};
+  const HostMemoryNeed m = host_memory_need(a, lean);
+  const double budget = static_cast<double>(host_budget(request));
+  auto shortfall = [](const std::string& what, double need, double have, const std::string& detail, const std::string& fix) {
+    throw Error(what + " is short by " + format_bytes(need - have) + ": the leanest plan needs " + format_bytes(need) + " (" +
+                detail + ") but " + format_bytes(have) + " is available; " + fix);
+  };
+  if (m.total() > budget)
+    shortfall("host memory", m.total(), budget,
+              "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " + format_bytes(m.bf16_grads) +
+                  " + 2 pinned buffers " + format_bytes(m.pinned_buffers) + " per node",
+              "add nodes (--nodes), or raise --host-memory-budget if the profile's host.available_bytes is too low");
+  if (!request.options.update_only && !request.profile.gpus.empty()) {
+    const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
+    if (gpu_memory_need(a) > have)
+      shortfall("GPU memory", gpu_memory_need(a), have, "weight and gradient shards, activations and a gathered layer per rank",
+                "lower --micro-batch or add GPUs (--nodes, --gpus-per-node)");
+  }
+  const double R = static_cast<double>(a.shape.gpus_per_node);
+  const double nodes = static_cast<double>(a.shape.nodes);
+  const double state = R * static_cast<double>(a.params_per_rank) * kOptimizerStateBytes;
+  double have = 0;
+  std::string detail;
+  for (const auto& t : request.profile.tiers) {
+    // A remote tier is shared by all nodes: each node gets its share.
+    const double per_node = static_cast<double>(t.free_bytes) / (t.kind == TierKind::remote ? nodes : 1.0);
+    have += in_host_ram(t.kind) ? std::min(per_node, std::max(0.0, budget - m.total())) : per_node;
+    detail += (detail.empty() ? "" : ", ") + t.name + " " + format_bytes(per_node);
+  }
+  if (state > have)
+    throw Error("storage is short by " + format_bytes(state - have) + ": the optimizer state needs " + format_bytes(state) +
+                " per node but the profile's tiers hold " + format_bytes(have) + " free per node (" + detail +
+                "); add nodes or free space on the tiers");
+  throw Error("no plan fits: every candidate exceeds host memory (" + format_bytes(budget) +
+              " per node) or a tier's capacity once buffers and tier shares are added; raise --host-memory-budget or add nodes");
+}
+
+}  // namespace mlpo::tune

@@ -1,0 +1,74 @@
+#pragma once
+// PlanSpace: the candidate plans the tuner considers and the resources a plan must fit.
+// Dimensions: which tiers (any non-empty subset of the profile's), each tier's node-wide
+// concurrency limit (1..ranks per node), the tier fractions (proportional to each tier's
+// bandwidth at that concurrency, then capped by its free capacity), subgroup size, host cache
+// size, pinned buffers with prefetch depth, update order and gradient policy.
+// Constraints: host memory per node, each tier's free capacity, GPU memory per rank.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/accounting.hpp"
+#include "core/model_spec.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "simulator/options.hpp"
+
+namespace mlpo::tune {
+
+struct TuneRequest {
+  ModelSpec model;
+  ClusterShape shape;
+  Profile profile;
+  std::int64_t host_memory_budget = 0;  // bytes per node; 0: the profile's host.available_bytes
+  int top_k = 3;                        // alternatives kept in the plan
+  int simulate_top = 8;                 // analytic survivors ranked with SimGrid
+  int jobs = 2;                         // SimGrid child processes at a time
+  bool timeline = false;                // record the chosen plan's timeline
+  sim::SimulationOptions options;       // update_only, remote backbone
+  std::function<void(const std::string&)> progress;  // called before each long step; may be empty
+};
+
+// Host memory a plan takes on one node (all its ranks).
+struct HostMemoryNeed {
+  double pinned_buffers = 0;
+  double cache = 0;
+  double bf16_weights = 0;
+  double bf16_grads = 0;
+  double state_in_memory = 0;  // optimizer state on memory and host (RAM-backed) tiers
+  double total() const { return pinned_buffers + cache + bf16_weights + bf16_grads + state_in_memory; }
+};
+
+// What a plan lacks, if anything: "host memory", "tier nvme capacity", "GPU memory".
+struct Shortfall {
+  std::string resource;
+  double need = 0;
+  double have = 0;
+  std::string detail;  // what the need is made of
+};
+
+std::int64_t host_budget(const TuneRequest& request);
+HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan);
+// Optimizer state (and fp32 gradients in flush mode) a plan puts on tier `t`, for the whole
+// group that shares it: one node for local tiers, all nodes for remote ones.
+double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t);
+double gpu_memory_need(const Accounting& a);
+
+std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request);
+
+// Every candidate plan (before constraints), deterministic order.
+std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request);
+
+// The baseline plan (ZeRO-3 NVMe-offload style) on the single fastest tier that holds its
+// state and fp32 gradients; nullopt when no tier can.
+std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements);
+
+// Throws an mlpo::Error saying which resource is short and by how much, for a request that
+// no candidate fits.
+[[noreturn]] void report_infeasible(const Accounting& a, const TuneRequest& request);
+
+}  // namespace mlpo::tune

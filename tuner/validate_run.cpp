@@ -1,0 +1,126 @@
+#include "tuner/validate_run.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+
+namespace mlpo::tune {
+
+namespace {
+
+double number(const Json& obj, const char* key, const std::string& where) {
+  if (!obj.contains(key)) return 0;
+  const Json& v = obj[key];
+  if (!v.is_number()) throw Error(where + ": field '" + key + "' must be a number");
+  return v.get<double>();
+}
+
+}  // namespace
+
+MeasuredRun read_run_log(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open the run log (" + errno_text(errno) + "); pass the JSON-lines file mlpo-run wrote");
+  std::vector<Json> steps;
+  std::string line;
+  for (std::size_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Json j = Json::parse(line, nullptr, false);
+    const std::string where = path + ":" + std::to_string(n);
+    if (j.is_discarded() || !j.is_object()) throw Error(where + ": not a JSON object (the run log has one object per line)");
+    if (!j.contains("update_s")) continue;  // other records (e.g. a header) are not iterations
+    steps.push_back(std::move(j));
+  }
+  if (steps.empty()) throw Error(path + ": no iteration records (lines with \"update_s\"); run mlpo-run with --log");
+  MeasuredRun m;
+  m.steps_logged = steps.size();
+  const std::size_t first = steps.size() >= 2 ? 1 : 0;  // skip the warm-up step
+  m.steps_used = steps.size() - first;
+  const double k = static_cast<double>(m.steps_used);
+  for (std::size_t i = first; i < steps.size(); ++i) {
+    const Json& s = steps[i];
+    const std::string where = path + ": step " + std::to_string(i);
+    m.forward_s += number(s, "forward_s", where) / k;
+    m.backward_s += number(s, "backward_s", where) / k;
+    m.update_s += number(s, "update_s", where) / k;
+    m.prefetch_stall_s += number(s, "prefetch_stall_s", where) / k;
+    m.cache_hits += number(s, "cache_hits", where) / k;
+    if (!s.contains("tiers")) continue;
+    if (!s["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
+    for (const Json& t : s["tiers"]) {
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) throw Error(where + ": every tier needs a string 'name'");
+      const std::string name = t["name"].get<std::string>();
+      auto it = std::find_if(m.tiers.begin(), m.tiers.end(), [&](const MeasuredTier& x) { return x.name == name; });
+      if (it == m.tiers.end()) {
+        m.tiers.push_back({name});
+        it = m.tiers.end() - 1;
+      }
+      it->read_bytes += number(t, "read_bytes", where) / k;
+      it->write_bytes += number(t, "write_bytes", where) / k;
+      it->busy_s += number(t, "busy_s", where) / k;
+      it->slot_wait_s += number(t, "slot_wait_s", where) / k;
+    }
+  }
+  return m;
+}
+
+ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile, const ModelSpec& model) {
+  ValidationReport r;
+  r.measured = read_run_log(log_path);
+  const Accounting a = account(model, plan.cluster);
+  if (a.params.total != plan.model_params)
+    throw Error("--plan: the plan is for " + std::to_string(plan.model_params) + " parameters but model '" + model.name + "' has " +
+                std::to_string(a.params.total) + "; pass the plan's model with --model");
+  r.update_only = r.measured.forward_s == 0 && r.measured.backward_s == 0;
+  sim::SimulationOptions options;
+  options.update_only = r.update_only;
+  r.predicted = sim::simulate(a, profile, plan, options);
+  const Prediction& p = r.predicted.prediction;
+  if (!r.update_only) {
+    r.rows.push_back({"forward_s", p.forward_s, r.measured.forward_s});
+    r.rows.push_back({"backward_s", p.backward_s, r.measured.backward_s});
+  }
+  r.rows.push_back({"update_s", p.update_s, r.measured.update_s});
+  if (!r.update_only)
+    r.rows.push_back({"iteration_s", p.iteration_s, r.measured.forward_s + r.measured.backward_s + r.measured.update_s});
+  r.rows.push_back({"prefetch_stall_s", p.stall_s, r.measured.prefetch_stall_s});
+  for (const MeasuredTier& t : r.measured.tiers) {
+    for (const auto& pt : p.tiers) {
+      if (pt.name != t.name) continue;
+      r.rows.push_back({"tier " + t.name + " read_bytes", pt.read_bytes, t.read_bytes});
+      r.rows.push_back({"tier " + t.name + " write_bytes", pt.write_bytes, t.write_bytes});
+      r.rows.push_back({"tier " + t.name + " busy_s", pt.busy_s, t.busy_s});
+    }
+  }
+  return r;
+}
+
+std::string format_report(const ValidationReport& r) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "run log: %zu steps, %zu averaged (first skipped as warm-up)%s\n", r.measured.steps_logged,
+                r.measured.steps_used, r.update_only ? "; update-only run: predicting the update phase alone" : "");
+  out += line;
+  std::snprintf(line, sizeof line, "%-28s %14s %14s %9s\n", "quantity", "predicted", "measured", "error");
+  out += line;
+  for (const Comparison& c : r.rows) {
+    const bool bytes = c.quantity.find("bytes") != std::string::npos;
+    const std::string pred = bytes ? format_bytes(c.predicted) : format_seconds(c.predicted);
+    const std::string meas = bytes ? format_bytes(c.measured) : format_seconds(c.measured);
+    std::string err = "n/a";
+    if (c.measured != 0) {
+      char e[32];
+      std::snprintf(e, sizeof e, "%+.1f %%", 100 * c.relative_error());
+      err = e;
+    }
+    std::snprintf(line, sizeof line, "%-28s %14s %14s %9s\n", c.quantity.c_str(), pred.c_str(), meas.c_str(), err.c_str());
+    out += line;
+  }
+  return out;
+}
+
+}  // namespace mlpo::tune

@@ -1,0 +1,59 @@
+#pragma once
+// ValidateRun: holds a measured run log (`mlpo-run`'s JSON lines) against the simulator's
+// prediction for the same plan and profile — per phase and per tier, predicted versus
+// measured with the relative error. The first logged step is a warm-up and is skipped; the
+// rest are averaged. Unknown fields in the log are ignored.
+
+#include <string>
+#include <vector>
+
+#include "core/model_spec.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "simulator/iteration_model.hpp"
+
+namespace mlpo::tune {
+
+struct MeasuredTier {
+  std::string name;
+  double read_bytes = 0;
+  double write_bytes = 0;
+  double busy_s = 0;
+  double slot_wait_s = 0;
+};
+
+struct MeasuredRun {
+  std::size_t steps_logged = 0;
+  std::size_t steps_used = 0;   // averaged (all but the first when there are two or more)
+  double forward_s = 0;
+  double backward_s = 0;
+  double update_s = 0;
+  double prefetch_stall_s = 0;
+  double cache_hits = 0;
+  std::vector<MeasuredTier> tiers;
+};
+
+// Throws mlpo::Error naming the file and line on malformed input or a log without steps.
+MeasuredRun read_run_log(const std::string& path);
+
+struct Comparison {
+  std::string quantity;  // "update_s", "tier nvme read_bytes", ...
+  double predicted = 0;
+  double measured = 0;
+  double relative_error() const { return measured != 0 ? (predicted - measured) / measured : 0; }
+};
+
+struct ValidationReport {
+  MeasuredRun measured;
+  sim::SimulationResult predicted;
+  bool update_only = false;  // the log has no forward/backward time: predicted update alone
+  std::vector<Comparison> rows;
+};
+
+// Simulates `plan` on `profile` (update only when the log's forward and backward are 0) and
+// compares. `model` must be the plan's model (its parameter count is checked).
+ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile, const ModelSpec& model);
+
+std::string format_report(const ValidationReport& report);
+
+}  // namespace mlpo::tune
