@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/subgroup_placement.hpp"
 
 namespace mlpo::sim {
 
@@ -25,18 +26,7 @@ std::int64_t Workload::subgroup_size(std::int64_t subgroup) const {
 }
 
 std::vector<int> place_subgroups(const std::vector<double>& fractions, std::int64_t subgroups) {
-  std::vector<int> placement(static_cast<std::size_t>(subgroups));
-  std::vector<double> credit(fractions.size(), 0.0);
-  for (auto& slot : placement) {
-    std::size_t best = 0;
-    for (std::size_t t = 0; t < fractions.size(); ++t) {
-      credit[t] += fractions[t];
-      if (credit[t] > credit[best]) best = t;
-    }
-    credit[best] -= 1.0;
-    slot = static_cast<int>(best);
-  }
-  return placement;
+  return interleave_subgroups(fractions, subgroups);
 }
 
 std::int64_t steady_cache_hits(const Plan& plan, std::int64_t subgroups) {

@@ -57,9 +57,7 @@ struct Workload {
   std::int64_t subgroup_size(std::int64_t subgroup) const;  // the last one may be short
 };
 
-// Deterministic smooth weighted round robin: subgroup i goes to the tier whose credit is
-// highest after every tier earned its fraction (80/20 gives A A A A B A A A A B ...).
-// The executor places subgroups the same way.
+// The tier of each subgroup: core's interleave_subgroups, the executor's placement too.
 std::vector<int> place_subgroups(const std::vector<double>& fractions, std::int64_t subgroups);
 
 // Subgroups Adam finds in the host cache per iteration in steady state (closed form; the

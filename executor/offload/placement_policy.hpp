@@ -1,8 +1,7 @@
 #pragma once
-// PlacementPolicy: which tier each subgroup lives on. Subgroups are dealt to tiers by smooth
-// weighted round-robin over the plan's fractions, so the tiers are interleaved along the
-// update order (80/20 gives A A B A A A B A A A ...-like patterns, never a block of A
-// followed by a block of B) and every tier streams during the whole update. Each tier
+// PlacementPolicy: which tier each subgroup lives on (core/subgroup_placement.hpp: smooth
+// weighted round-robin over the plan's fractions, interleaved, the same function the
+// simulator uses) and where in that tier's file. Each tier
 // stores its subgroups densely: a subgroup's `slot` is its ordinal among that tier's
 // subgroups, i.e. its extent index in the tier's state file. Pure function of (fractions,
 // count); the same on every rank and every run.
