@@ -91,7 +91,9 @@ TEST(CrashSafety, ResumeAfterSigkillAtAnyMomentEndsWithTheUninterruptedWeights) 
       }
       const int st = child.status();
       const std::string started = first_line(trace);
-      if (!started.empty()) EXPECT_EQ(started, "started " + resume_step) << "did not resume from the last complete checkpoint";
+      if (!started.empty()) {
+        EXPECT_EQ(started, "started " + resume_step) << "did not resume from the last complete checkpoint";
+      }
       if (WIFEXITED(st)) {
         ASSERT_EQ(WEXITSTATUS(st), 0) << test::read_file(output);
         EXPECT_TRUE(test::read_file(run_dir + "/final.safetensors") == reference)

@@ -23,7 +23,7 @@ struct Outcome {
 
 std::int64_t tiny_params() { return ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(); }
 
-TrainOptions base_options(const TempDir& dir, const std::string& data) {
+TrainOptions base_options(const std::string& data) {
   TrainOptions o;
   o.model = test::tiny_model();
   o.data = data;
@@ -52,7 +52,7 @@ TEST(TrainingPlacementInvariance, SameLossesAndWeightsUnderEveryPlan) {
   fs::create_directories(dir / "b");
   const std::string data = test::make_token_file(dir);
   const std::int64_t params = tiny_params();
-  TrainOptions o = base_options(dir, data);
+  TrainOptions o = base_options(data);
 
   o.plan = test::memory_plan(params);
   const Outcome memory = run(o, dir / "memory.safetensors");
@@ -81,7 +81,7 @@ TEST(TrainingResume, ContinuesBitwiseUnderAnotherPlan) {
   fs::create_directories(dir / "b");
   const std::string data = test::make_token_file(dir);
   const std::int64_t params = tiny_params();
-  TrainOptions o = base_options(dir, data);
+  TrainOptions o = base_options(data);
   o.plan = test::memory_plan(params);
   const Outcome whole = run(o, dir / "whole.safetensors");
 
@@ -104,7 +104,7 @@ TEST(TrainingResume, ContinuesBitwiseUnderAnotherPlan) {
 
 TEST(TrainingLearning, LossGoesDownOnRepetitiveText) {
   TempDir dir;
-  TrainOptions o = base_options(dir, test::make_token_file(dir));
+  TrainOptions o = base_options(test::make_token_file(dir));
   o.plan = test::memory_plan(tiny_params());
   o.steps = 25;
   o.lr = LrSchedule{3e-3, 3e-4, 3, 25};
