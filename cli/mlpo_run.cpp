@@ -2,72 +2,225 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "cli/cli_main.hpp"
 #include "core/error.hpp"
+#include "core/model_spec.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
 #include "executor/offload/update_only_run.hpp"
+#include "executor/train/token_data.hpp"
+#include "executor/train/training_loop.hpp"
+
+namespace {
+
+std::string eta_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  else std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  return buf;
+}
+
+// Opens the JSON-lines log on the first record, so a run that fails its input checks leaves
+// an existing log untouched; appends when resuming.
+class RunLog {
+ public:
+  RunLog(std::string path, bool append) : path_(std::move(path)), append_(append) {}
+  void write(const mlpo::Json& rec) {
+    if (path_.empty()) return;
+    if (!out_.is_open()) {
+      out_.open(path_, append_ ? std::ios::app : std::ios::trunc);
+      if (!out_) throw mlpo::Error("--log " + path_ + ": cannot open for writing; check the directory exists and is writable");
+    }
+    out_ << rec.dump() << "\n" << std::flush;
+  }
+
+ private:
+  std::string path_;
+  bool append_;
+  std::ofstream out_;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "mlpo-run: run pre-training with a plan from mlpo-tune: forward and backward on the compute\n"
-      "device, then the offloaded optimizer update streaming state from every storage tier.\n\n"
+      "mlpo-run: pre-train a LLaMA-style model with its optimizer state offloaded under a plan from\n"
+      "mlpo-tune: forward and backward on the compute device (the CPU backend here), each layer's\n"
+      "bf16 gradients handed to host memory as backward finishes it, gradient accumulation over\n"
+      "micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v) from\n"
+      "every storage tier, and the new bf16 weights back to the device.\n\n"
+      "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin\n"
+      "  mlpo-run --model NAME|FILE --data tokens.bin [--plan plan.json] [--steps N] [--micro-batch B]\n"
+      "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
+      "           [--checkpoint-every K] [--resume] [--export-safetensors FILE]\n"
+      "  mlpo-run --update-only --params N --plan plan.json [--ranks R] [--state-hash]\n\n"
+      "Data: byte-level tokens (vocab 256) made by prepare-data, or any flat uint16/uint32 token file\n"
+      "(--token-bytes) or llm.c shard (256 int32 header, magic 20240520); sequences are sampled at\n"
+      "positions drawn from --seed; tokens >= the model's vocab are an error.\n"
+      "No --plan: a default plan is made and printed (one disk tier under --state-dir, ./mlpo-state).\n"
+      "Schedule: linear warm-up over --warmup-steps to --lr, cosine decay to --min-lr at\n"
+      "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay, applied to every weight).\n"
+      "Checkpoints (--checkpoint-dir): every --checkpoint-every steps and at the end: HF-named\n"
+      "safetensors + fp32 p, m, v in global order + step, seed and data position, written to a\n"
+      "temp directory, fsync'd, renamed; the previous one is kept until the new one is complete.\n"
+      "--resume continues bitwise as if never interrupted, under any plan; with no checkpoint yet it\n"
+      "starts from step 0. Same results need the same --blas-threads (OpenBLAS thread count).\n"
+      "Per step it prints step, loss, tokens/s, phase times and ETA, and --log writes one JSON object\n"
+      "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing.\n\n"
       "--update-only runs the real update phase without a model: synthetic bf16 gradients (a pure\n"
       "function of seed, step and element index), real tier files and io_uring, the plan's cache,\n"
       "order and concurrency limits, fused AdamW. --ranks R forks R rank processes that share the\n"
       "tiers, each owning 1/R of the state. --state-hash prints a digest of the final optimizer\n"
-      "state that is the same under every plan.",
+      "state that is the same under every plan. See docs/training.md.",
       "mlpo-run"};
   mlpo::cli::add_version_flag(app);
-  bool update_only = false;
-  std::string params_text, plan_path, profile_path, log_path, mode = "mlp";
-  mlpo::offload::UpdateOnlyOptions opts;
+
+  // prepare-data
+  auto* prepare = app.add_subcommand("prepare-data", "Tokenize files with the byte-level tokenizer (vocab 256) into an llm.c shard");
+  std::vector<std::string> prepare_inputs;
+  std::string prepare_out;
+  prepare->add_option("--input", prepare_inputs, "Files or directories (recursively, sorted by path), concatenated in order")->required();
+  prepare->add_option("--out", prepare_out, "Token file to write (llm.c shard v1, uint16 tokens; written atomically)")->required();
+
+  // shared
+  std::string plan_path, log_path;
+  std::int64_t steps = 0;
+  std::uint64_t seed = 1;
+  double lr = 0, max_grad_norm = 1.0;
+  unsigned threads = 0;
   bool quiet = false;
-  app.add_flag("--update-only", update_only, "Run only the offloaded update phase, with synthetic gradients")->required();
-  app.add_option("--params", params_text, "Total parameters over all ranks (e.g. 1000000000, 1e9, 500M, 1B)")
-      ->required();
-  app.add_option("--plan", plan_path, "Plan file (mlpo.plan/1) from mlpo-tune or written by hand")->required()->check(CLI::ExistingFile);
-  app.add_option("--ranks", opts.ranks, "Rank processes on this node, sharing the tiers")->capture_default_str()->check(CLI::Range(1, 256));
-  app.add_option("--steps", opts.steps, "Update steps to run")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  app.add_option("--plan", plan_path, "Plan file (mlpo.plan/1) from mlpo-tune or written by hand; training without it makes a default plan")
+      ->check(CLI::ExistingFile);
+  app.add_option("--steps", steps, "Optimizer steps (default: 100 training, 10 update-only)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  app.add_option("--seed", seed, "Seed of the model's initial weights and of data sampling (update-only: synthetic data)")->capture_default_str();
+  app.add_option("--lr", lr, "Peak AdamW learning rate (default: 1e-3 training, 1e-4 update-only)");
+  app.add_option("--max-grad-norm", max_grad_norm, "Global gradient-norm clipping threshold (0 = off)")->capture_default_str();
+  app.add_option("--threads", threads, "CPU threads for the compute ops and AdamW (default: all cores)");
+  app.add_option("--log", log_path, "Write one JSON object per step to this file (JSON lines)");
+  app.add_flag("--quiet", quiet, "Print only notes and the summary");
+
+  // training
+  mlpo::train::TrainOptions t;
+  std::string model_name;
+  std::int64_t seq_len = 0;
+  app.add_option("--model", model_name, "Model preset (tiny, small, 1b, ...) or mlpo.model/1 JSON file");
+  app.add_option("--data", t.data, "Token file: from prepare-data, flat uint16/uint32, or llm.c shard");
+  app.add_option("--token-bytes", t.token_bytes, "Width of a flat (headerless) token file's tokens")->capture_default_str()->check(CLI::IsMember({2, 4}));
+  app.add_option("--seq-len", seq_len, "Training sequence length (default: the model's seq_len)")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
+  app.add_option("--micro-batch", t.micro_batch, "Sequences per forward/backward")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  app.add_option("--grad-accum", t.grad_accum, "Micro-batches per optimizer step")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  app.add_option("--min-lr", t.lr.min_lr, "Learning rate at the end of the cosine decay")->capture_default_str();
+  app.add_option("--warmup-steps", t.lr.warmup_steps, "Steps of linear warm-up")->capture_default_str();
+  app.add_option("--lr-decay-steps", t.lr.decay_end, "Step at which the cosine reaches --min-lr (0 = --steps)")->capture_default_str();
+  app.add_option("--beta1", t.beta1, "AdamW beta1")->capture_default_str();
+  app.add_option("--beta2", t.beta2, "AdamW beta2")->capture_default_str();
+  app.add_option("--eps", t.eps, "AdamW epsilon")->capture_default_str();
+  app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+  app.add_option("--checkpoint-dir", t.checkpoint_dir, "Directory of checkpoints (ckpt-<step>/ and a `latest` pointer)");
+  app.add_option("--checkpoint-every", t.checkpoint_every, "Checkpoint every K steps (0 = only at the end)")->capture_default_str();
+  app.add_flag("--resume", t.resume, "Continue from the latest checkpoint in --checkpoint-dir (under this plan)");
+  app.add_option("--export-safetensors", t.export_safetensors, "Write the final bf16 weights as safetensors (HF LLaMA names)");
+  app.add_option("--state-dir", t.state_dir, "Tier directory of the default plan (used without --plan)")->capture_default_str();
+  app.add_option("--blas-threads", t.blas_threads, "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count");
+
+  // update-only
+  bool update_only = false;
+  std::string params_text, profile_path, mode = "mlp";
+  mlpo::offload::UpdateOnlyOptions u;
+  app.add_flag("--update-only", update_only, "Run only the offloaded update phase, with synthetic gradients");
+  app.add_option("--params", params_text, "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)");
+  app.add_option("--ranks", u.ranks, "Update-only: rank processes on this node, sharing the tiers")->capture_default_str()->check(CLI::Range(1, 256));
   app.add_option("--mode", mode, "mlp: the plan as written; baseline: its ZeRO-3-offload baseline (first tier, fp32 gradients flushed, ascending, no cache, no limit)")
       ->capture_default_str()
       ->check(CLI::IsMember({"mlp", "baseline"}));
-  app.add_option("--seed", opts.seed, "Seed of the synthetic gradients and initial weights")->capture_default_str();
-  app.add_option("--threads", opts.threads, "AdamW threads per rank (default: cores / ranks)");
-  app.add_option("--max-grad-norm", opts.max_grad_norm, "Global gradient-norm clipping threshold (0 = off)")->capture_default_str();
-  app.add_option("--lr", opts.adam.lr, "AdamW learning rate")->capture_default_str();
-  app.add_option("--profile", profile_path, "Profile (mlpo.profile/1) for the physical bound of each step")->check(CLI::ExistingFile);
-  app.add_flag("--state-hash", opts.state_hash, "Print state-sha256: <hex> over all ranks' final p, m, v");
-  app.add_option("--log", log_path, "Write one JSON object per step to this file (JSON lines)");
-  app.add_flag("--quiet", quiet, "Print only the summary");
+  app.add_option("--profile", profile_path, "Update-only: profile (mlpo.profile/1) for the physical bound of each step")->check(CLI::ExistingFile);
+  app.add_flag("--state-hash", u.state_hash, "Update-only: print state-sha256: <hex> over all ranks' final p, m, v");
 
   return mlpo::cli::run(app, argc, argv, [&] {
-    opts.params = static_cast<std::int64_t>(mlpo::parse_count(params_text, "--params"));
-    opts.plan = mlpo::load_plan(plan_path);
-    if (mode == "baseline") opts.plan = mlpo::baseline_of(opts.plan);
-    if (!profile_path.empty()) opts.profile = mlpo::load_profile(profile_path);
-    std::ofstream log;
-    if (!log_path.empty()) {
-      log.open(log_path, std::ios::trunc);
-      if (!log) throw mlpo::Error("--log " + log_path + ": cannot open for writing; check the directory exists and is writable");
+    if (prepare->parsed()) {
+      auto r = mlpo::train::prepare_data(prepare_inputs, prepare_out);
+      std::printf("prepare-data: %lld files, %lld tokens (byte-level, vocab 256) -> %s\n", static_cast<long long>(r.files),
+                  static_cast<long long>(r.tokens), prepare_out.c_str());
+      return 0;
     }
     const bool tty = ::isatty(STDOUT_FILENO) && !quiet;
-    auto result = mlpo::offload::run_update_only(opts, [&](const mlpo::Json& rec) {
-      if (log) log << rec.dump() << "\n" << std::flush;
-      if (!quiet) {
-        std::printf("step %lld/%lld  update %.3f s  backward %.3f s  stall %.3f s  hits %lld",
-                    rec["step"].get<long long>(), static_cast<long long>(opts.steps), rec["update_s"].get<double>(),
-                    rec["backward_s"].get<double>(), rec["prefetch_stall_s"].get<double>(), rec["cache_hits"].get<long long>());
-        if (rec.contains("bound_s")) std::printf("  bound %.3f s (x%.2f)", rec["bound_s"].get<double>(), rec["achieved_over_bound"].get<double>());
-        std::printf("\n");
-        if (tty) std::fflush(stdout);
-      }
-    });
+    if (update_only) {
+      if (params_text.empty()) throw mlpo::Error("--update-only needs --params (total parameters, e.g. 1e9)");
+      if (plan_path.empty()) throw mlpo::Error("--update-only needs --plan (a plan file from mlpo-tune)");
+      u.params = static_cast<std::int64_t>(mlpo::parse_count(params_text, "--params"));
+      u.plan = mlpo::load_plan(plan_path);
+      if (mode == "baseline") u.plan = mlpo::baseline_of(u.plan);
+      if (!profile_path.empty()) u.profile = mlpo::load_profile(profile_path);
+      u.steps = steps ? steps : 10;
+      u.seed = seed;
+      u.threads = threads;
+      u.max_grad_norm = max_grad_norm;
+      if (lr > 0) u.adam.lr = static_cast<float>(lr);
+      RunLog log(log_path, false);
+      auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
+        log.write(rec);
+        if (!quiet) {
+          std::printf("step %lld/%lld  update %.3f s  backward %.3f s  stall %.3f s  hits %lld",
+                      rec["step"].get<long long>(), static_cast<long long>(u.steps), rec["update_s"].get<double>(),
+                      rec["backward_s"].get<double>(), rec["prefetch_stall_s"].get<double>(), rec["cache_hits"].get<long long>());
+          if (rec.contains("bound_s")) std::printf("  bound %.3f s (x%.2f)", rec["bound_s"].get<double>(), rec["achieved_over_bound"].get<double>());
+          std::printf("\n");
+          if (tty) std::fflush(stdout);
+        }
+      });
+      std::printf("summary: %s\n", result.summary.dump().c_str());
+      if (u.state_hash) std::printf("state-sha256: %s\n", result.state_sha256.c_str());
+      return 0;
+    }
+
+    if (model_name.empty()) throw mlpo::Error("--model is required (a preset such as tiny or small, or a model JSON file); see --help");
+    if (t.data.empty()) throw mlpo::Error("--data is required (a token file; make one with `mlpo-run prepare-data`)");
+    t.model = mlpo::load_model(model_name);
+    if (seq_len > 0) t.model.seq_len = seq_len;
+    if (!plan_path.empty()) {
+      t.plan = mlpo::load_plan(plan_path);
+      if (mode == "baseline") t.plan = mlpo::baseline_of(*t.plan);
+    }
+    t.steps = steps ? steps : 100;
+    t.seed = seed;
+    if (lr > 0) t.lr.max_lr = lr;
+    t.max_grad_norm = max_grad_norm;
+    t.threads = threads;
+    if (const char* ms = std::getenv("MLPO_TEST_SLOW_CHECKPOINT_MS")) t.checkpoint_pause = std::chrono::milliseconds(std::atoll(ms));
+    if (const char* path = std::getenv("MLPO_TRACE_PHASES")) t.trace_path = path;
+
+    RunLog log(log_path, t.resume);
+    double elapsed = 0;
+    std::int64_t done = 0;
+    mlpo::train::TrainEvents events;
+    events.note = [&](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+    events.step = [&](const mlpo::Json& rec) {
+      log.write(rec);
+      elapsed += rec["step_s"].get<double>();
+      ++done;
+      if (quiet) return;
+      const long long step = rec["step"].get<long long>();
+      const double eta = elapsed / static_cast<double>(done) * static_cast<double>(t.steps - step);
+      std::printf("step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  fwd %.2f s  bwd %.2f s  upd %.2f s  ckpt %.2f s  ETA %s\n",
+                  step, static_cast<long long>(t.steps), rec["loss"].get<double>(), rec["lr"].get<double>(),
+                  rec["tokens_per_s"].get<double>(), rec["forward_s"].get<double>(), rec["backward_s"].get<double>(),
+                  rec["update_s"].get<double>(), rec["checkpoint_s"].get<double>(), eta_text(eta).c_str());
+      std::fflush(stdout);
+    };
+    auto result = mlpo::train::train(t, events);
+    if (result.summary.contains("first_loss"))
+      std::printf("loss %.4f (step %lld) -> %.4f (step %lld)\n", result.summary["first_loss"].get<double>(),
+                  result.summary["first_step"].get<long long>(), result.summary["last_loss"].get<double>(),
+                  result.summary["last_step"].get<long long>());
     std::printf("summary: %s\n", result.summary.dump().c_str());
-    if (opts.state_hash) std::printf("state-sha256: %s\n", result.state_sha256.c_str());
     return 0;
   });
 }

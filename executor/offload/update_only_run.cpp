@@ -17,6 +17,7 @@
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/local_rank_group.hpp"
+#include "executor/offload/rank_engine.hpp"
 #include "executor/offload/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
 #include "executor/offload/synthetic_gradients.hpp"
@@ -25,8 +26,6 @@
 namespace mlpo::offload {
 
 namespace {
-
-io::SlotScope io_scope(SlotScope s) { return s == SlotScope::combined ? io::SlotScope::combined : io::SlotScope::separate; }
 
 double max_of(const std::vector<CurvePoint>& curve) {
   double best = 0;
@@ -64,37 +63,11 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
   const RankShard shard = shard_for(o.params, o.ranks, rank);
   const Plan& plan = o.plan;
   const bool fp32_grads = plan.gradients == GradientPolicy::flush_fp32;
-  PipelineOptions popts;
-  popts.buffers = plan.buffers;
-  popts.prefetch_depth = plan.prefetch_depth;
-  popts.cache_subgroups = plan.host_cache_subgroups;
-  popts.gradients = plan.gradients;
-
-  SubgroupLayout layout(shard.elements, plan.subgroup_elements);
-  io::PinnedBufferPool pool(std::max<std::uint64_t>(pipeline_pool_bytes(layout, popts), 4096));
-  std::vector<io::Tier> io_tiers = io_tiers_of(plan);
-  std::optional<io::TierSet> tiers;
-  if (!io_tiers.empty()) tiers.emplace(io_tiers, io::TierSetOptions{&pool});
-  std::vector<std::unique_ptr<io::TierSlots>> slot_sets;
-  std::vector<io::TierSlots*> slots;
-  std::size_t io_index = 0;
-  for (const auto& t : plan.tiers) {
-    if (t.kind == TierKind::memory) continue;
-    auto& tier_io = (*tiers)[io_index++];
-    if (t.concurrency_limit > 0) {
-      slot_sets.push_back(std::make_unique<io::TierSlots>(tier_io.tier(), static_cast<unsigned>(t.concurrency_limit),
-                                                          io_scope(plan.slot_scope), &tier_io.counters()));
-      slots.push_back(slot_sets.back().get());
-    } else {
-      slots.push_back(nullptr);
-    }
-  }
-  StateStore store(plan, shard, tiers ? &*tiers : nullptr, run, fp32_grads);
   ThreadPool pool_threads(threads);
-  UpdatePipeline pipeline(store, pool, slots, pool_threads, popts);
+  RankEngine engine(plan, shard, run, pool_threads);
+  UpdatePipeline& pipeline = engine.pipeline();
   pipeline.initialize([&](std::int64_t local) { return synthetic_initial_weight(o.seed, shard.global_begin + local); });
 
-  SubgroupCache cache(plan.host_cache_subgroups);
   std::vector<bf16> grads(static_cast<std::size_t>(shard.elements));
   std::vector<bf16> weights(static_cast<std::size_t>(shard.elements));
   const std::int64_t first_chunk = shard.global_begin / kNormChunk;
@@ -113,8 +86,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
     AdamWParams adam = o.adam;
     adam.step = step;
     adam.grad_scale = clip_scale(norm, o.max_grad_norm);
-    auto steps = cache.plan_iteration(update_order(plan.order, step - 1, layout.count()),
-                                      [&](std::int64_t s) { return store.resident(s); });
+    auto steps = engine.plan_iteration(step - 1);
     UpdateStats st = pipeline.update(steps, grads, adam, weights);
     rec.update_s = st.seconds;
     rec.adam_s = st.adam_s;

@@ -178,6 +178,13 @@ std::vector<TierIterationStats> UpdatePipeline::tier_snapshot() const {
 }
 
 void UpdatePipeline::initialize(const std::function<float(std::int64_t)>& init) {
+  load_state([&](const Subgroup& sg, float* p, float*, float*) {
+    for (std::int64_t i = 0; i < sg.elements; ++i) p[i] = init(sg.begin + i);
+  });
+}
+
+void UpdatePipeline::load_state(const std::function<void(const Subgroup&, float*, float*, float*)>& fill) {
+  MLPO_CHECK(cache_.empty(), "load_state needs an empty cache");
   const auto& layout = store_.layout();
   const std::int64_t floats = store_.floats_per_array();
   FirstError error;
@@ -192,8 +199,9 @@ void UpdatePipeline::initialize(const std::function<float(std::int64_t)>& init) 
       lease = acquire_buffer();
       p = reinterpret_cast<float*>(lease.data());
     }
+    // Zero first: the padding of each array is written too, so tier files are deterministic.
     std::memset(p, 0, static_cast<std::size_t>(3 * floats) * sizeof(float));
-    for (std::int64_t i = 0; i < sg.elements; ++i) p[i] = init(sg.begin + i);
+    fill(sg, p, p + floats, p + 2 * floats);
     if (lease) writers.push(WriteJob{s, false, std::move(lease)});
     if (error.failed()) break;
   }

@@ -78,6 +78,12 @@ class UpdatePipeline {
   // Writes the initial state: p from init(local element index), m = v = 0.
   void initialize(const std::function<float(std::int64_t)>& init);
 
+  // Writes a given state (a checkpoint's) to every subgroup's home: fill(subgroup, p, m, v)
+  // sets the subgroup's sg.elements values of each array, and the pipeline writes them to the
+  // subgroup's tier (or memory). Called on a pipeline with an empty cache (before the first
+  // update); whatever the tier files held before is overwritten, never read.
+  void load_state(const std::function<void(const Subgroup&, float*, float*, float*)>& fill);
+
   // Baseline backward: writes the gradient as fp32 to each subgroup's gradient extent.
   // Returns the seconds it took.
   double flush_gradients(std::span<const bf16> grads);

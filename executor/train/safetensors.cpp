@@ -1,0 +1,71 @@
+#include "executor/train/safetensors.hpp"
+
+#include <cstring>
+#include <fstream>
+
+#include "core/error.hpp"
+#include "core/json_io.hpp"
+
+namespace mlpo::train {
+
+std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
+                              const std::map<std::string, std::string>& metadata) {
+  MLPO_CHECK(static_cast<std::int64_t>(weights.size()) == layout.total(), "safetensors: weight count");
+  Json header = Json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  for (const auto& e : layout.entries()) {
+    const auto begin = static_cast<std::uint64_t>(e.offset) * sizeof(bf16);
+    const auto end = begin + static_cast<std::uint64_t>(e.numel()) * sizeof(bf16);
+    header[e.name] = Json{{"dtype", "BF16"}, {"shape", e.shape}, {"data_offsets", {begin, end}}};
+  }
+  std::string text = header.dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');
+  std::string out(8, '\0');
+  const std::uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out += text;
+  const std::size_t data_at = out.size();
+  out.resize(data_at + weights.size() * sizeof(bf16));
+  // bf16 is stored little-endian, as the host (x86-64) holds it.
+  std::memcpy(out.data() + data_at, weights.data(), weights.size() * sizeof(bf16));
+  return out;
+}
+
+std::vector<SafetensorsTensor> read_safetensors_header(const std::string& path, std::map<std::string, std::string>* metadata) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open (" + errno_text(errno) + ")");
+  in.seekg(0, std::ios::end);
+  const auto file_bytes = static_cast<std::uint64_t>(in.tellg());
+  in.seekg(0);
+  unsigned char len[8] = {};
+  if (!in.read(reinterpret_cast<char*>(len), 8)) throw Error(path + ": not a safetensors file (shorter than 8 bytes)");
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  if (n > file_bytes - 8 || n > (1u << 30)) throw Error(path + ": not a safetensors file (header length " + std::to_string(n) + ")");
+  std::string text(n, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(n));
+  Json header = Json::parse(text, nullptr, false);
+  if (header.is_discarded() || !header.is_object()) throw Error(path + ": safetensors header is not a JSON object");
+  std::vector<SafetensorsTensor> out;
+  const std::uint64_t data_bytes = file_bytes - 8 - n;
+  for (const auto& [name, t] : header.items()) {
+    if (name == "__metadata__") {
+      if (metadata)
+        for (const auto& [k, v] : t.items()) (*metadata)[k] = v.get<std::string>();
+      continue;
+    }
+    try {
+      SafetensorsTensor st{name, t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>(),
+                           t.at("data_offsets").at(0).get<std::uint64_t>(), t.at("data_offsets").at(1).get<std::uint64_t>()};
+      if (st.end < st.begin || st.end > data_bytes) throw Error("data_offsets outside the file");
+      st.begin += 8 + n;
+      st.end += 8 + n;
+      out.push_back(std::move(st));
+    } catch (const std::exception& e) {
+      throw Error(path + ": tensor " + name + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+}  // namespace mlpo::train

@@ -1,0 +1,41 @@
+#pragma once
+// Safetensors (the Hugging Face tensor file format) for the model's weights:
+//
+//   [8 bytes: N, little-endian uint64][N bytes: JSON header, space-padded to a multiple of 8]
+//   [tensor data, back to back, in header order]
+//
+// The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end)} (offsets
+// relative to the data section) plus "__metadata__" (string -> string). We write the weights
+// in ParameterLayout order under their Hugging Face LLaMA names (`model.embed_tokens.weight`,
+// `model.layers.{i}.self_attn.q_proj.weight`, ..., `model.norm.weight`, `lm_head.weight`),
+// dtype BF16, so the file loads with transformers' LlamaForCausalLM. The bytes are a pure
+// function of (layout, weights, metadata): keys are sorted, so equal weights give equal files.
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "executor/model/parameter_layout.hpp"
+
+namespace mlpo::train {
+
+// The whole file's bytes for `weights` (layout().total() bf16 values in layout order).
+std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
+                              const std::map<std::string, std::string>& metadata);
+
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0;  // byte offsets in the file
+  std::uint64_t end = 0;
+};
+
+// Parses a safetensors file's header. Throws mlpo::Error naming `path` when the file is
+// missing, truncated or not safetensors.
+std::vector<SafetensorsTensor> read_safetensors_header(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+
+}  // namespace mlpo::train

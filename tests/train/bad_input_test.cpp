@@ -1,0 +1,119 @@
+// Bad input to `mlpo-run`: each case exits 2 with one line naming the input, and leaves the
+// checkpoint directory and the export file exactly as they were.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "core/plan.hpp"
+#include "executor/model/parameter_layout.hpp"
+#include "tests/train/process_util.hpp"
+#include "tests/train/train_test_util.hpp"
+
+namespace mlpo::train {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+// Every file under `root` with its bytes.
+std::map<std::string, std::string> snapshot(const std::string& root) {
+  std::map<std::string, std::string> files;
+  if (!fs::exists(root)) return files;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file()) files[e.path().string()] = test::read_file(e.path().string());
+  return files;
+}
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_ = test::make_token_file(dir_);
+    // A good run with a checkpoint to resume from.
+    ASSERT_EQ(run({"--steps", "2", "--checkpoint-dir", dir_ / "ckpt"}), 0) << output_;
+    before_ = snapshot(dir_ / "ckpt");
+    ASSERT_FALSE(before_.empty());
+  }
+
+  int run(std::vector<std::string> extra, bool with_data = true) {
+    std::vector<std::string> argv = {MLPO_RUN_BIN, "--model", "tiny", "--seq-len", "16", "--threads", "1",
+                                     "--blas-threads", "1", "--state-dir", dir_ / "state", "--quiet"};
+    if (with_data) argv.insert(argv.end(), {"--data", data_});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const int code = test::run_to_end(argv, dir_ / "out.txt");
+    output_ = test::read_file(dir_ / "out.txt");
+    return code;
+  }
+
+  // Exit 2, one line containing `needle`, nothing changed, no export written.
+  void expect_rejected(int code, const std::string& needle) {
+    EXPECT_EQ(code, 2) << output_;
+    EXPECT_EQ(std::count(output_.begin(), output_.end(), '\n'), 1) << output_;
+    EXPECT_NE(output_.find(needle), std::string::npos) << output_;
+    EXPECT_TRUE(snapshot(dir_ / "ckpt") == before_) << "the checkpoint directory was modified";
+    EXPECT_FALSE(fs::exists(dir_ / "out.safetensors"));
+  }
+
+  TempDir dir_;
+  std::string data_, output_;
+  std::map<std::string, std::string> before_;
+};
+
+TEST_F(BadInput, MissingDataFile) {
+  expect_rejected(run({"--data", dir_ / "nope.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
+                       dir_ / "out.safetensors"}, false),
+                  "nope.bin");
+}
+
+TEST_F(BadInput, TokensOutsideTheModelsVocab) {
+  const std::vector<std::uint16_t> tokens = {1, 2, 3, 999, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  std::string bytes(tokens.size() * 2, '\0');
+  std::memcpy(bytes.data(), tokens.data(), bytes.size());
+  test::write_file(dir_ / "wide.bin", bytes);
+  expect_rejected(run({"--data", dir_ / "wide.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
+                       dir_ / "out.safetensors"}, false),
+                  "token 999 at position 3 is outside the model's vocabulary of 256");
+}
+
+TEST_F(BadInput, PlanForAnotherModel) {
+  Plan plan = test::memory_plan(18'000'000);
+  plan.model_name = "small";
+  save_plan(plan, dir_ / "small-plan.json");
+  expect_rejected(run({"--plan", dir_ / "small-plan.json", "--checkpoint-dir", dir_ / "ckpt", "--resume",
+                       "--export-safetensors", dir_ / "out.safetensors"}),
+                  "--plan: made for a model of 18000000 parameters");
+}
+
+TEST_F(BadInput, UnreadableCheckpoint) {
+  const std::string manifest = dir_ / "ckpt/ckpt-2/manifest.json";
+  test::write_file(manifest, "{ not json");
+  before_ = snapshot(dir_ / "ckpt");
+  expect_rejected(run({"--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors", dir_ / "out.safetensors"}),
+                  "manifest.json");
+}
+
+TEST_F(BadInput, CheckpointOfAnotherModel) {
+  test::write_file(dir_ / "other.json",
+                   R"({"schema": "mlpo.model/1", "name": "other", "vocab": 256, "hidden": 64, "layers": 4, "heads": 4,
+                       "kv_heads": 2, "ffn_hidden": 384, "seq_len": 16})");
+  std::vector<std::string> argv = {"--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors", dir_ / "out.safetensors"};
+  const int code = [&] {
+    std::vector<std::string> full = {MLPO_RUN_BIN, "--model", dir_ / "other.json", "--threads", "1", "--quiet", "--data", data_,
+                                     "--state-dir", dir_ / "state"};
+    full.insert(full.end(), argv.begin(), argv.end());
+    const int c = test::run_to_end(full, dir_ / "out.txt");
+    output_ = test::read_file(dir_ / "out.txt");
+    return c;
+  }();
+  expect_rejected(code, "checkpoint is of another model (hidden 128");
+}
+
+TEST_F(BadInput, CheckpointDirectoryOfAnotherRunWithoutResume) {
+  expect_rejected(run({"--checkpoint-dir", dir_ / "ckpt", "--export-safetensors", dir_ / "out.safetensors"}),
+                  "pass --resume");
+}
+
+}  // namespace
+}  // namespace mlpo::train
