@@ -27,7 +27,8 @@
 namespace mlpo::comm {
 
 // out[i] = tree sum over p of parts[p][i], for i < out.size(). Every parts[p] points at
-// out.size() readable elements; `out` may alias parts[0] (but no other part).
+// out.size() readable elements; `out` may be one of the parts (element i is written only
+// after every part's element i has been read), but must not overlap one at another offset.
 void tree_sum(std::span<const float* const> parts, std::span<float> out);
 void tree_sum(std::span<const double* const> parts, std::span<double> out);
 void tree_sum(std::span<const bf16* const> parts, std::span<bf16> out);
