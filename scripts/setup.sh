@@ -13,6 +13,8 @@ packages=(
   libopenblas-dev       # CPU GEMM for the CPU compute backend
   libssl-dev            # SHA-256 of optimizer state (state digests)
   fio                   # the I/O benchmark's reference
+  libopenmpi-dev        # multi-rank runs: the MPI communicator (executor/comm)
+  openmpi-bin           # mpirun, for multi-rank runs and their tests
   python3               # small helper scripts (no PyPI packages)
 )
 

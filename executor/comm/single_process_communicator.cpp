@@ -1,0 +1,27 @@
+#include "executor/comm/single_process_communicator.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace mlpo::comm {
+
+SingleProcessCommunicator::SingleProcessCommunicator() : Communicator(RankPlace{}) {}
+
+void SingleProcessCommunicator::abort_job(const std::string& message) {
+  std::fprintf(stderr, "rank 0: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::exit(2);
+}
+
+void SingleProcessCommunicator::do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts,
+                                              ElementType type) {
+  if (mine != all) std::memmove(all, mine, static_cast<std::size_t>(counts[0]) * element_bytes(type));
+}
+
+void SingleProcessCommunicator::do_reduce_scatter_sum(const void* all, void* mine, std::span<const std::int64_t> counts,
+                                                      ElementType type) {
+  if (mine != all) std::memmove(mine, all, static_cast<std::size_t>(counts[0]) * element_bytes(type));
+}
+
+}  // namespace mlpo::comm
