@@ -1,0 +1,105 @@
+#include "kernels/cuda/cuda_backend.hpp"
+
+#include "core/error.hpp"
+#include "kernels/cuda/ops.hpp"
+
+namespace mlpo {
+
+namespace {
+
+// Selects the device before any member (stream, cuBLASLt handle) is created on it.
+int select_device(int device) {
+  const CudaAvailability status = cuda_available();
+  if (!status.available) throw Error("cannot use the CUDA backend: " + status.reason);
+  int count = 0;
+  gpu::check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
+  if (device < 0 || device >= count)
+    throw Error("CUDA device " + std::to_string(device) + " does not exist; this machine has " + std::to_string(count));
+  gpu::check(cudaSetDevice(device), "cudaSetDevice");
+  return device;
+}
+
+void free_device(void* p) { cudaFree(p); }
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device) : device_(select_device(device)), gemm_(std::make_unique<gpu::Gemm>()) {}
+
+std::size_t CudaBackend::scratch_bound(std::int64_t hidden, std::int64_t attention_rows) {
+  const std::size_t rounding = std::size_t{1} << 16;  // DeviceScratch rounds every slot up to this
+  return gpu::kGemmWorkspaceBytes + static_cast<std::size_t>(gpu::kMaxReductionChunks * hidden) * sizeof(float) +
+         static_cast<std::size_t>(attention_rows) * sizeof(float) + 3 * rounding;
+}
+
+CudaBackend::~CudaBackend() { cudaStreamSynchronize(stream_.get()); }
+
+DeviceBuffer CudaBackend::allocate(std::size_t bytes) {
+  void* p = nullptr;
+  gpu::check_allocation(cudaMalloc(&p, bytes ? bytes : 1), bytes, "a CUDA backend buffer");
+  return DeviceBuffer(p, bytes, &free_device);
+}
+
+void CudaBackend::copy_from_host(Tensor dst, const void* src) {
+  gpu::check(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, stream_.get()), "copy_from_host");
+  stream_.synchronize();
+}
+
+void CudaBackend::copy_to_host(void* dst, Tensor src) {
+  gpu::check(cudaMemcpyAsync(dst, src.data, src.bytes(), cudaMemcpyDeviceToHost, stream_.get()), "copy_to_host");
+  stream_.synchronize();
+}
+
+void CudaBackend::copy(Tensor dst, Tensor src) {
+  MLPO_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(), "copy: " + dst.describe() + " <- " + src.describe());
+  gpu::check(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, stream_.get()), "copy");
+}
+
+
+void CudaBackend::fill(Tensor dst, double value) { gpu::fill(context(), dst, value); }
+void CudaBackend::cast(Tensor dst, Tensor src) { gpu::cast(context(), dst, src); }
+void CudaBackend::add(Tensor out, Tensor a, Tensor b) { gpu::add(context(), out, a, b); }
+
+void CudaBackend::embedding_forward(Tensor out, Tensor tokens, Tensor table) {
+  gpu::embedding_forward(context(), out, tokens, table);
+}
+void CudaBackend::embedding_backward(Tensor dtable, Tensor tokens, Tensor dout) {
+  gpu::embedding_backward(context(), dtable, tokens, dout);
+}
+void CudaBackend::rmsnorm_forward(Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps) {
+  gpu::rmsnorm_forward(context(), out, rstd, x, weight, eps);
+}
+void CudaBackend::rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight, Tensor rstd) {
+  gpu::rmsnorm_backward(context(), dx, dweight, dout, x, weight, rstd);
+}
+void CudaBackend::linear_forward(Tensor out, Tensor x, Tensor w) {
+  gpu::linear_forward(context(), *gemm_, out, x, w);
+}
+void CudaBackend::linear_backward(Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w, bool accumulate_dx) {
+  gpu::linear_backward(context(), *gemm_, dx, dw, dout, x, w, accumulate_dx);
+}
+void CudaBackend::rope_forward(Tensor out, Tensor x, float theta) { gpu::rope_forward(context(), out, x, theta); }
+void CudaBackend::rope_backward(Tensor dx, Tensor dout, float theta) {
+  gpu::rope_backward(context(), dx, dout, theta);
+}
+void CudaBackend::attention_forward(Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) {
+  gpu::attention_forward(context(), out, lse, q, k, v);
+}
+void CudaBackend::attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k, Tensor v,
+                                     Tensor out, Tensor lse) {
+  gpu::attention_backward(context(), dq, dk, dv, dout, q, k, v, out, lse);
+}
+void CudaBackend::swiglu_forward(Tensor out, Tensor gate, Tensor up) {
+  gpu::swiglu_forward(context(), out, gate, up);
+}
+void CudaBackend::swiglu_backward(Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up) {
+  gpu::swiglu_backward(context(), dgate, dup, dout, gate, up);
+}
+void CudaBackend::cross_entropy_forward(Tensor losses, Tensor logits, Tensor targets) {
+  gpu::cross_entropy_forward(context(), losses, logits, targets);
+}
+void CudaBackend::cross_entropy_backward(Tensor dlogits, Tensor logits, Tensor targets, float scale) {
+  gpu::cross_entropy_backward(context(), dlogits, logits, targets, scale);
+}
+
+
+}  // namespace mlpo

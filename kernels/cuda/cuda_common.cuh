@@ -1,0 +1,88 @@
+#pragma once
+// Shared device code of the CUDA op files (internal to kernels/cuda): loads and stores that
+// convert storage types to fp32 and back with the same rounding as core/bf16.hpp (so a cast is
+// bitwise the CPU's), fixed-order warp and block reductions, launch checks and the switch from
+// a runtime DType to a template instantiation.
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "core/bf16.hpp"
+#include "core/error.hpp"
+#include "kernels/cpu/ops_common.hpp"  // the shape and type checks of the contract (header-only)
+#include "kernels/cuda/device.hpp"
+#include "kernels/tensor.hpp"
+
+namespace mlpo::gpu {
+
+using cpu::accumulator_dtype;
+using cpu::expect_shape;
+using cpu::expect_type;
+
+__device__ __forceinline__ float load(bf16 x) { return __uint_as_float(static_cast<std::uint32_t>(x.bits) << 16); }
+__device__ __forceinline__ float load(float x) { return x; }
+
+// Round-to-nearest-even, NaN kept quiet: the rule of float_to_bf16 in core/bf16.hpp.
+template <class T> __device__ __forceinline__ T store(float x);
+template <> __device__ __forceinline__ float store<float>(float x) { return x; }
+template <> __device__ __forceinline__ bf16 store<bf16>(float x) {
+  std::uint32_t u = __float_as_uint(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return bf16{static_cast<std::uint16_t>(u >> 16)};
+}
+
+// Butterfly reductions: after the loop every lane holds the same value (each step adds two
+// values whose sum is the same in either order), computed by a fixed tree.
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Block-wide sum/max for blockDim.x a multiple of 32 (<= 1024); every thread gets the result.
+// `shared` holds 32 floats; the leading __syncthreads lets a block call this repeatedly.
+__device__ __forceinline__ float block_sum(float v, float* shared) {
+  v = warp_sum(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  return warp_sum(lane < warps ? shared[lane] : 0.0f);
+}
+__device__ __forceinline__ float block_max(float v, float* shared) {
+  v = warp_max(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  return warp_max(lane < warps ? shared[lane] : -INFINITY);
+}
+
+// Blocks for a grid-stride loop over n elements with `threads` per block.
+inline unsigned grid_for(std::int64_t n, int threads) {
+  const std::int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65536 ? 65536 : blocks));
+}
+
+// Call after every launch: a bad configuration is reported at the op that caused it.
+inline void check_launch(const char* op) { check(cudaGetLastError(), op); }
+
+// Calls fn(T{}) for a bf16 or f32 storage type.
+template <class Fn> void dispatch_storage(DType t, const char* op, Fn&& fn) {
+  switch (t) {
+    case DType::bf16: fn(bf16{}); return;
+    case DType::f32: fn(float{}); return;
+    default: break;
+  }
+  MLPO_CHECK(false, std::string(op) + ": the CUDA backend stores bf16 or f32, got " + dtype_name(t) +
+                        " (f64 is the CPU backend's test-only type)");
+}
+
+}  // namespace mlpo::gpu

@@ -1,0 +1,106 @@
+#pragma once
+// CUDA runtime essentials shared by the CUDA backend (cuda_backend.hpp) and the layer streamer
+// (layer_streamer.hpp): whether a device is usable, the error check, and RAII owners of
+// streams, events, pinned host memory and grow-only device scratch.
+//
+// "No device" is any error from cudaGetDeviceCount (a machine with the toolkit but no driver
+// answers "CUDA driver version is insufficient for CUDA runtime version"), or a count of zero.
+// Callers skip or fall back with the reason; they never treat it as a crash.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+
+namespace mlpo {
+
+struct CudaAvailability {
+  bool available = false;
+  std::string reason;  // why not, when !available; "<n> device(s), 0: <name>" otherwise
+};
+
+// Never throws and never aborts: safe to call on any machine.
+CudaAvailability cuda_available();
+
+namespace gpu {
+
+// Aborts (like MLPO_CHECK) naming the failed call `what` when `status` is an error.
+// CUDA errors other than out-of-memory are internal: a bad launch or an illegal address.
+void check(cudaError_t status, const char* what);
+
+// Throws mlpo::Error naming the request, the device's free and total memory and the fixes,
+// for cudaErrorMemoryAllocation; other errors go to check().
+void check_allocation(cudaError_t status, std::size_t bytes, const char* what);
+
+struct DeviceMemory {
+  std::size_t free = 0, total = 0;
+};
+DeviceMemory device_memory();  // of the current device
+
+// A non-blocking stream (does not serialise with the legacy default stream).
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+  void synchronize() const;
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// An event without timing (cheapest kind), for ordering work across streams.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+  void record(cudaStream_t stream);
+  // Makes `stream` wait for the work recorded so far, without blocking the host.
+  void wait_on(cudaStream_t stream) const;
+  void synchronize() const;  // blocks the host
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Page-locked host memory (cudaMallocHost): the only kind a copy engine can move
+// asynchronously. Move-only.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Grow-only device memory for an op's temporary results (column partial sums, the attention
+// backward's row dot products, the token-range flag), one region per slot. Growing waits for
+// `stream` first, so memory still read by queued kernels is never freed under them.
+class DeviceScratch {
+ public:
+  enum Slot { partials = 0, rows = 1, flag = 2, kSlots = 3 };
+  DeviceScratch() = default;
+  ~DeviceScratch();
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  void* get(Slot slot, std::size_t bytes, cudaStream_t stream);
+
+ private:
+  void* data_[kSlots] = {};
+  std::size_t bytes_[kSlots] = {};
+};
+
+}  // namespace gpu
+}  // namespace mlpo

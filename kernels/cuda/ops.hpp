@@ -1,0 +1,65 @@
+#pragma once
+// The CUDA implementations of the Backend operations (contracts in kernels/backend.hpp), one
+// .cu file per op family. Every function only enqueues work on ctx.stream and returns; none
+// blocks the host except the token/target range checks of embedding and cross-entropy, which
+// read one int back to turn a bad token into an mlpo::Error.
+//
+// Storage types: bf16 and f32 (f64 is the CPU backend's test-only type). Arithmetic in fp32.
+// Determinism: no atomics in any sum that reaches a result; every reduction has a fixed tree
+// or a fixed sequential order, so the same inputs give bitwise the same outputs on the same GPU.
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/device.hpp"
+#include "kernels/tensor.hpp"
+
+namespace mlpo::gpu {
+
+// Row chunks of a column reduction (rmsnorm's dweight): its scratch is chunks x C floats.
+inline constexpr std::int64_t kMaxReductionChunks = 256;
+
+struct OpContext {
+  cudaStream_t stream;
+  DeviceScratch& scratch;
+};
+
+// ops_cast.cu
+void cast(const OpContext& ctx, Tensor dst, Tensor src);
+void fill(const OpContext& ctx, Tensor dst, double value);
+void add(const OpContext& ctx, Tensor out, Tensor a, Tensor b);
+
+// ops_embedding.cu
+// Throws mlpo::Error when an id is outside [0, vocab); `what` is "token" or "target".
+void check_ids(const OpContext& ctx, Tensor ids, std::int64_t vocab, const char* what);
+void embedding_forward(const OpContext& ctx, Tensor out, Tensor tokens, Tensor table);
+void embedding_backward(const OpContext& ctx, Tensor dtable, Tensor tokens, Tensor dout);
+
+// ops_rmsnorm.cu
+void rmsnorm_forward(const OpContext& ctx, Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps);
+void rmsnorm_backward(const OpContext& ctx, Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
+                      Tensor rstd);
+
+// ops_linear.cu: GEMMs through cuBLASLt.
+class Gemm;  // cuBLASLt handle, workspace and algorithm cache (ops_linear.cu)
+void linear_forward(const OpContext& ctx, Gemm& gemm, Tensor out, Tensor x, Tensor w);
+void linear_backward(const OpContext& ctx, Gemm& gemm, Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w,
+                     bool accumulate_dx);
+
+// ops_rope.cu
+void rope_forward(const OpContext& ctx, Tensor out, Tensor x, float theta);
+void rope_backward(const OpContext& ctx, Tensor dx, Tensor dout, float theta);
+
+// ops_attention.cu
+void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v);
+void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
+                        Tensor v, Tensor out, Tensor lse);
+
+// ops_swiglu.cu
+void swiglu_forward(const OpContext& ctx, Tensor out, Tensor gate, Tensor up);
+void swiglu_backward(const OpContext& ctx, Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up);
+
+// ops_cross_entropy.cu
+void cross_entropy_forward(const OpContext& ctx, Tensor losses, Tensor logits, Tensor targets);
+void cross_entropy_backward(const OpContext& ctx, Tensor dlogits, Tensor logits, Tensor targets, float scale);
+
+}  // namespace mlpo::gpu

@@ -1,0 +1,392 @@
+// Causal grouped-query attention, memory-efficient ("flash"-style): no T x T matrix is ever
+// stored. Scores are q.k / sqrt(D); query head h reads kv head h / (Hq / Hkv).
+//
+// Forward — one block of 8 warps per (query tile of 32 rows, query head, batch). Each warp owns
+// 4 query rows. The block walks the key tiles (32 keys) up to its last row, staging K and V in
+// shared memory as fp32; lane j scores key j against the warp's 4 rows (a full D-length dot
+// product from shared memory, rows padded to D+1 floats so lanes hit different banks), then
+// the online softmax: running max m, running sum l, output accumulator o (D/32 elements per
+// lane) rescaled by exp(m_old - m_new) whenever the max grows. At the end out = o / l and
+// lse = m + log(l) is saved for backward.
+//
+// Backward — probabilities are recomputed tile by tile from q, k and lse:
+//   p = exp(q.k/sqrt(D) - lse),  delta_t = dO_t . out_t,  ds = p (dO_t . v_j - delta_t) / sqrt(D)
+//   dv_j = sum_t p dO_t,  dk_j = sum_t ds q_t,  dq_t = sum_j ds k_j.
+// Flash-attention 2 sums dq with atomics, which would make it order-dependent. Here two kernels
+// each own their outputs instead, at the cost of computing the scores twice:
+//   (1) dk/dv: one block per (key tile, kv head, batch), each warp owning 4 keys; it walks the
+//       group's query heads and, for each, the query tiles from the key tile on (earlier
+//       queries cannot see these keys), lane t = one query of the tile;
+//   (2) dq: one block per (query tile, query head, batch), each warp owning 4 rows, walking
+//       the key tiles up to its last row like the forward.
+// Every sum runs in a fixed order, so results are bitwise reproducible.
+//
+// Tuned for LLaMA head dims (64, 128; D <= 128 is supported, D/32 values per lane held in
+// registers) and T of a few thousand. Shared memory: 3 (forward) or 4 (backward) tiles of
+// 32 x (D+1) floats, 66 KB for D = 128, above the 48 KB default, so the launch raises the
+// kernel's dynamic shared-memory limit (fine on sm_80 and sm_90).
+#include <climits>
+
+#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/ops.hpp"
+
+namespace mlpo::gpu {
+
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kRowsPerWarp = 4;
+constexpr int kTile = kWarps * kRowsPerWarp;  // 32 query rows per block, and 32 keys per key tile
+constexpr int kThreads = kWarps * 32;
+constexpr unsigned kFull = 0xffffffffu;
+static_assert(kTile == 32, "lane j of a warp stands for row or key j of a tile");
+
+struct Dims {
+  int T, Hq, Hkv, D;
+  float scale;
+};
+
+// Element (b, t, h, d) of a [B, T, H, D] tensor.
+__device__ __forceinline__ std::int64_t at(int b, int t, int h, int d, int T, int H, int D) {
+  return ((static_cast<std::int64_t>(b) * T + t) * H + h) * static_cast<std::int64_t>(D) + d;
+}
+
+// Copies rows [t0, t0 + 32) of head h into a 32 x (D+1) fp32 tile; rows past T become 0.
+template <class T>
+__device__ void load_tile(float* tile, const T* src, int b, int t0, int h, int H, const Dims& s) {
+  const int stride = s.D + 1;
+  for (int idx = threadIdx.x; idx < kTile * s.D; idx += blockDim.x) {
+    const int r = idx / s.D, d = idx % s.D, t = t0 + r;
+    tile[r * stride + d] = t < s.T ? load(src[at(b, t, h, d, s.T, H, s.D)]) : 0.0f;
+  }
+}
+
+__device__ __forceinline__ float dot_rows(const float* a, const float* b, int D) {
+  float sum = 0.0f;
+#pragma unroll 8
+  for (int d = 0; d < D; ++d) sum += a[d] * b[d];
+  return sum;
+}
+
+template <class T, int DPL>
+__global__ void __launch_bounds__(kThreads) attention_forward_kernel(T* out, float* lse, const T* q, const T* k,
+                                                                     const T* v, Dims s) {
+  extern __shared__ float smem[];
+  const int stride = s.D + 1;
+  float* Qs = smem;
+  float* Ks = Qs + kTile * stride;
+  float* Vs = Ks + kTile * stride;
+  const int q0 = blockIdx.x * kTile, h = blockIdx.y, b = blockIdx.z, hk = h / (s.Hq / s.Hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  load_tile(Qs, q, b, q0, h, s.Hq, s);
+  float m[kRowsPerWarp], l[kRowsPerWarp], o[kRowsPerWarp][DPL];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) o[r][i] = 0.0f;
+  }
+
+  const int last_query = min(s.T, q0 + kTile) - 1;
+  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
+    __syncthreads();  // the previous tile is consumed (and Qs is loaded, on the first pass)
+    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
+    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
+    __syncthreads();
+    const int key = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row = warp * kRowsPerWarp + r, t = q0 + row;
+      float score = -INFINITY;
+      if (t < s.T && key <= t) score = dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale;
+      const float m_new = fmaxf(m[r], warp_max(score));
+      const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
+      const float correction = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
+      l[r] = l[r] * correction + warp_sum(p);
+      m[r] = m_new;
+#pragma unroll
+      for (int i = 0; i < DPL; ++i) o[r][i] *= correction;
+      for (int j = 0; j < kTile; ++j) {
+        const float pj = __shfl_sync(kFull, p, j);
+#pragma unroll
+        for (int i = 0; i < DPL; ++i) {
+          const int d = lane + 32 * i;
+          if (d < s.D) o[r][i] += pj * Vs[j * stride + d];
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int t = q0 + warp * kRowsPerWarp + r;
+    if (t >= s.T) continue;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) {
+      const int d = lane + 32 * i;
+      if (d < s.D) out[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(o[r][i] / l[r]);
+    }
+    if (lane == 0) lse[(static_cast<std::int64_t>(b) * s.Hq + h) * s.T + t] = m[r] + logf(l[r]);
+  }
+}
+
+// delta[b, h, t] = dO_t . out_t, one warp per row.
+template <class T>
+__global__ void attention_delta_kernel(float* delta, const T* dout, const T* out, std::int64_t rows, Dims s) {
+  const std::int64_t row = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const int t = static_cast<int>(row % s.T), h = static_cast<int>((row / s.T) % s.Hq);
+  const int b = static_cast<int>(row / (static_cast<std::int64_t>(s.T) * s.Hq));
+  float sum = 0.0f;
+  for (int d = lane; d < s.D; d += 32) {
+    const std::int64_t i = at(b, t, h, d, s.T, s.Hq, s.D);
+    sum += load(dout[i]) * load(out[i]);
+  }
+  sum = warp_sum(sum);
+  if (lane == 0) delta[row] = sum;
+}
+
+template <class T, int DPL>
+__global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(T* dk, T* dv, const T* dout, const T* q,
+                                                                           const T* k, const T* v, const float* lse,
+                                                                           const float* delta, Dims s) {
+  extern __shared__ float smem[];
+  const int stride = s.D + 1;
+  float* Ks = smem;
+  float* Vs = Ks + kTile * stride;
+  float* Qs = Vs + kTile * stride;
+  float* dOs = Qs + kTile * stride;
+  float* lse_s = dOs + kTile * stride;
+  float* delta_s = lse_s + kTile;
+  const int k0 = blockIdx.x * kTile, hk = blockIdx.y, b = blockIdx.z, group = s.Hq / s.Hkv;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  load_tile(Ks, k, b, k0, hk, s.Hkv, s);
+  load_tile(Vs, v, b, k0, hk, s.Hkv, s);
+  float dk_acc[kRowsPerWarp][DPL], dv_acc[kRowsPerWarp][DPL];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) dk_acc[r][i] = dv_acc[r][i] = 0.0f;
+
+  for (int h = hk * group; h < (hk + 1) * group; ++h) {
+    for (int q0 = k0; q0 < s.T; q0 += kTile) {  // k0 is a multiple of 32: query tiles align with it
+      __syncthreads();
+      load_tile(Qs, q, b, q0, h, s.Hq, s);
+      load_tile(dOs, dout, b, q0, h, s.Hq, s);
+      if (threadIdx.x < kTile) {
+        const int t = q0 + threadIdx.x;
+        const std::int64_t row = (static_cast<std::int64_t>(b) * s.Hq + h) * s.T + t;
+        lse_s[threadIdx.x] = t < s.T ? lse[row] : 0.0f;
+        delta_s[threadIdx.x] = t < s.T ? delta[row] : 0.0f;
+      }
+      __syncthreads();
+      const int t = q0 + lane;  // lane = query of this tile
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r) {
+        const int key_row = warp * kRowsPerWarp + r, key = k0 + key_row;
+        float p = 0.0f, ds = 0.0f;
+        if (t < s.T && key <= t) {
+          p = expf(dot_rows(&Qs[lane * stride], &Ks[key_row * stride], s.D) * s.scale - lse_s[lane]);
+          const float dp = dot_rows(&dOs[lane * stride], &Vs[key_row * stride], s.D);
+          ds = p * (dp - delta_s[lane]) * s.scale;
+        }
+        for (int j = 0; j < kTile; ++j) {
+          const float pj = __shfl_sync(kFull, p, j), dsj = __shfl_sync(kFull, ds, j);
+#pragma unroll
+          for (int i = 0; i < DPL; ++i) {
+            const int d = lane + 32 * i;
+            if (d < s.D) {
+              dv_acc[r][i] += pj * dOs[j * stride + d];
+              dk_acc[r][i] += dsj * Qs[j * stride + d];
+            }
+          }
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int key = k0 + warp * kRowsPerWarp + r;
+    if (key >= s.T) continue;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) {
+      const int d = lane + 32 * i;
+      if (d < s.D) {
+        dk[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dk_acc[r][i]);
+        dv[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dv_acc[r][i]);
+      }
+    }
+  }
+}
+
+template <class T, int DPL>
+__global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(T* dq, const T* dout, const T* q, const T* k,
+                                                                         const T* v, const float* lse,
+                                                                         const float* delta, Dims s) {
+  extern __shared__ float smem[];
+  const int stride = s.D + 1;
+  float* Qs = smem;
+  float* dOs = Qs + kTile * stride;
+  float* Ks = dOs + kTile * stride;
+  float* Vs = Ks + kTile * stride;
+  const int q0 = blockIdx.x * kTile, h = blockIdx.y, b = blockIdx.z, hk = h / (s.Hq / s.Hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  load_tile(Qs, q, b, q0, h, s.Hq, s);
+  load_tile(dOs, dout, b, q0, h, s.Hq, s);
+  float row_lse[kRowsPerWarp], row_delta[kRowsPerWarp], dq_acc[kRowsPerWarp][DPL];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int t = q0 + warp * kRowsPerWarp + r;
+    const std::int64_t row = (static_cast<std::int64_t>(b) * s.Hq + h) * s.T + t;
+    row_lse[r] = t < s.T ? lse[row] : 0.0f;
+    row_delta[r] = t < s.T ? delta[row] : 0.0f;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) dq_acc[r][i] = 0.0f;
+  }
+
+  const int last_query = min(s.T, q0 + kTile) - 1;
+  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
+    __syncthreads();
+    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
+    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
+    __syncthreads();
+    const int key = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row = warp * kRowsPerWarp + r, t = q0 + row;
+      float ds = 0.0f;
+      if (t < s.T && key <= t) {
+        const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
+        const float dp = dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
+        ds = p * (dp - row_delta[r]) * s.scale;
+      }
+      for (int j = 0; j < kTile; ++j) {
+        const float dsj = __shfl_sync(kFull, ds, j);
+#pragma unroll
+        for (int i = 0; i < DPL; ++i) {
+          const int d = lane + 32 * i;
+          if (d < s.D) dq_acc[r][i] += dsj * Ks[j * stride + d];
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int t = q0 + warp * kRowsPerWarp + r;
+    if (t >= s.T) continue;
+#pragma unroll
+    for (int i = 0; i < DPL; ++i) {
+      const int d = lane + 32 * i;
+      if (d < s.D) dq[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(dq_acc[r][i]);
+    }
+  }
+}
+
+struct Shape {
+  std::int64_t B, T, Hq, Hkv, D;
+};
+
+Shape check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                   const char* op) {
+  MLPO_CHECK(q.rank == 4, std::string(op) + ": q must be [B, T, Hq, D], got " + q.describe());
+  Shape s{q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)};
+  expect_shape(k, {s.B, s.T, s.Hkv, s.D}, op, "k");
+  expect_shape(v, {s.B, s.T, s.Hkv, s.D}, op, "v");
+  expect_shape(out, {s.B, s.T, s.Hq, s.D}, op, "out");
+  expect_shape(lse, {s.B, s.Hq, s.T}, op, "lse");
+  expect_type(lse, accumulator_dtype(q.dtype), op, "lse");
+  MLPO_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0, std::string(op) + ": query heads must be a multiple of kv heads");
+  MLPO_CHECK(k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype, std::string(op) + ": mixed storage types");
+  if (s.D > 128 || s.D < 1)
+    throw Error(std::string(op) + ": head dimension " + std::to_string(s.D) +
+                " is not supported by the CUDA attention kernel (1 to 128); choose heads so that hidden / heads <= 128, or use the CPU backend");
+  MLPO_CHECK(s.T < INT_MAX / 2 && s.Hq < 65536 && s.B < 65536, std::string(op) + ": shape too large for the grid");
+  return s;
+}
+
+Dims dims_of(const Shape& s) {
+  return {static_cast<int>(s.T), static_cast<int>(s.Hq), static_cast<int>(s.Hkv), static_cast<int>(s.D),
+          1.0f / sqrtf(static_cast<float>(s.D))};
+}
+
+// Calls fn(std::integral_constant<int, DPL>) with DPL = ceil(D / 32) rounded up to 1, 2 or 4.
+template <class Fn> void dispatch_head_dim(std::int64_t D, Fn&& fn) {
+  if (D <= 32) fn(std::integral_constant<int, 1>{});
+  else if (D <= 64) fn(std::integral_constant<int, 2>{});
+  else fn(std::integral_constant<int, 4>{});
+}
+
+template <class Kernel> void allow_shared_memory(Kernel kernel, std::size_t bytes) {
+  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
+        "cudaFuncSetAttribute (attention shared memory)");
+}
+
+}  // namespace
+
+void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) {
+  const Shape s = check_shapes(q, k, v, out, lse, "attention_forward");
+  if (s.B * s.T * s.Hq == 0) return;
+  const Dims d = dims_of(s);
+  const dim3 grid(static_cast<unsigned>((s.T + kTile - 1) / kTile), static_cast<unsigned>(s.Hq),
+                  static_cast<unsigned>(s.B));
+  const std::size_t shared = 3 * kTile * static_cast<std::size_t>(s.D + 1) * sizeof(float);
+  dispatch_storage(q.dtype, "attention_forward", [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_head_dim(s.D, [&](auto dpl) {
+      auto kernel = attention_forward_kernel<T, decltype(dpl)::value>;
+      allow_shared_memory(kernel, shared);
+      kernel<<<grid, kThreads, shared, ctx.stream>>>(static_cast<T*>(out.data), static_cast<float*>(lse.data),
+                                                     static_cast<const T*>(q.data), static_cast<const T*>(k.data),
+                                                     static_cast<const T*>(v.data), d);
+    });
+  });
+  check_launch("attention_forward");
+}
+
+void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
+                        Tensor v, Tensor out, Tensor lse) {
+  const Shape s = check_shapes(q, k, v, out, lse, "attention_backward");
+  expect_shape(dq, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dq");
+  expect_shape(dout, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dout");
+  expect_shape(dk, {s.B, s.T, s.Hkv, s.D}, "attention_backward", "dk");
+  expect_shape(dv, {s.B, s.T, s.Hkv, s.D}, "attention_backward", "dv");
+  MLPO_CHECK(dq.dtype == q.dtype && dk.dtype == q.dtype && dv.dtype == q.dtype && dout.dtype == q.dtype,
+             "attention_backward: mixed storage types");
+  const std::int64_t rows = s.B * s.Hq * s.T;
+  if (rows == 0) return;
+  const Dims d = dims_of(s);
+  float* delta = static_cast<float*>(
+      ctx.scratch.get(DeviceScratch::rows, static_cast<std::size_t>(rows) * sizeof(float), ctx.stream));
+  const unsigned tiles = static_cast<unsigned>((s.T + kTile - 1) / kTile);
+  const std::size_t tile_bytes = kTile * static_cast<std::size_t>(s.D + 1) * sizeof(float);
+  const std::size_t shared_dkdv = 4 * tile_bytes + 2 * kTile * sizeof(float), shared_dq = 4 * tile_bytes;
+  dispatch_storage(q.dtype, "attention_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T *qp = static_cast<const T*>(q.data), *kp = static_cast<const T*>(k.data), *vp = static_cast<const T*>(v.data);
+    const T* dop = static_cast<const T*>(dout.data);
+    const float* lp = static_cast<const float*>(lse.data);
+    attention_delta_kernel<T><<<static_cast<unsigned>((rows + 7) / 8), 256, 0, ctx.stream>>>(
+        delta, dop, static_cast<const T*>(out.data), rows, d);
+    dispatch_head_dim(s.D, [&](auto dpl) {
+      constexpr int DPL = decltype(dpl)::value;
+      auto dkdv = attention_backward_dkdv_kernel<T, DPL>;
+      allow_shared_memory(dkdv, shared_dkdv);
+      dkdv<<<dim3(tiles, static_cast<unsigned>(s.Hkv), static_cast<unsigned>(s.B)), kThreads, shared_dkdv,
+             ctx.stream>>>(static_cast<T*>(dk.data), static_cast<T*>(dv.data), dop, qp, kp, vp, lp, delta, d);
+      auto dq_kernel = attention_backward_dq_kernel<T, DPL>;
+      allow_shared_memory(dq_kernel, shared_dq);
+      dq_kernel<<<dim3(tiles, static_cast<unsigned>(s.Hq), static_cast<unsigned>(s.B)), kThreads, shared_dq,
+                  ctx.stream>>>(static_cast<T*>(dq.data), dop, qp, kp, vp, lp, delta, d);
+    });
+  });
+  check_launch("attention_backward");
+}
+
+}  // namespace mlpo::gpu
