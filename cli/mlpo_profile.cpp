@@ -12,6 +12,7 @@
 #include "core/json_io.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
+#include "profiles/gpu_probe.hpp"
 #include "profiles/interrupt.hpp"
 #include "profiles/profile_runner.hpp"
 #include "profiles/summary_table.hpp"
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
     Profile profile;
     try {
       profiles::InterruptGuard guard;
-      profile = profiles::run_profile(prepared, json ? profiles::ProgressSink{} : profiles::tty_progress(), warn);
+      profile = profiles::run_profile(prepared, profiles::probe_gpus, json ? profiles::ProgressSink{} : profiles::tty_progress(), warn);
     } catch (const profiles::Interrupted& e) {
       profiles::finish_progress_line();
       std::fprintf(stderr, "mlpo-profile: %s; no profile written\n", e.what());

@@ -13,6 +13,7 @@
 // GPU": an empty list and the error text as the reason.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct GpuProbeResult {
   std::string reason;  // why `gpus` is empty
 };
 
+// Lives in its own library (mlpo_profiles_gpu) so that only programs that probe GPUs load the
+// CUDA runtime and the ~0.5 GB cuBLASLt; run_profile() takes it as a GpuProber.
 GpuProbeResult probe_gpus(const GpuProbeOptions& options, const ProgressSink& progress);
+
+using GpuProber = std::function<GpuProbeResult(const GpuProbeOptions&, const ProgressSink&)>;
 
 }  // namespace mlpo::profiles

@@ -91,7 +91,8 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   return p;
 }
 
-Profile run_profile(const PreparedProfile& prepared, const ProgressSink& progress, const io::WarningSink& warn) {
+Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus, const ProgressSink& progress,
+                    const io::WarningSink& warn) {
   Profile profile;
   profile.hostname = hostname();
   profile.measured_at = utc_now();

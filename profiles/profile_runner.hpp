@@ -5,7 +5,7 @@
 // repetitions (ProfileSizes); every size can be overridden.
 //
 //   PreparedProfile prepared = prepare_profile(request);   // throws mlpo::Error, creates nothing
-//   Profile profile = run_profile(prepared, progress, warn);
+//   Profile profile = run_profile(prepared, probe_gpus, progress, warn);
 //
 // Without a device (or a CUDA build) `gpus` is empty with the reason, and the CPU backend's
 // GEMM figure is always measured. Interruptions surface as Interrupted (interrupt.hpp) once
@@ -54,6 +54,8 @@ struct PreparedProfile {
 // model, bad sizes. Creates and writes nothing.
 PreparedProfile prepare_profile(const ProfileRequest& request);
 
-Profile run_profile(const PreparedProfile& prepared, const ProgressSink& progress, const io::WarningSink& warn);
+// `gpus` is probe_gpus (gpu_probe.hpp, library mlpo_profiles_gpu) in mlpo-profile.
+Profile run_profile(const PreparedProfile& prepared, const GpuProber& gpus, const ProgressSink& progress,
+                    const io::WarningSink& warn);
 
 }  // namespace mlpo::profiles
