@@ -1,18 +1,109 @@
-// mlpo-profile: measure this machine into an mlpo.profile/1 file.
+// mlpo-profile: measure this machine into an mlpo.profile/1 file (docs/profile.md).
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "cli/cli_main.hpp"
 #include "core/error.hpp"
+#include "core/json_io.hpp"
+#include "core/profile.hpp"
+#include "core/units.hpp"
+#include "profiles/gpu_probe.hpp"
+#include "profiles/interrupt.hpp"
+#include "profiles/profile_runner.hpp"
+#include "profiles/summary_table.hpp"
+
+namespace {
+
+void check_output_path(const std::string& out) {
+  const std::filesystem::path dir = std::filesystem::absolute(out).parent_path();
+  if (!std::filesystem::is_directory(dir))
+    throw mlpo::Error("--out " + out + ": directory " + dir.string() + " does not exist; create it or pick another path");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw mlpo::Error("--out " + out + ": directory " + dir.string() + " is not writable; pick another path");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  using namespace mlpo;
   CLI::App app{
       "mlpo-profile: measure this machine (host memory and CPU Adam throughput, GPUs and PCIe,\n"
       "and the bandwidth of every storage tier at several concurrencies) into a profile that\n"
-      "mlpo-tune reads.",
+      "mlpo-tune reads. Without --tier, the current directory is profiled as tier 'scratch'.",
       "mlpo-profile"};
-  mlpo::cli::add_version_flag(app);
-  return mlpo::cli::run(app, argc, argv, [&] {
-    throw mlpo::Error("no probes are built into this version yet; see --help");
+  cli::add_version_flag(app);
+  std::vector<std::string> tier_texts;
+  profiles::ProfileRequest request;
+  std::string out, compare, tier_size, block_size = "1MiB", host_size;
+  bool json = false;
+  app.add_option("--tier", tier_texts, "NAME=PATH[:KIND] of a tier directory (repeatable; KIND host|nvme|remote|other, detected when absent)");
+  app.add_flag("--quick", request.quick, "smaller sizes and fewer repetitions (under a minute)");
+  app.add_option("--out", out, "profile file to write atomically (default profile.json; with --json only when given)");
+  app.add_flag("--json", json, "print the profile as JSON on stdout and nothing else");
+  app.add_option("--compare", compare, "an earlier profile: print every figure old vs new with the ratio");
+  app.add_option("--model", request.model, "model preset or mlpo.model/1 file whose layer GEMMs are timed (default llama2-7b)");
+  app.add_option("--micro-batch", request.micro_batch, "sequences per micro-batch for the GEMM shapes (default 1)");
+  app.add_option("--seq-len", request.seq_len, "tokens per sequence for the GEMM shapes (default: the model's)");
+  app.add_option("--tier-size", tier_size, "bytes each stream writes and reads per tier (default 1GiB, --quick 256MiB; clamped to free space)");
+  app.add_option("--streams", request.max_streams, "largest stream count of the contention curve (default 8, --quick 4)");
+  app.add_option("--block-size", block_size, "I/O block size (default 1MiB, as the executor)");
+  app.add_option("--queue-depth", request.queue_depth, "I/O operations in flight per stream (default 8, as the executor)");
+  app.add_option("--host-size", host_size, "AdamW state and memcpy buffer bytes (default 1GiB, --quick 256MiB)");
+  app.add_option("--reps", request.repetitions, "timed repetitions per figure (default 5, --quick 3)");
+  app.add_option("--notes", request.notes, "free text stored in the profile's notes (e.g. the machine class)");
+
+  return cli::run(app, argc, argv, [&] {
+    for (const std::string& text : tier_texts) request.tiers.push_back(profiles::parse_tier_spec(text));
+    if (request.tiers.empty()) {
+      const std::filesystem::path here = std::filesystem::current_path();
+      request.tiers.push_back(profiles::parse_tier_spec("scratch=" + here.string()));
+      std::fprintf(stderr, "mlpo-profile: no --tier given: profiling the current directory %s as tier 'scratch' (%s)\n",
+                   here.c_str(), to_string(request.tiers.back().kind));
+    }
+    if (!tier_size.empty()) request.tier_bytes_per_stream = parse_bytes(tier_size, "--tier-size");
+    if (!host_size.empty()) request.host_bytes = parse_bytes(host_size, "--host-size");
+    request.block_size = parse_bytes(block_size, "--block-size");
+    if (!json && out.empty()) out = "profile.json";
+    if (!out.empty()) check_output_path(out);
+    Profile old_profile;
+    if (!compare.empty()) old_profile = load_profile(compare);
+
+    const profiles::PreparedProfile prepared = profiles::prepare_profile(request);
+    for (const auto& plan : prepared.tiers)
+      if (!plan.clamp_note.empty()) std::fprintf(stderr, "mlpo-profile: note: %s\n", plan.clamp_note.c_str());
+
+    std::set<std::string> warned;
+    const io::WarningSink warn = [&warned](const std::string& line) {
+      if (warned.insert(line).second) {
+        profiles::finish_progress_line();
+        std::fprintf(stderr, "mlpo-profile: warning: %s\n", line.c_str());
+      }
+    };
+    Profile profile;
+    try {
+      profiles::InterruptGuard guard;
+      profile = profiles::run_profile(prepared, profiles::probe_gpus, json ? profiles::ProgressSink{} : profiles::tty_progress(), warn);
+    } catch (const profiles::Interrupted& e) {
+      profiles::finish_progress_line();
+      std::fprintf(stderr, "mlpo-profile: %s; no profile written\n", e.what());
+      return 128 + e.signal();
+    }
+    profiles::finish_progress_line();
+
+    const std::string text = to_json(profile).dump(2) + "\n";
+    if (!out.empty()) write_file_atomic(out, text);
+    if (json) {
+      std::fputs(text.c_str(), stdout);
+    } else {
+      std::fputs(profiles::summary_table(profile).c_str(), stdout);
+      std::printf("wrote %s\n", out.c_str());
+    }
+    if (!compare.empty()) std::fputs(profiles::compare_table(old_profile, profile).c_str(), json ? stderr : stdout);
     return 0;
   });
 }

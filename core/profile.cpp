@@ -101,6 +101,7 @@ Profile profile_from_json(const Json& json) {
   p.host.adam_elements_per_s = read_curve(h, "adam_elements_per_s", "threads");
   p.host.adam_estimated = h.boolean_or("adam_estimated", false);
   if (h.optional("bf16_convert_gbps")) p.host.bf16_convert_gbps = read_measurement(h, "bf16_convert_gbps");
+  if (h.optional("bf16_to_fp32_gbps")) p.host.bf16_to_fp32_gbps = read_measurement(h, "bf16_to_fp32_gbps");
   if (h.optional("cpu_gemm_gflops")) p.host.cpu_gemm_gflops = read_measurement(h, "cpu_gemm_gflops");
   h.finish();
 
@@ -117,6 +118,23 @@ Profile profile_from_json(const Json& json) {
     gp.h2d_gbps = read_measurement(g, "h2d_gbps");
     gp.d2h_gbps = read_measurement(g, "d2h_gbps");
     gp.bidirectional_gbps = read_measurement(g, "bidirectional_gbps");
+    if (g.optional("gemm")) {
+      const Json& shapes = g.array("gemm");
+      for (std::size_t s = 0; s < shapes.size(); ++s) {
+        JsonObject o(shapes[s], element_path(g.field("gemm"), s));
+        GemmFigure f;
+        f.name = o.string("name");
+        f.m = o.integer("m", 1, INT64_MAX);
+        f.n = o.integer("n", 1, INT64_MAX);
+        f.k = o.integer("k", 1, INT64_MAX);
+        f.tflops = read_measurement(o, "tflops");
+        o.finish();
+        gp.gemm.push_back(f);
+      }
+    }
+    if (g.optional("all_bf16_tflops")) gp.all_bf16_tflops = read_measurement(g, "all_bf16_tflops");
+    if (g.optional("all_h2d_gbps")) gp.all_h2d_gbps = read_measurement(g, "all_h2d_gbps");
+    if (g.optional("all_d2h_gbps")) gp.all_d2h_gbps = read_measurement(g, "all_d2h_gbps");
     g.finish();
     p.gpus.push_back(gp);
   }
@@ -160,18 +178,30 @@ Json to_json(const Profile& p) {
             {"adam_elements_per_s", curve_json(p.host.adam_elements_per_s, "threads")},
             {"adam_estimated", p.host.adam_estimated}};
   if (p.host.bf16_convert_gbps.median > 0) host["bf16_convert_gbps"] = to_json(p.host.bf16_convert_gbps);
+  if (p.host.bf16_to_fp32_gbps.median > 0) host["bf16_to_fp32_gbps"] = to_json(p.host.bf16_to_fp32_gbps);
   if (p.host.cpu_gemm_gflops.median > 0) host["cpu_gemm_gflops"] = to_json(p.host.cpu_gemm_gflops);
   Json gpus = Json::array();
-  for (const auto& g : p.gpus)
-    gpus.push_back(Json{{"model", g.model},
-                        {"count", g.count},
-                        {"memory_bytes", g.memory_bytes},
-                        {"sm_count", g.sm_count},
-                        {"bf16_tflops", to_json(g.bf16_tflops)},
-                        {"hbm_gbps", to_json(g.hbm_gbps)},
-                        {"h2d_gbps", to_json(g.h2d_gbps)},
-                        {"d2h_gbps", to_json(g.d2h_gbps)},
-                        {"bidirectional_gbps", to_json(g.bidirectional_gbps)}});
+  for (const auto& g : p.gpus) {
+    Json gj{{"model", g.model},
+            {"count", g.count},
+            {"memory_bytes", g.memory_bytes},
+            {"sm_count", g.sm_count},
+            {"bf16_tflops", to_json(g.bf16_tflops)},
+            {"hbm_gbps", to_json(g.hbm_gbps)},
+            {"h2d_gbps", to_json(g.h2d_gbps)},
+            {"d2h_gbps", to_json(g.d2h_gbps)},
+            {"bidirectional_gbps", to_json(g.bidirectional_gbps)}};
+    if (!g.gemm.empty()) {
+      Json shapes = Json::array();
+      for (const auto& f : g.gemm)
+        shapes.push_back(Json{{"name", f.name}, {"m", f.m}, {"n", f.n}, {"k", f.k}, {"tflops", to_json(f.tflops)}});
+      gj["gemm"] = shapes;
+    }
+    if (g.all_bf16_tflops.median > 0) gj["all_bf16_tflops"] = to_json(g.all_bf16_tflops);
+    if (g.all_h2d_gbps.median > 0) gj["all_h2d_gbps"] = to_json(g.all_h2d_gbps);
+    if (g.all_d2h_gbps.median > 0) gj["all_d2h_gbps"] = to_json(g.all_d2h_gbps);
+    gpus.push_back(gj);
+  }
   Json tiers = Json::array();
   for (const auto& t : p.tiers) {
     Json tj{{"name", t.name},

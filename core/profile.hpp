@@ -42,7 +42,15 @@ struct HostProfile {
   std::vector<CurvePoint> adam_elements_per_s;  // fused bf16-grad AdamW, by threads
   bool adam_estimated = false;         // true until the real kernel was measured
   Measurement bf16_convert_gbps;       // fp32 -> bf16, GB/s of fp32 read
+  Measurement bf16_to_fp32_gbps;       // bf16 -> fp32, GB/s of fp32 written; optional (0 = not measured)
   Measurement cpu_gemm_gflops;         // CPU backend GEMM (for CPU-only training plans)
+};
+
+// One GEMM shape a transformer layer runs (out[m,n] = x[m,k] @ w[n,k]^T, bf16 in, fp32 accumulate).
+struct GemmFigure {
+  std::string name;  // "qkv", "out_proj", "mlp_up", "mlp_down"
+  std::int64_t m = 0, n = 0, k = 0;
+  Measurement tflops;
 };
 
 struct GpuProfile {
@@ -55,6 +63,11 @@ struct GpuProfile {
   Measurement h2d_gbps;
   Measurement d2h_gbps;
   Measurement bidirectional_gbps;
+  std::vector<GemmFigure> gemm;           // per transformer shape; bf16_tflops is their aggregate
+  // Aggregates over all `count` GPUs driven at once (optional; 0 = not measured).
+  Measurement all_bf16_tflops;
+  Measurement all_h2d_gbps;
+  Measurement all_d2h_gbps;
 };
 
 struct TierProfile {

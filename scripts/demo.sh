@@ -14,8 +14,9 @@ echo "== mlpo-tune --model llama2-70b --describe"
 "$bin/mlpo-tune" --model llama2-70b --describe
 
 echo
-echo "== mlpo-profile --help"
-"$bin/mlpo-profile" --help
+echo "== mlpo-profile --quick   (default scratch tier: $out/scratch; writes $out/profile.json)"
+mkdir -p "$out/scratch"
+(root="$PWD"; cd "$out/scratch" && "$root/$bin/mlpo-profile" --quick --out ../profile.json)
 echo
 echo "== mlpo-run --help"
 "$bin/mlpo-run" --help

@@ -7,6 +7,8 @@
 #   3. run the stages, each logging to the output directory:
 #        cuda-tests   every CUDA kernel against its CPU twin, whole model, layer streamer
 #        train-small  50 steps of the `small` preset on the GPU vs the CPU backend's loss curve
+#        profile      mlpo-profile --quick with the GPU probes (GEMM, HBM, H2D/D2H), profiles tests
+#        nccl         the NCCL communicator at world size 1
 #        mfu          forward+backward of a GPU-resident ~0.9B model, model TFLOP/s and MFU
 #        offload      a model larger than GPU memory with parameter and optimizer offload
 #      A stage whose pieces do not exist yet says "stage skipped: <why>".
@@ -54,6 +56,8 @@ if [ "${MLPO_DEVICE_CHECK_NO_SYSTEM:-0}" = 1 ]; then
 fi
 
 # ---- 2. configure and build --------------------------------------------------------------
+# Open MPI is not carried: without it the MPI communicator is left out (-DMLPO_MPI=OFF).
+command -v mpicxx >/dev/null 2>&1 || prefix_args+=(-DMLPO_MPI=OFF)
 build="build/device"
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${MLPO_CUDA_ARCH:-90}" \
      "${prefix_args[@]}" > "$out/configure.log" 2>&1; then
@@ -66,7 +70,8 @@ if [ "$mode" = "--configure-only" ]; then
   grep -E "^(GTest_DIR|nlohmann_json_DIR|CLI11_DIR|OPENSSL_CRYPTO_LIBRARY|pkgcfg_lib_[A-Z]+_[a-z]+):" "$build/CMakeCache.txt" | tee -a "$summary"
   exit 0
 fi
-targets=(cuda_tests cuda_model_bench mlpo-run)
+targets=(cuda_tests cuda_model_bench mlpo-run mlpo-profile profiles_tests)
+grep -q "^MLPO_HAVE_NCCL:.*=ON" "$build/CMakeCache.txt" 2>/dev/null && targets+=(comm_nccl_tests)
 if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" > "$out/build.log" 2>&1; then
   note "build FAILED (see build.log)"
   tail -30 "$out/build.log"
@@ -91,6 +96,21 @@ skip_stage() { note "stage $1 skipped: $2"; failed=1; }
 
 run_stage cuda-tests "$build/tests/cuda/cuda_tests" --gtest_output="xml:$out/cuda-tests.xml"
 if grep -q "SKIPPED" "$out/cuda-tests.log"; then note "cuda-tests: tests were SKIPPED (no usable GPU?)"; failed=1; fi
+
+# The GPU probes of mlpo-profile (issue 5): a --quick profile of this machine, kept in $out.
+probe_disk="$PWD/out/device-check-tier"; probe_shm=/dev/shm/mlpo-device-check
+mkdir -p "$probe_disk" "$probe_shm"
+run_stage profile "$build/cli/mlpo-profile" --quick --tier "disk=$probe_disk" --tier "shm=$probe_shm" --model llama2-7b \
+  --notes "GPU device check ($(hostname))" --out "$out/profile.json"
+rmdir "$probe_disk" "$probe_shm" 2>/dev/null || true
+run_stage profiles-tests "$build/tests/profiles/profiles_tests"
+# NCCL through the communicator, world size 1 (issue 9).
+if [ -x "$build/tests/comm/comm_nccl_tests" ]; then
+  run_stage nccl "$build/tests/comm/comm_nccl_tests"
+  if grep -q "SKIPPED" "$out/nccl.log"; then note "nccl: tests were SKIPPED"; failed=1; fi
+else
+  skip_stage nccl "NCCL was not found at configure time (see configure.log)"
+fi
 
 run_stage mfu "$build/bench/model/cuda_model_bench" --steps 5
 grep -E "^(device|model|forward|throughput):" "$out/mfu.log" >> "$summary" 2>/dev/null

@@ -90,6 +90,23 @@ TEST(ProfileFormat, RoundTripsThroughJson) {
   EXPECT_DOUBLE_EQ(p.tiers[1].write_at(1), 4.0);  // plain number = given value
 }
 
+TEST(ProfileFormat, GpuGemmShapesAndAllGpuAggregatesRoundTrip) {
+  Json j = sample_profile();
+  j["host"]["bf16_to_fp32_gbps"] = measured(6);
+  j["gpus"] = Json::array({{{"model", "NVIDIA H200"}, {"count", 2}, {"memory_bytes", 140LL << 30}, {"sm_count", 132},
+                            {"bf16_tflops", measured(700)}, {"hbm_gbps", measured(4000)}, {"h2d_gbps", measured(50)},
+                            {"d2h_gbps", measured(50)}, {"bidirectional_gbps", measured(90)},
+                            {"gemm", Json::array({{{"name", "qkv"}, {"m", 4096}, {"n", 12288}, {"k", 4096}, {"tflops", measured(650)}}})},
+                            {"all_bf16_tflops", measured(1400)}, {"all_h2d_gbps", measured(95)}, {"all_d2h_gbps", measured(96)}}});
+  const Profile p = profile_from_json(j);
+  ASSERT_EQ(p.gpus.size(), 1u);
+  ASSERT_EQ(p.gpus[0].gemm.size(), 1u);
+  EXPECT_EQ(p.gpus[0].gemm[0].n, 12288);
+  EXPECT_DOUBLE_EQ(p.gpus[0].all_h2d_gbps.median, 95);
+  EXPECT_DOUBLE_EQ(p.host.bf16_to_fp32_gbps.median, 6);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+}
+
 TEST(PlanFormat, RoundTripsThroughJson) {
   Plan p = plan_from_json(sample_plan());
   Json once = to_json(p);

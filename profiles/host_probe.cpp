@@ -1,0 +1,203 @@
+#include "profiles/host_probe.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/thread_pool.hpp"
+#include "core/units.hpp"
+#include "kernels/cpu/adamw.hpp"
+#include "kernels/cpu/convert.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "profiles/gemm_shapes.hpp"
+#include "profiles/interrupt.hpp"
+#include "profiles/sample_stats.hpp"
+
+namespace mlpo::profiles {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Page-aligned array of T, first touched in parallel by `pool` (pages land near the threads
+// that stream them, and the probe never times page faults).
+template <class T>
+class HostArray {
+ public:
+  HostArray(std::size_t count, ThreadPool& pool) : count_(count) {
+    const std::size_t bytes = round_up(std::max<std::size_t>(count, 1) * sizeof(T), 4096);
+    data_.reset(static_cast<T*>(std::aligned_alloc(4096, bytes)));
+    if (!data_) throw Error("host probe: cannot allocate " + format_bytes(static_cast<double>(bytes)) +
+                            " of memory; use --quick or free memory");
+    pool.parallel_for(bytes, 1 << 20, [&](std::size_t b, std::size_t e) {
+      std::memset(reinterpret_cast<char*>(data_.get()) + b, 0, e - b);
+    });
+  }
+  T* data() const { return data_.get(); }
+  std::size_t size() const { return count_; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
+  std::size_t count_;
+};
+
+double seconds_of(const std::function<void()>& run) {
+  const auto t0 = Clock::now();
+  run();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// One warm-up, then `reps` timed runs; each sample is work / seconds (GB/s, elements/s...).
+Measurement time_rate(int reps, double work_per_run, double unit, std::int64_t size_bytes,
+                      const std::function<void()>& run) {
+  throw_if_interrupted();
+  run();
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) {
+    throw_if_interrupted();
+    rates.push_back(work_per_run / seconds_of(run) / unit);
+  }
+  return summarize(std::move(rates), size_bytes);
+}
+
+std::int64_t meminfo_bytes(const std::string& key) {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
+  }
+  return 0;
+}
+
+std::int64_t numa_nodes() {
+  std::int64_t n = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("node", 0) == 0 && name.size() > 4 &&
+        std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      ++n;
+  }
+  return std::max<std::int64_t>(n, 1);
+}
+
+Measurement probe_memcpy(ThreadPool& pool, std::uint64_t bytes, int reps) {
+  HostArray<char> src(bytes, pool), dst(bytes, pool);
+  std::memset(src.data(), 0x5a, bytes);
+  return time_rate(reps, static_cast<double>(bytes), GB, static_cast<std::int64_t>(bytes), [&] {
+    pool.parallel_for(bytes, 1 << 20, [&](std::size_t b, std::size_t e) { std::memcpy(dst.data() + b, src.data() + b, e - b); });
+  });
+}
+
+Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
+  CpuBackend backend(pool);
+  const std::vector<GemmShape> shapes = transformer_gemm_shapes(options.gemm_model, options.gemm_tokens);
+  struct Operands {
+    DeviceBuffer x, w, out;
+    Tensor tx, tw, tout;
+  };
+  std::vector<Operands> ops;
+  double flops = 0;
+  std::int64_t bytes = 0;
+  for (const GemmShape& s : shapes) {
+    Operands o;
+    o.x = backend.allocate(DType::bf16, s.m * s.k);
+    o.w = backend.allocate(DType::bf16, s.n * s.k);
+    o.out = backend.allocate(DType::bf16, s.m * s.n);
+    o.tx = Tensor(o.x.data(), DType::bf16, {s.m, s.k});
+    o.tw = Tensor(o.w.data(), DType::bf16, {s.n, s.k});
+    o.tout = Tensor(o.out.data(), DType::bf16, {s.m, s.n});
+    backend.fill(o.tx, 0.01);
+    backend.fill(o.tw, 0.02);
+    flops += s.flops() * s.per_layer;
+    bytes += 2 * (s.m * s.k + s.n * s.k + s.m * s.n);
+    ops.push_back(std::move(o));
+  }
+  return time_rate(options.repetitions, flops, 1e9, bytes, [&] {
+    for (std::size_t i = 0; i < shapes.size(); ++i)
+      for (int rep = 0; rep < shapes[i].per_layer; ++rep) backend.linear_forward(ops[i].tout, ops[i].tx, ops[i].tw);
+  });
+}
+
+}  // namespace
+
+HostProfile read_host_facts() {
+  HostProfile h;
+  h.cores = std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN));
+  h.memory_bytes = meminfo_bytes("MemTotal");
+  h.available_bytes = std::min(meminfo_bytes("MemAvailable"), h.memory_bytes);
+  h.numa_nodes = numa_nodes();
+  return h;
+}
+
+HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& progress) {
+  HostProfile h = read_host_facts();
+  const int reps = options.repetitions;
+  const unsigned cores = static_cast<unsigned>(h.cores);
+  ThreadPool all(cores);
+
+  {
+    report(progress, "host: memcpy, 1 thread, " + format_bytes(static_cast<double>(options.memcpy_bytes)));
+    ThreadPool one(1);
+    h.memcpy_gbps_single = probe_memcpy(one, options.memcpy_bytes, reps);
+    report(progress, "host: memcpy, " + std::to_string(cores) + " threads");
+    h.memcpy_gbps = probe_memcpy(all, options.memcpy_bytes, reps);
+  }
+
+  {
+    const std::size_t n = round_up(options.adam_state_bytes / 12, adamw_grain);
+    HostArray<float> p(n, all), m(n, all), v(n, all);
+    HostArray<bf16> grad(n, all), p_out(n, all);
+    all.parallel_for(n, adamw_grain, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) {
+        p.data()[i] = 0.01f * static_cast<float>(i % 97);
+        grad.data()[i] = float_to_bf16(1e-3f * static_cast<float>(static_cast<int>(i % 13) - 6));
+      }
+    });
+    std::vector<unsigned> threads = options.adam_threads;
+    if (threads.empty())
+      for (unsigned t = 1; t <= cores; ++t) threads.push_back(t);
+    const auto state_bytes = static_cast<std::int64_t>(12 * n);
+    AdamWParams params;
+    params.weight_decay = 0.01f;
+    for (unsigned t : threads) {
+      report(progress, "host: AdamW (bf16 gradients), " + std::to_string(t) + " thread(s), " +
+                           format_bytes(static_cast<double>(state_bytes)) + " of state");
+      ThreadPool pool(t);
+      h.adam_elements_per_s.push_back(
+          {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, state_bytes, [&] {
+             adamw_update_bf16grad(pool, params, p.data(), m.data(), v.data(), grad.data(), p_out.data(), n);
+             ++params.step;
+           })});
+    }
+    h.adam_estimated = false;
+
+    report(progress, "host: bf16 <-> fp32 conversion, " + std::to_string(cores) + " threads");
+    const double fp32_bytes = 4.0 * static_cast<double>(n);
+    h.bf16_convert_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
+                                    [&] { fp32_to_bf16(all, p.data(), p_out.data(), n); });
+    h.bf16_to_fp32_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
+                                    [&] { bf16_to_fp32(all, grad.data(), m.data(), n); });
+  }
+
+  if (options.cpu_gemm) {
+    report(progress, "host: CPU backend GEMM (" + options.gemm_model.name + " layer shapes, " +
+                         std::to_string(options.gemm_tokens) + " tokens)");
+    h.cpu_gemm_gflops = probe_cpu_gemm(options, all);
+  }
+  return h;
+}
+
+}  // namespace mlpo::profiles

@@ -1,0 +1,24 @@
+#include "profiles/progress.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace mlpo::profiles {
+
+ProgressSink tty_progress() {
+  if (!::isatty(STDERR_FILENO)) return {};
+  const auto start = std::chrono::steady_clock::now();
+  return [start](const std::string& what) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "\r\033[K[%5.1f s] %s", s, what.c_str());
+    std::fflush(stderr);
+  };
+}
+
+void finish_progress_line() {
+  if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
+}
+
+}  // namespace mlpo::profiles

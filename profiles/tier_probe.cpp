@@ -1,0 +1,350 @@
+#include "profiles/tier_probe.hpp"
+
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <latch>
+#include <memory>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "executor/io/capacity.hpp"
+#include "executor/io/pinned_buffer_pool.hpp"
+#include "executor/io/tier_io.hpp"
+#include "profiles/host_probe.hpp"
+#include "profiles/interrupt.hpp"
+#include "profiles/sample_stats.hpp"
+
+namespace mlpo::profiles {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+constexpr std::uint64_t kPage = io::kIoAlign;
+constexpr std::uint64_t kStampMagic = 0x4d4c504f50524f46ull;  // "MLPOPROF"
+constexpr std::uint64_t kMinRequest = 16 * MiB;
+
+std::string who(const TierSpec& spec) { return "tier '" + spec.name + "' (" + spec.path.string() + ")"; }
+
+io::TierKind io_kind(TierKind kind) {
+  switch (kind) {
+    case TierKind::host: return io::TierKind::host;
+    case TierKind::nvme: return io::TierKind::nvme;
+    case TierKind::remote: return io::TierKind::remote;
+    default: return io::TierKind::other;
+  }
+}
+
+bool on_tmpfs(const fs::path& path) {
+  struct statfs sfs {};
+  return ::statfs(path.c_str(), &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
+}
+
+// The scratch directory the probe's files live in; removed with its contents on destruction.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const TierSpec& spec) : path_(spec.path / (".mlpo-profile-" + std::to_string(::getpid()))) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);  // a leftover of a killed run with the same pid
+    if (!fs::create_directory(path_, ec))
+      throw Error(who(spec) + ": cannot create the probe directory " + path_.string() + ": " + ec.message());
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// Every 4 KiB page starts with (magic ^ stream, file offset of the page).
+void stamp(std::byte* buffer, std::uint64_t length, unsigned stream, std::uint64_t file_offset) {
+  for (std::uint64_t at = 0; at < length; at += kPage) {
+    const std::uint64_t words[2] = {kStampMagic ^ stream, file_offset + at};
+    std::memcpy(buffer + at, words, sizeof words);
+  }
+}
+
+// Offset (in the file) of the first page that does not carry its stamp, or UINT64_MAX.
+std::uint64_t first_bad_page(const std::byte* buffer, std::uint64_t length, unsigned stream, std::uint64_t file_offset) {
+  for (std::uint64_t at = 0; at < length; at += kPage) {
+    std::uint64_t words[2];
+    std::memcpy(words, buffer + at, sizeof words);
+    if (words[0] != (kStampMagic ^ stream) || words[1] != file_offset + at) return file_offset + at;
+  }
+  return UINT64_MAX;
+}
+
+struct Stream {
+  std::unique_ptr<io::TierIo> engine;
+  io::TierFile* file = nullptr;
+  io::PinnedBuffer buffers[2];
+  Clock::time_point end;
+  std::exception_ptr error;
+};
+
+// One sequential pass (write + fsync, or read + verify) of every stream at once; returns GB/s
+// over all streams, or throws (I/O error, mismatch, interruption) once every stream stopped.
+double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, std::uint64_t request) {
+  std::latch go(1);
+  std::vector<std::thread> threads;
+  for (unsigned s = 0; s < streams.size(); ++s) {
+    threads.emplace_back([&, s] {
+      Stream& st = streams[s];
+      io::IoRequest in_flight[2];
+      std::uint64_t issued_at[2] = {UINT64_MAX, UINT64_MAX};  // file offset of each slot's request
+      // Waits for a slot's request; after a read, checks every page of it.
+      auto finish = [&](unsigned slot) {
+        in_flight[slot].wait();
+        const std::uint64_t at = std::exchange(issued_at[slot], UINT64_MAX);
+        if (op != io::IoOp::read || at == UINT64_MAX) return;
+        const std::uint64_t bad = first_bad_page(st.buffers[slot].data(), std::min(request, bytes - at), s, at);
+        if (bad != UINT64_MAX)
+          throw Error(st.file->path().string() + ": the page at offset " + std::to_string(bad) +
+                      " read back differs from what the probe wrote there; the tier returns wrong data");
+      };
+      try {
+        go.wait();
+        std::uint64_t offset = 0;
+        for (unsigned k = 0; offset < bytes && interrupt_signal() == 0; ++k) {
+          const unsigned slot = k % 2;
+          finish(slot);
+          const std::uint64_t len = std::min(request, bytes - offset);
+          std::byte* buf = st.buffers[slot].data();
+          issued_at[slot] = offset;
+          if (op == io::IoOp::write) {
+            stamp(buf, len, s, offset);
+            in_flight[slot] = st.engine->write(*st.file, offset, len, buf);
+          } else {
+            in_flight[slot] = st.engine->read(*st.file, offset, len, buf);
+          }
+          offset += len;
+        }
+        finish(0);
+        finish(1);
+        if (op == io::IoOp::write && ::fsync(st.file->fd()) != 0)
+          throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
+      } catch (...) {
+        for (auto& r : in_flight) {
+          try {
+            r.wait();
+          } catch (...) {
+          }
+        }
+        st.error = std::current_exception();
+      }
+      st.end = Clock::now();
+    });
+  }
+  const Clock::time_point start = Clock::now();
+  go.count_down();
+  for (auto& t : threads) t.join();
+  for (Stream& st : streams)
+    if (st.error) std::rethrow_exception(st.error);
+  throw_if_interrupted();
+  Clock::time_point last = start;
+  for (const Stream& st : streams) last = std::max(last, st.end);
+  const double seconds = std::chrono::duration<double>(last - start).count();
+  return static_cast<double>(bytes) * static_cast<double>(streams.size()) / seconds / GB;
+}
+
+Measurement probe_latency(Stream& st, std::uint64_t file_bytes, int samples, io::PinnedBuffer& page) {
+  std::mt19937_64 rng(42);
+  const std::uint64_t pages = std::max<std::uint64_t>(1, file_bytes / kPage);
+  std::vector<double> us;
+  for (int i = 0; i < samples; ++i) {
+    throw_if_interrupted();
+    const std::uint64_t offset = (rng() % pages) * kPage;
+    const auto t0 = Clock::now();
+    st.engine->read(*st.file, offset, kPage, page.data()).wait();
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  return summarize(std::move(us), static_cast<std::int64_t>(kPage));
+}
+
+}  // namespace
+
+TierKind detect_tier_kind(const fs::path& path) {
+  struct statfs sfs {};
+  if (::statfs(path.c_str(), &sfs) != 0) return TierKind::other;
+  switch (static_cast<unsigned long>(sfs.f_type)) {
+    case TMPFS_MAGIC:
+    case RAMFS_MAGIC: return TierKind::host;
+    case NFS_SUPER_MAGIC:
+    case 0xFF534D42:  // CIFS
+    case 0xFE534D42:  // SMB2
+    case 0x0BD00BD0:  // Lustre
+    case 0x47504653:  // GPFS
+    case 0x19830326:  // BeeGFS
+    case 0x00C36400:  // CephFS
+    case 0x65735546:  // FUSE
+      return TierKind::remote;
+    default: break;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return TierKind::other;
+  std::error_code ec;
+  const fs::path dev = fs::canonical("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                                         std::to_string(minor(st.st_dev)), ec);
+  if (!ec && dev.string().find("/nvme") != std::string::npos) return TierKind::nvme;
+  return TierKind::other;
+}
+
+TierSpec parse_tier_spec(const std::string& text) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw Error("--tier '" + text + "': expected NAME=PATH[:KIND], e.g. --tier nvme=/mnt/nvme:nvme");
+  TierSpec spec;
+  spec.name = text.substr(0, eq);
+  std::string path = text.substr(eq + 1);
+  const std::size_t colon = path.rfind(':');
+  bool kind_given = false;
+  if (colon != std::string::npos) {
+    const std::string kind = path.substr(colon + 1);
+    if (kind == "host" || kind == "nvme" || kind == "remote" || kind == "other") {
+      spec.kind = parse_tier_kind(kind, "--tier " + spec.name);
+      path = path.substr(0, colon);
+      kind_given = true;
+    } else if (kind == "memory") {
+      throw Error("--tier '" + text + "': kind 'memory' has no path to measure; use host, nvme, remote or other");
+    }
+  }
+  if (path.empty()) throw Error("--tier '" + text + "': the path is empty; expected NAME=PATH[:KIND]");
+  spec.path = path;
+  if (!kind_given) spec.kind = detect_tier_kind(spec.path);
+  return spec;
+}
+
+TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& options) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(spec.path, ec);
+  if (!fs::exists(status))
+    throw Error(who(spec) + ": the path does not exist; create the directory or pick another --tier path");
+  if (!fs::is_directory(status)) throw Error(who(spec) + ": not a directory; a tier path must be a directory");
+  if (::access(spec.path.c_str(), W_OK | X_OK) != 0)
+    throw Error(who(spec) + ": not writable (" + errno_text(errno) + "); pick a directory you can write to");
+  if (options.block_size == 0 || options.block_size % kPage != 0)
+    throw Error("--block-size " + std::to_string(options.block_size) + ": must be a positive multiple of 4 KiB");
+  if (options.queue_depth == 0) throw Error("--queue-depth must be at least 1");
+  if (options.max_streams == 0) throw Error("--streams must be at least 1");
+
+  TierProbePlan plan;
+  plan.spec = spec;
+  struct statvfs vfs {};
+  if (::statvfs(spec.path.c_str(), &vfs) != 0) throw Error(who(spec) + ": cannot inspect the file system: " + errno_text(errno));
+  plan.capacity_bytes = static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  plan.free_bytes = io::free_bytes(spec.path, who(spec));
+  for (unsigned n = 1; n < options.max_streams; n *= 2) plan.streams.push_back(n);
+  plan.streams.push_back(options.max_streams);
+  plan.request_bytes = round_up(std::max<std::uint64_t>(options.block_size * options.queue_depth, kMinRequest), options.block_size);
+
+  // Room for every stream's file at the largest point, with 20% of the space left over; on
+  // tmpfs the files are memory, so at most half of what is available.
+  std::uint64_t room = plan.free_bytes;
+  if (on_tmpfs(spec.path)) {
+    const auto available = static_cast<std::uint64_t>(read_host_facts().available_bytes);
+    room = std::min(room, available / 2);
+  }
+  const std::uint64_t budget = room / 10 * 8;
+  const std::uint64_t wanted = round_up(std::max<std::uint64_t>(options.bytes_per_stream, kPage), options.block_size);
+  const std::uint64_t minimum = 4 * plan.request_bytes;
+  const std::uint64_t fits = budget / options.max_streams / options.block_size * options.block_size;
+  if (fits < minimum) {
+    throw Error(who(spec) + ": " + format_bytes(static_cast<double>(plan.free_bytes)) +
+                " free, too little for the probe (at least " + std::to_string(options.max_streams) + " streams x " +
+                format_bytes(static_cast<double>(minimum)) + " with 20% to spare); free space there or lower --streams");
+  }
+  plan.bytes_per_stream = std::min(wanted, fits);
+  if (plan.bytes_per_stream < wanted) {
+    plan.clamp_note = who(spec) + ": " + format_bytes(static_cast<double>(plan.free_bytes)) + " free" +
+                      (room < plan.free_bytes ? " (tmpfs: capped at half the available memory)" : "") +
+                      "; the probe would need " + std::to_string(options.max_streams) + " streams x " +
+                      format_bytes(static_cast<double>(wanted)) + ", so each stream writes " +
+                      format_bytes(static_cast<double>(plan.bytes_per_stream)) + " instead";
+  }
+  return plan;
+}
+
+TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options, const ProgressSink& progress,
+                       const io::WarningSink& warn) {
+  const TierSpec& spec = plan.spec;
+  TierProfile out;
+  out.name = spec.name;
+  out.path = fs::absolute(spec.path).lexically_normal().string();
+  out.kind = spec.kind;
+  out.capacity_bytes = static_cast<std::int64_t>(plan.capacity_bytes);
+  out.free_bytes = static_cast<std::int64_t>(std::min(plan.free_bytes, plan.capacity_bytes));
+  out.block_size = static_cast<std::int64_t>(options.block_size);
+  out.queue_depth = static_cast<std::int64_t>(options.queue_depth);
+
+  const unsigned max_streams = plan.streams.back();
+  ScratchDir scratch(spec);  // declared first: removed last, after every engine closed its files
+  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 2 * plan.request_bytes + kPage);
+  io::Tier tier;
+  tier.name = spec.name;
+  tier.path = scratch.path();
+  tier.kind = io_kind(spec.kind);
+  tier.block_size = options.block_size;
+  tier.queue_depth = options.queue_depth;
+  tier.direct_io = true;
+
+  const std::uint64_t bytes = plan.bytes_per_stream;
+  const auto pass_bytes = [&](unsigned n) { return static_cast<std::int64_t>(bytes * n); };
+  bool direct = true;
+  for (unsigned n : plan.streams) {
+    std::vector<Stream> streams(n);
+    for (unsigned s = 0; s < n; ++s) {
+      streams[s].engine = std::make_unique<io::TierIo>(tier, &pool, warn);
+      streams[s].file = &streams[s].engine->open_file("stream-" + std::to_string(s) + ".bin", bytes);
+      for (auto& b : streams[s].buffers) b = pool.acquire(plan.request_bytes);
+      direct = direct && streams[s].file->direct();
+    }
+    std::vector<double> write_gbps, read_gbps;
+    for (int rep = 1; rep <= options.repetitions; ++rep) {
+      const std::string at = "tier '" + spec.name + "': " + std::to_string(n) + " stream(s) x " +
+                             format_bytes(static_cast<double>(bytes)) + ", rep " + std::to_string(rep) + "/" +
+                             std::to_string(options.repetitions);
+      report(progress, at + ", write");
+      write_gbps.push_back(run_pass(streams, io::IoOp::write, bytes, plan.request_bytes));
+      report(progress, at + ", read");
+      read_gbps.push_back(run_pass(streams, io::IoOp::read, bytes, plan.request_bytes));
+    }
+    out.write_gbps.push_back({static_cast<std::int64_t>(n), summarize(write_gbps, pass_bytes(n))});
+    out.read_gbps.push_back({static_cast<std::int64_t>(n), summarize(read_gbps, pass_bytes(n))});
+    if (n == 1) {
+      report(progress, "tier '" + spec.name + "': first-byte latency");
+      io::PinnedBuffer page = pool.acquire(kPage);
+      out.latency_us = probe_latency(streams[0], bytes, options.latency_samples, page);
+    }
+    for (Stream& st : streams) {
+      for (auto& b : st.buffers) b.reset();
+      const fs::path file = st.file->path();
+      st.engine->close_file(*st.file);
+      std::error_code ec;
+      fs::remove(file, ec);
+    }
+  }
+  out.direct_io = direct;
+  return out;
+}
+
+}  // namespace mlpo::profiles

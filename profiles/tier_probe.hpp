@@ -1,0 +1,79 @@
+#pragma once
+// Tier probe: how fast one storage tier streams through the executor's own I/O engine
+// (executor/io), at 1, 2, 4, ... concurrent streams — the contention curve the simulator and
+// tuner use to pick per-tier concurrency limits.
+//
+// A *stream* is what one rank of the offload engine is: its own TierIo (one io_uring and one
+// I/O thread), its own file, `queue_depth` operations of `block_size` in flight, fed by its own
+// thread with two requests outstanding. N streams = N rings on the same directory at once,
+// exactly the contention N ranks on a node produce (fio's numjobs=N with iodepth=queue_depth).
+//
+// Per point (N streams) and repetition: a sequential write of N fresh files of
+// `bytes_per_stream` each (preallocated like state files, O_DIRECT unless the file system is
+// tmpfs or refuses it; the engine falls back to buffered with one warning), each file fsync'd
+// before its stream's clock stops; then a sequential read of them back. GB/s = all bytes /
+// (last stream done - start). Every 4 KiB page written carries its stream and file offset,
+// and every page read back is checked against them, so a read that returns the wrong place,
+// stale data or zeros fails the probe. First-byte latency: 4 KiB reads at random offsets of
+// the 1-stream file, one at a time. Everything lives in one scratch directory
+// `PATH/.mlpo-profile-<pid>` that is removed when the probe ends, fails or is interrupted.
+// Cost: (1 + 2 + 4 + ...) x bytes_per_stream x 2 x repetitions bytes of I/O; pinned memory
+// max_streams x 2 x request bytes.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+#include "core/tier_kind.hpp"
+#include "executor/io/tier.hpp"
+#include "profiles/progress.hpp"
+
+namespace mlpo::profiles {
+
+struct TierSpec {
+  std::string name;
+  std::filesystem::path path;
+  TierKind kind = TierKind::other;
+};
+
+// "NAME=PATH[:KIND]" (KIND: host, nvme, remote, other). Without KIND the kind is detected
+// from the file system (detect_tier_kind). Throws mlpo::Error naming the text.
+TierSpec parse_tier_spec(const std::string& text);
+// tmpfs/ramfs -> host; NFS, CIFS/SMB, Lustre, GPFS, BeeGFS, Ceph, FUSE -> remote; a file
+// system on an NVMe block device -> nvme; anything else (or unknown) -> other.
+TierKind detect_tier_kind(const std::filesystem::path& path);
+
+struct TierProbeOptions {
+  std::uint64_t bytes_per_stream = std::uint64_t{1} << 30;
+  std::uint64_t block_size = std::uint64_t{1} << 20;
+  unsigned queue_depth = 8;
+  unsigned max_streams = 8;
+  int repetitions = 5;
+  int latency_samples = 64;
+};
+
+// What will be measured on one tier, after validating its path and sizing the probe to the
+// free space (and, on tmpfs, to half the available memory).
+struct TierProbePlan {
+  TierSpec spec;
+  std::uint64_t capacity_bytes = 0;
+  std::uint64_t free_bytes = 0;
+  std::uint64_t bytes_per_stream = 0;  // after clamping
+  std::uint64_t request_bytes = 0;     // bytes per engine request (2 outstanding per stream)
+  std::vector<unsigned> streams;       // 1, 2, 4, ..., max_streams
+  std::string clamp_note;              // one line when bytes_per_stream was reduced, else empty
+};
+
+// Throws mlpo::Error (one line, naming the tier and path, saying what to do) when the path
+// is missing, not a directory, not writable, or has too little free space for even a
+// reduced probe (4 requests per stream). Creates nothing.
+TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& options);
+
+// Runs the probe. Throws Interrupted (interrupt.hpp) after cleaning up on SIGINT/SIGTERM,
+// mlpo::Error on an I/O failure or a verification mismatch; never leaves files behind.
+TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options, const ProgressSink& progress,
+                       const io::WarningSink& warn);
+
+}  // namespace mlpo::profiles

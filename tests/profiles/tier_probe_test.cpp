@@ -1,0 +1,133 @@
+// The tier probe: parses --tier, refuses unusable paths before creating anything, sizes the
+// probe to free space, measures a curve point per stream count through the I/O engine, and
+// leaves the tier directory exactly as it found it.
+#include "profiles/tier_probe.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "tests/io/temp_dir.hpp"
+#include "tests/profiles/small_tmpfs.hpp"
+
+namespace mlpo::profiles {
+namespace {
+
+using io::testing::TempDir;
+
+bool is_empty_dir(const std::filesystem::path& p) { return std::filesystem::is_empty(p); }
+
+TierProbeOptions tiny_options() {
+  TierProbeOptions o;
+  o.bytes_per_stream = 8 * MiB;
+  o.max_streams = 3;
+  o.repetitions = 1;
+  o.latency_samples = 4;
+  return o;
+}
+
+TEST(TierSpecParsing, ExplicitKindIsTakenAndStripped) {
+  const TierSpec s = parse_tier_spec("fast=/dev/shm:host");
+  EXPECT_EQ(s.name, "fast");
+  EXPECT_EQ(s.path, "/dev/shm");
+  EXPECT_EQ(s.kind, TierKind::host);
+}
+
+TEST(TierSpecParsing, ColonThatIsNoKindStaysInThePath) {
+  EXPECT_EQ(parse_tier_spec("x=/tmp/a:b").path, "/tmp/a:b");
+}
+
+TEST(TierSpecParsing, TmpfsIsDetectedAsHost) { EXPECT_EQ(parse_tier_spec("s=/dev/shm").kind, TierKind::host); }
+
+TEST(TierSpecParsing, MissingNameOrPathIsAnError) {
+  EXPECT_THROW(parse_tier_spec("/var/tmp"), Error);
+  EXPECT_THROW(parse_tier_spec("=/var/tmp"), Error);
+  EXPECT_THROW(parse_tier_spec("a="), Error);
+  EXPECT_THROW(parse_tier_spec("m=/var/tmp:memory"), Error);
+}
+
+TEST(TierProbePlanning, MissingPathIsAnErrorNamingIt) {
+  try {
+    plan_tier_probe({"gone", "/nonexistent/mlpo-profile", TierKind::other}, tiny_options());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/mlpo-profile"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TierProbePlanning, FileInsteadOfDirectoryIsAnError) {
+  TempDir dir;
+  const auto file = dir.path() / "f";
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  EXPECT_THROW(plan_tier_probe({"f", file, TierKind::other}, tiny_options()), Error);
+}
+
+TEST(TierProbePlanning, StreamCountsDoubleUpToTheMaximum) {
+  TempDir dir;
+  TierProbeOptions o = tiny_options();
+  o.max_streams = 6;
+  EXPECT_EQ(plan_tier_probe({"d", dir.path(), TierKind::other}, o).streams, (std::vector<unsigned>{1, 2, 4, 6}));
+}
+
+TEST(TierProbePlanning, TooLittleFreeSpaceIsAnErrorAndCreatesNothing) {
+  testing::SmallTmpfs small("size=4m");
+  if (!small.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (needs root)";
+  try {
+    plan_tier_probe({"small", small.path(), TierKind::host}, tiny_options());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too little for the probe"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(is_empty_dir(small.path()));
+}
+
+TEST(TierProbePlanning, SizeIsClampedToFreeSpaceWithANote) {
+  testing::SmallTmpfs small("size=200m");
+  if (!small.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (needs root)";
+  TierProbeOptions o = tiny_options();
+  o.bytes_per_stream = 1 * GiB;
+  o.max_streams = 2;
+  const TierProbePlan plan = plan_tier_probe({"small", small.path(), TierKind::host}, o);
+  EXPECT_LE(plan.bytes_per_stream * 2, 200 * MiB);
+  EXPECT_GE(plan.bytes_per_stream, 64 * MiB);
+  EXPECT_NE(plan.clamp_note.find("instead"), std::string::npos) << plan.clamp_note;
+}
+
+TEST(TierProbe, DiskCurveHasAPointPerStreamCountAndNothingIsLeftBehind) {
+  TempDir dir;
+  const TierProbeOptions o = tiny_options();
+  const TierProbePlan plan = plan_tier_probe({"disk", dir.path(), TierKind::other}, o);
+  const TierProfile t = probe_tier(plan, o, {}, [](const std::string&) {});
+  ASSERT_EQ(t.read_gbps.size(), 3u);
+  ASSERT_EQ(t.write_gbps.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.read_gbps[i].streams, plan.streams[i]);
+    EXPECT_GT(t.read_gbps[i].value.median, 0);
+    EXPECT_GT(t.write_gbps[i].value.median, 0);
+    EXPECT_EQ(t.read_gbps[i].value.size_bytes, static_cast<std::int64_t>(8 * MiB * plan.streams[i]));
+  }
+  EXPECT_GT(t.latency_us.median, 0);
+  EXPECT_TRUE(t.direct_io);  // /var/tmp is a disk file system: O_DIRECT holds
+  EXPECT_TRUE(is_empty_dir(dir.path()));
+}
+
+TEST(TierProbe, TmpfsRunsBufferedWithOneWarning) {
+  TempDir dir("/dev/shm");
+  ASSERT_FALSE(dir.path().empty());
+  TierProbeOptions o = tiny_options();
+  o.max_streams = 2;
+  int warnings = 0;
+  const TierProfile t = probe_tier(plan_tier_probe({"shm", dir.path(), TierKind::host}, o), o, {},
+                                   [&](const std::string& line) { warnings += line.find("tmpfs") != std::string::npos; });
+  EXPECT_FALSE(t.direct_io);
+  EXPECT_GE(warnings, 1);
+  EXPECT_TRUE(is_empty_dir(dir.path()));
+}
+
+}  // namespace
+}  // namespace mlpo::profiles
