@@ -71,7 +71,7 @@ if [ "$mode" = "--configure-only" ]; then
   exit 0
 fi
 targets=(cuda_tests cuda_model_bench mlpo-run mlpo-profile profiles_tests)
-grep -q "^MLPO_HAVE_NCCL:.*=ON" "$build/CMakeCache.txt" 2>/dev/null && targets+=(comm_nccl_tests)
+grep -q "NCCL communicator enabled" "$out/configure.log" && targets+=(comm_nccl_tests)
 if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" > "$out/build.log" 2>&1; then
   note "build FAILED (see build.log)"
   tail -30 "$out/build.log"
