@@ -149,8 +149,12 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
     }
     tiers.push_back(Json{{"name", tier_names[t]}, {"read_bytes", rb}, {"write_bytes", wb}, {"busy_s", busy}, {"slot_wait_s", wait}});
     if (tier_read_bw.empty()) continue;
-    // Time this tier needs at its best measured bandwidths for its own bytes: r/R + w/W.
-    const double tier_s = static_cast<double>(rb) / (tier_read_bw[t] * 1e9) + static_cast<double>(wb) / (tier_write_bw[t] * 1e9);
+    // The least time this tier needs for its own bytes at its best measured bandwidths: it
+    // cannot read faster than R nor write faster than W. Reads and writes may overlap (they
+    // do on this project's dev VM), so the bound is max(r/R, w/W), not their sum.
+    const double read_s = static_cast<double>(rb) / (tier_read_bw[t] * 1e9);
+    const double write_s = static_cast<double>(wb) / (tier_write_bw[t] * 1e9);
+    const double tier_s = std::max(read_s, write_s);
     slowest_tier_s = std::max(slowest_tier_s, tier_s);
     bytes_total += static_cast<double>(rb + wb);
     // The tier's effective bandwidth for this read/write mix (its mean when it moved nothing).

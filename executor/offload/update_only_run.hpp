@@ -8,7 +8,7 @@
 //
 // Per step it records update seconds, bytes and busy/slot-wait seconds per tier, prefetch
 // stalls, cache hits and — given a profile — the physical bound of the iteration:
-//   bound       = max( max_t (read_t / R_t + write_t / W_t) , elements / adam_elements_per_s )
+//   bound       = max( max_t max(read_t / R_t, write_t / W_t) , elements / adam_elements_per_s )
 //   ideal_bound = max( sum_t bytes_t / sum_t bw_t ,            elements / adam_elements_per_s )
 // with R_t, W_t the tier's best measured read/write bandwidth and bw_t its effective
 // bandwidth for its read/write mix. `bound` is the limit for the plan's placement (the
