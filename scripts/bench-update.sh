@@ -5,7 +5,8 @@
 #
 #   scripts/bench-update.sh --profile profiles/data/dev-2core-vm.json \
 #       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
-#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--invariance] [--out out/bench-update]
+#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--invariance [--no-ablation]]
+#       [--out out/bench-update]
 #
 # Every row runs `mlpo-run --update-only` with real tier files; the first step of each row is
 # a warm-up and is not averaged. Prints a table (markdown) with each row's mean update time,
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
-subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; invariance=0; out=out/bench-update
+subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; invariance=0; ablation=1; out=out/bench-update
 while [ $# -gt 0 ]; do
   case "$1" in
     --params) params=$2; shift 2 ;;
@@ -26,8 +27,9 @@ while [ $# -gt 0 ]; do
     --cache-bytes) cache_bytes=$2; shift 2 ;;
     --shm-fraction) shm_fraction=$2; shift 2 ;;
     --invariance) invariance=1; shift ;;
+    --no-ablation) ablation=0; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,8 +64,9 @@ row() {  # row LABEL PLAN RANKS [extra mlpo-run args...]
     | python3 -c "import json,sys; d=json.load(sys.stdin); d['label']='''$label'''; print(json.dumps(d))" >> "$out/rows.jsonl"
 }
 
-: > "$out/rows.jsonl"
 shm_f=$(python3 -c "print(round(1-$shm_fraction, 6))")
+if [ "$ablation" = 1 ]; then
+: > "$out/rows.jsonl"
 row "baseline (ZeRO-3 offload: 1 tier, fp32 grads flushed, ascending, no cache)" "$(plan base 1.0 0 ascending 0 1)" 1 --mode baseline
 row "+ delayed bf16 gradients" "$(plan delayed 1.0 0 ascending 0 1)" 1
 row "+ host cache ($cache subgroups) & alternating order" "$(plan cache 1.0 "$cache" alternating 0 2)" 1
@@ -81,6 +84,7 @@ for r in rows:
           f"{r.get('achieved_over_bound', float('nan')):.2f} | {r.get('mean_ideal_bound_s', float('nan')):.2f} | "
           f"{base / r['mean_update_s']:.2f}x |")
 PY
+fi
 
 if [ "$invariance" = 1 ]; then
   echo "== invariance: 10 steps, state-sha256 under every plan shape" >&2
