@@ -162,7 +162,7 @@ void MpiCommunicator::do_all_gather(const void* mine, void* all, std::span<const
     offsets[static_cast<std::size_t>(q) + 1] = offsets[static_cast<std::size_t>(q)] + counts[static_cast<std::size_t>(q)] * esize;
   std::byte* my_piece = out + offsets[static_cast<std::size_t>(rank())];
   const std::int64_t my_bytes = counts[static_cast<std::size_t>(rank())] * esize;
-  if (my_piece != mine) std::memmove(my_piece, mine, static_cast<std::size_t>(my_bytes));
+  if (my_bytes > 0 && my_piece != mine) std::memmove(my_piece, mine, static_cast<std::size_t>(my_bytes));
   // Sends go out of our piece of `all`, which now holds `mine` (`mine` may be const memory).
   std::vector<Transfer> receives, sends;
   for (int q = 0; q < size(); ++q) {

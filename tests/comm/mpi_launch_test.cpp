@@ -24,6 +24,11 @@ struct JobResult {
 JobResult run_job(int ranks, const std::string& scenario, int limit_s = 60) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);  // CI runs as root
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  // Under the debug preset (ASan), Open MPI's own allocations in libmpi and in plugins it
+  // has dlclose'd by exit are reported as leaks that LeakSanitizer cannot attribute to a
+  // module, so no suppression file can name them. The ranks keep every other ASan check;
+  // only leak detection is off for them (the test binary itself still has it).
+  setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
   const std::string command = "timeout -k 5 " + std::to_string(limit_s) + " " MLPO_MPIEXEC " --oversubscribe -np " +
                               std::to_string(ranks) + " " MLPO_COMM_MPI_CHECK " " + scenario + " 2>&1";
   JobResult result;
