@@ -1,6 +1,6 @@
 #include "executor/offload/synthetic_gradients.hpp"
 
-#include <cmath>
+#include <bit>
 
 namespace mlpo::offload {
 
@@ -17,9 +17,13 @@ inline std::uint64_t mix(std::uint64_t x) {
 inline float gradient_from_hash(std::uint64_t h) {
   // 24 bits of mantissa in [0.5, 1), 4 bits of binade (2^0 .. 2^-12 ... -15), 1 sign bit.
   const float unit = 0.5f + static_cast<float>(h & 0xffffffu) * (0.5f / 16777216.0f);
-  const int binade = static_cast<int>((h >> 24) & 0xfu);  // 0..15
-  const float magnitude = std::ldexp(unit, -((binade * 12) / 15));
-  return (h >> 63) ? -magnitude : magnitude;
+  const std::uint32_t binade = static_cast<std::uint32_t>((h >> 24) & 0xfu);  // 0..15
+  // unit * 2^-e built from the exponent bits (exact, like ldexp, but branch-free and
+  // vectorisable: this loop runs over every element of every update-only step).
+  const std::uint32_t e = (binade * 12u) / 15u;
+  const float scale = std::bit_cast<float>((127u - e) << 23);
+  const float magnitude = unit * scale;
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | (static_cast<std::uint32_t>(h >> 63) << 31));
 }
 
 }  // namespace

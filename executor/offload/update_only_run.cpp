@@ -80,7 +80,11 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
     group.barrier();
     const double norm = global_norm(group.chunk_sums());
     group.barrier();  // everyone has read the sums before the next step overwrites them
-    if (fp32_grads) pipeline.flush_gradients(grads);
+    if (fp32_grads) {
+      const auto f0 = std::chrono::steady_clock::now();
+      pipeline.flush_gradients(grads);
+      rec.gradient_flush_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
+    }
     rec.backward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
 
     AdamWParams adam = o.adam;
@@ -111,12 +115,13 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
                  const std::vector<double>& tier_read_bw, const std::vector<double>& tier_write_bw, double adam_rate) {
   Json j;
   j["step"] = step + 1;
-  double update_s = 0, backward_s = 0, adam_s = 0, stall = 0;
+  double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0;
   std::int64_t hits = 0, reads = 0, writes = 0, elements = 0;
   for (int r = 0; r < o.ranks; ++r) {
     const auto& rec = group.record(r, step);
     update_s = std::max(update_s, rec.update_s);
     backward_s = std::max(backward_s, rec.backward_s);
+    flush_s = std::max(flush_s, rec.gradient_flush_s);
     adam_s = std::max(adam_s, rec.adam_s);
     stall = std::max(stall, rec.prefetch_stall_s);
     hits += rec.cache_hits;
@@ -128,6 +133,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   j["forward_s"] = 0.0;
   j["backward_s"] = backward_s;
   j["update_s"] = update_s;
+  j["gradient_flush_s"] = flush_s;
   j["adam_s"] = adam_s;
   j["prefetch_stall_s"] = stall;
   j["grad_norm"] = group.record(0, step).grad_norm;
@@ -277,13 +283,14 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
   }
 
   UpdateOnlyResult result;
-  double sum_update = 0, sum_bound = 0, sum_ideal = 0;
+  double sum_update = 0, sum_flush = 0, sum_bound = 0, sum_ideal = 0;
   std::int64_t counted = 0;
   for (std::int64_t s = 0; s < o.steps; ++s) {
     Json rec = step_record(o, group, s, tier_names, read_bw, write_bw, adam_rate);
     if (on_step) on_step(rec);
     if (s > 0 || o.steps == 1) {
       sum_update += rec["update_s"].get<double>();
+      sum_flush += rec["gradient_flush_s"].get<double>();
       if (rec.contains("bound_s")) {
         sum_bound += rec["bound_s"].get<double>();
         sum_ideal += rec["ideal_bound_s"].get<double>();
@@ -293,7 +300,8 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
     result.steps.push_back(std::move(rec));
   }
   result.summary = Json{{"steps", o.steps}, {"ranks", o.ranks}, {"params", o.params}, {"mode", to_string(o.plan.mode)},
-                        {"mean_update_s", sum_update / static_cast<double>(counted)}, {"steps_averaged", counted}};
+                        {"mean_update_s", sum_update / static_cast<double>(counted)},
+                        {"mean_gradient_flush_s", sum_flush / static_cast<double>(counted)}, {"steps_averaged", counted}};
   if (sum_bound > 0) {
     result.summary["mean_bound_s"] = sum_bound / static_cast<double>(counted);
     result.summary["mean_ideal_bound_s"] = sum_ideal / static_cast<double>(counted);
