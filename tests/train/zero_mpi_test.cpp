@@ -126,10 +126,20 @@ std::string* ZeroTraining::data_ = nullptr;
 JobOutcome* ZeroTraining::reference_ = nullptr;
 
 #if MLPO_HAVE_MPI
+// The ranks run under a plan of their own — two file tiers shared by all ranks of the node,
+// the first with a node-wide concurrency limit of 1 (flock slots), a host cache and the
+// alternating order — while one process ran the default plan: placement changes nothing.
 TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
   EXPECT_NE(reference_->losses.front(), reference_->losses.back());  // it trained
+  fs::create_directories(*dir_ / "tier-a");
+  fs::create_directories(*dir_ / "tier-b");
   for (int ranks : {2, 4}) {
-    const JobOutcome job = run_job(ranks, "ranks" + std::to_string(ranks), {});
+    Plan plan = test::two_tier_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(), *dir_ / "tier-a",
+                                    *dir_ / "tier-b");
+    plan.cluster.gpus_per_node = ranks;
+    const std::string plan_path = *dir_ / ("plan" + std::to_string(ranks) + ".json");
+    save_plan(plan, plan_path);
+    const JobOutcome job = run_job(ranks, "ranks" + std::to_string(ranks), {"--plan", plan_path});
     ASSERT_EQ(job.exit_status, 0) << ranks << " ranks:\n" << job.output;
     EXPECT_EQ(job.losses, reference_->losses) << ranks << " ranks: per-step losses differ from one process's";
     EXPECT_FALSE(job.weights.empty());
@@ -137,6 +147,7 @@ TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
     // Rank 0 alone prints: one summary line.
     EXPECT_EQ(job.output.find("summary:"), job.output.rfind("summary:")) << job.output;
   }
+  EXPECT_FALSE(fs::exists(*dir_ / "tier-a/mlpo")) << "the ranks' tier directories are removed at the end";
 }
 
 TEST_F(ZeroTraining, TwoRankCheckpointResumesOnOneAndOnFourRanks) {
