@@ -1,11 +1,9 @@
 #include "executor/train/training_loop.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <filesystem>
 #include <thread>
 

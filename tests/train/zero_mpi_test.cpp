@@ -206,6 +206,15 @@ TEST_F(ZeroTraining, KillingOneRankEndsTheJobNamingTheRankAndTheLastCheckpointRe
   EXPECT_TRUE(resumed.weights == reference_->weights) << "resumed after the kill: weights differ from the uninterrupted run's";
 }
 
+// 3 ranks: allowed (a 6-GPU node is a real shape), deterministic, but the ranks' blocks of
+// micro-batches are not subtrees of one process's halving tree, and the run says so.
+TEST_F(ZeroTraining, ThreeRanksRunAndSayTheyDifferFromOneProcessInTheLastBits) {
+  const JobOutcome job = run_job(3, "ranks3", {}, 2);
+  ASSERT_EQ(job.exit_status, 0) << job.output;
+  EXPECT_EQ(job.losses.size(), 2u);
+  EXPECT_NE(job.output.find("3 ranks is not a power of two"), std::string::npos) << job.output;
+}
+
 TEST_F(ZeroTraining, PlanForAnotherWorldShapeStopsEveryRankAtStart) {
   // A plan for one rank, launched on two.
   Plan plan = test::memory_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
