@@ -11,6 +11,9 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
+#include "executor/comm/communicator.hpp"
+#include "executor/comm/launch_env.hpp"
+#include "executor/comm/open_communicator.hpp"
 #include "executor/offload/update_only_run.hpp"
 #include "executor/train/token_data.hpp"
 #include "executor/train/training_loop.hpp"
@@ -57,7 +60,8 @@ int main(int argc, char** argv) {
       "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin\n"
       "  mlpo-run --model NAME|FILE --data tokens.bin [--plan plan.json] [--steps N] [--micro-batch B]\n"
       "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
-      "           [--checkpoint-every K] [--resume] [--export-safetensors FILE]\n"
+      "           [--checkpoint-every K] [--resume] [--export-safetensors FILE] [--param-offload]\n"
+      "  mpirun -np R mlpo-run --model ... [--comm auto|mpi|single|nccl]\n"
       "  mlpo-run --update-only --params N --plan plan.json [--ranks R] [--state-hash]\n\n"
       "Data: byte-level tokens (vocab 256) made by prepare-data, or any flat uint16/uint32 token file\n"
       "(--token-bytes) or llm.c shard (256 int32 header, magic 20240520); sequences are sampled at\n"
@@ -66,10 +70,20 @@ int main(int argc, char** argv) {
       "Schedule: linear warm-up over --warmup-steps to --lr, cosine decay to --min-lr at\n"
       "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay, applied to every weight).\n"
       "Checkpoints (--checkpoint-dir): every --checkpoint-every steps and at the end: HF-named\n"
-      "safetensors + fp32 p, m, v in global order + step, seed and data position, written to a\n"
-      "temp directory, fsync'd, renamed; the previous one is kept until the new one is complete.\n"
-      "--resume continues bitwise as if never interrupted, under any plan; with no checkpoint yet it\n"
-      "starts from step 0. Same results need the same --blas-threads (OpenBLAS thread count).\n"
+      "safetensors + fp32 p, m, v (one file set per rank, each a range of the global order) +\n"
+      "step, seed and data position, written to a temp directory, fsync'd, renamed; the previous\n"
+      "one is kept until the new one is complete.\n"
+      "--resume continues bitwise as if never interrupted, under any plan and on any number of ranks;\n"
+      "with no checkpoint yet it starts from step 0. Same results need the same --blas-threads\n"
+      "(OpenBLAS thread count).\n"
+      "Data parallelism (ZeRO-3): launch with mpirun or srun (`mpirun -np 4 mlpo-run ...`); each rank\n"
+      "owns 1/ranks of the weights, gradients and optimizer state, gathers each layer's weights when\n"
+      "needed and reduce-scatters its gradients; --grad-accum is per rank, so a step holds ranks x\n"
+      "--grad-accum micro-batches. With 1, 2, 4, ... ranks the losses and weights are bitwise those of\n"
+      "one process with the same global batch. The plan must be for the launched shape (mlpo-tune\n"
+      "--nodes --gpus-per-node); checkpoints (one file set per rank + a manifest) resume on any\n"
+      "number of ranks; rank 0 prints. --param-offload keeps a single process's weights in host\n"
+      "memory and streams them to the device one part at a time (bitwise the same results).\n"
       "Per step it prints step, loss, tokens/s, phase times and ETA, and --log writes one JSON object\n"
       "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing.\n\n"
       "--update-only runs the real update phase without a model: synthetic bf16 gradients (a pure\n"
@@ -127,6 +141,16 @@ int main(int argc, char** argv) {
   app.add_option("--export-safetensors", t.export_safetensors, "Write the final bf16 weights as safetensors (HF LLaMA names)");
   app.add_option("--state-dir", t.state_dir, "Tier directory of the default plan (used without --plan)")->capture_default_str();
   app.add_option("--blas-threads", t.blas_threads, "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count");
+  std::string comm_name = "auto";
+  app.add_option("--comm", comm_name,
+                 "Communicator between data-parallel ranks: auto (MPI when launched by mpirun/srun, else one "
+                 "process), mpi, single (one process; an error under a launcher of several ranks), nccl (GPU buffers: "
+                 "not for the CPU backend)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "mpi", "single", "nccl"}));
+  app.add_flag("--param-offload", t.param_offload,
+               "One process: keep the bf16 weights in host memory and stream them to the device one part (layer) at "
+               "a time, two parts resident (parameter offload); results are bitwise those without it");
 
   // update-only
   bool update_only = false;
@@ -149,6 +173,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     const bool tty = ::isatty(STDOUT_FILENO) && !quiet;
+    if (update_only && mlpo::comm::launch_env().multi_rank())
+      throw mlpo::Error("--update-only starts its rank processes itself (--ranks R); run it without mpirun/srun");
     if (update_only) {
       if (params_text.empty()) throw mlpo::Error("--update-only needs --params (total parameters, e.g. 1e9)");
       if (plan_path.empty()) throw mlpo::Error("--update-only needs --plan (a plan file from mlpo-tune)");
@@ -194,33 +220,42 @@ int main(int argc, char** argv) {
     if (const char* ms = std::getenv("MLPO_TEST_SLOW_CHECKPOINT_MS")) t.checkpoint_pause = std::chrono::milliseconds(std::atoll(ms));
     if (const char* path = std::getenv("MLPO_TRACE_PHASES")) t.trace_path = path;
 
-    RunLog log(log_path, t.resume);
-    double elapsed = 0;
-    std::int64_t done = 0;
-    mlpo::train::TrainEvents events;
-    events.note = [&](const std::string& line) {
-      std::printf("%s\n", line.c_str());
-      std::fflush(stdout);
+    // Every rank runs the same program; rank 0 prints. With several ranks, any rank's error
+    // ends the whole job with that rank's message (run_ranked), never a hang.
+    auto comm = mlpo::comm::open_communicator(mlpo::comm::launch_env(), mlpo::comm::parse_comm_backend(comm_name, "--comm"));
+    t.comm = comm.get();
+    const bool rank0 = comm->rank() == 0;
+    auto body = [&] {
+      RunLog log(rank0 ? log_path : std::string(), t.resume);
+      double elapsed = 0;
+      std::int64_t done = 0;
+      mlpo::train::TrainEvents events;
+      events.note = [&](const std::string& line) {
+        std::printf("%s\n", line.c_str());
+        std::fflush(stdout);
+      };
+      events.step = [&](const mlpo::Json& rec) {
+        log.write(rec);
+        elapsed += rec["step_s"].get<double>();
+        ++done;
+        if (quiet) return;
+        const long long step = rec["step"].get<long long>();
+        const double eta = elapsed / static_cast<double>(done) * static_cast<double>(t.steps - step);
+        std::printf("step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  fwd %.2f s  bwd %.2f s  upd %.2f s  ckpt %.2f s  ETA %s\n",
+                    step, static_cast<long long>(t.steps), rec["loss"].get<double>(), rec["lr"].get<double>(),
+                    rec["tokens_per_s"].get<double>(), rec["forward_s"].get<double>(), rec["backward_s"].get<double>(),
+                    rec["update_s"].get<double>(), rec["checkpoint_s"].get<double>(), eta_text(eta).c_str());
+        std::fflush(stdout);
+      };
+      auto result = mlpo::train::train(t, events);
+      if (!rank0) return 0;
+      if (result.summary.contains("first_loss"))
+        std::printf("loss %.4f (step %lld) -> %.4f (step %lld)\n", result.summary["first_loss"].get<double>(),
+                    result.summary["first_step"].get<long long>(), result.summary["last_loss"].get<double>(),
+                    result.summary["last_step"].get<long long>());
+      std::printf("summary: %s\n", result.summary.dump().c_str());
+      return 0;
     };
-    events.step = [&](const mlpo::Json& rec) {
-      log.write(rec);
-      elapsed += rec["step_s"].get<double>();
-      ++done;
-      if (quiet) return;
-      const long long step = rec["step"].get<long long>();
-      const double eta = elapsed / static_cast<double>(done) * static_cast<double>(t.steps - step);
-      std::printf("step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  fwd %.2f s  bwd %.2f s  upd %.2f s  ckpt %.2f s  ETA %s\n",
-                  step, static_cast<long long>(t.steps), rec["loss"].get<double>(), rec["lr"].get<double>(),
-                  rec["tokens_per_s"].get<double>(), rec["forward_s"].get<double>(), rec["backward_s"].get<double>(),
-                  rec["update_s"].get<double>(), rec["checkpoint_s"].get<double>(), eta_text(eta).c_str());
-      std::fflush(stdout);
-    };
-    auto result = mlpo::train::train(t, events);
-    if (result.summary.contains("first_loss"))
-      std::printf("loss %.4f (step %lld) -> %.4f (step %lld)\n", result.summary["first_loss"].get<double>(),
-                  result.summary["first_step"].get<long long>(), result.summary["last_loss"].get<double>(),
-                  result.summary["last_step"].get<long long>());
-    std::printf("summary: %s\n", result.summary.dump().c_str());
-    return 0;
+    return comm->size() > 1 ? mlpo::comm::run_ranked(*comm, body) : body();
   });
 }

@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "executor/model/parameter_layout.hpp"
+#include "executor/model/weight_provider.hpp"
 
 namespace mlpo {
 
@@ -17,16 +18,17 @@ std::string DeviceMemoryNeed::describe() const {
          bytes(activations) + ", backend workspace " + bytes(backend) + ")";
 }
 
-// Mirrors TransformerModel's constructor and load_weights; keep the two in step.
+// Mirrors TransformerModel's constructor, the providers' and ResidentWeights::load; keep them in step.
 DeviceMemoryNeed model_device_memory(const ModelShape& shape, const TransformerOptions& options,
-                                     std::int64_t backend_bytes) {
+                                     std::int64_t backend_bytes, WeightResidency residency) {
   const auto T = static_cast<std::int64_t>(dtype_size(options.storage));
   const std::int64_t A = options.storage == DType::f64 ? 8 : 4;
-  const std::int64_t params = ParameterLayout(shape).total();
+  const ParameterLayout layout(shape);
+  const std::int64_t params = layout.total();
   const std::int64_t N = static_cast<std::int64_t>(options.batch) * shape.seq_len;
   const std::int64_t h = shape.hidden, kv = shape.kv_dim(), f = shape.ffn_hidden, V = shape.vocab, L = shape.layers;
   DeviceMemoryNeed need;
-  need.weights = params * T;
+  need.weights = (residency.slots > 0 ? residency.slots * largest_part_elements(layout) : params) * T;
   need.gradients = params * A;
   const std::int64_t elements = (L + 1) * N * h  // residual checkpoints x_0 .. x_L
                                 + 14 * N * h      // xn1 att proj hmid xn2 layer_out xf d_xn d_tmp d_h d_att dq dres q
@@ -35,7 +37,7 @@ DeviceMemoryNeed model_device_memory(const ModelShape& shape, const TransformerO
                                 + N * V;          // logits (dlogits in place)
   need.activations = elements * T + 2 * N * 4                                       // token and target ids
                      + (4 * N + static_cast<std::int64_t>(options.batch) * shape.heads * shape.seq_len) * A  // rstd x3, losses, lse
-                     + (std::int64_t{1} << 20) * 4;                                 // load_weights staging (f32)
+                     + (residency.slots > 0 ? 0 : (std::int64_t{1} << 20) * 4);     // load_weights staging (f32)
   need.backend = backend_bytes;
   return need;
 }

@@ -3,8 +3,8 @@
 // a plan that does not fit fails up front with the numbers (mlpo::Error) instead of a CUDA
 // out-of-memory error in the middle of a run.
 //
-// model_device_memory counts exactly the buffers TransformerModel allocates (weights, fp32
-// gradients, per-layer residual checkpoints, one layer's intermediates, logits, the
+// model_device_memory counts exactly the buffers TransformerModel and its weight provider
+// allocate (weights — all of them, or the slots of a streaming provider —, fp32 gradients, per-layer residual checkpoints, one layer's intermediates, logits, the
 // load_weights staging chunk); tests check it against a backend that counts allocations. The
 // backend's own memory (cuBLASLt workspace, op scratch) is passed in by the caller: the CUDA
 // backend states its bound in CudaBackend::scratch_bound.
@@ -27,8 +27,14 @@ struct DeviceMemoryNeed {
   std::string describe() const;  // "12.5 GiB (weights 2 GiB, gradients 4 GiB, ...)"
 };
 
+// How many weights the provider keeps on the device: all of them (ResidentWeights), or
+// `slots` buffers of the largest part (HostStreamedWeights: its slots; GatheredWeights: 1).
+struct WeightResidency {
+  int slots = 0;  // 0: every weight resident
+};
+
 DeviceMemoryNeed model_device_memory(const ModelShape& shape, const TransformerOptions& options,
-                                     std::int64_t backend_bytes = 0);
+                                     std::int64_t backend_bytes = 0, WeightResidency residency = {});
 
 // Throws mlpo::Error when need.total() > free_bytes, naming what is needed, what is free on
 // `device` and how to fit (smaller batch or sequence, parameter offload, another GPU).

@@ -63,6 +63,8 @@ class ParameterLayout {
   const ParameterEntry& final_norm() const { return final_norm_; }
   const ParameterEntry& lm_head() const { return lm_head_; }  // the embedding when tied
   const LayerParameters& layer(int i) const { return layers_.at(static_cast<std::size_t>(i)); }
+  int layers() const { return static_cast<int>(layers_.size()); }
+  bool tied() const { return lm_head_.offset == entries_.front().offset; }  // lm_head is the embedding
 
   ParameterRange embedding_range() const { return {embedding().offset, embedding().numel()}; }
   ParameterRange layer_range(int i) const;

@@ -3,15 +3,11 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "executor/model/parameter_init.hpp"
 
 namespace mlpo {
 
-namespace {
-constexpr std::int64_t kStagingElements = 1 << 20;  // host -> device weight upload chunk
-}
-
-TransformerModel::TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options)
+TransformerModel::TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options,
+                                   WeightProvider* weights)
     : backend_(backend),
       shape_(shape),
       layout_(shape),
@@ -22,7 +18,14 @@ TransformerModel::TransformerModel(Backend& backend, const ModelShape& shape, Tr
   MLPO_CHECK(options.storage != DType::i32, "model storage must be a floating-point type");
   const DType T = options.storage;
   const std::int64_t N = tokens_, h = shape.hidden, kv = shape.kv_dim(), f = shape.ffn_hidden, V = shape.vocab;
-  weights_ = activation(T, {layout_.total()});
+  if (weights == nullptr) {
+    own_weights_ = std::make_unique<ResidentWeights>(backend, layout_, T);
+    weights = own_weights_.get();
+  }
+  provider_ = weights;
+  resident_ = dynamic_cast<ResidentWeights*>(weights);
+  MLPO_CHECK(provider_->storage() == T, std::string("weight provider of ") + dtype_name(provider_->storage()) +
+                                             " for a model stored in " + dtype_name(T));
   grads_ = activation(acc_, {layout_.total()});
   token_ids_ = activation(DType::i32, {N});
   target_ids_ = activation(DType::i32, {N});
@@ -50,46 +53,34 @@ Tensor TransformerModel::param(Tensor flat, const ParameterEntry& e) const {
   return flat.slice(e.offset, {e.shape[0], e.shape[1]});
 }
 
-void TransformerModel::init_weights(std::uint64_t seed) {
-  std::vector<float> values(static_cast<std::size_t>(layout_.total()));
-  initial_values(layout_, seed, 0, values);
-  load_weights(values);
-}
-
-void TransformerModel::load_weights(std::span<const float> values) {
-  MLPO_CHECK(static_cast<std::int64_t>(values.size()) == layout_.total(), "load_weights: wrong element count");
-  DeviceBuffer staging = backend_.allocate(DType::f32, kStagingElements);
-  for (std::int64_t i = 0; i < layout_.total(); i += kStagingElements) {
-    const std::int64_t n = std::min(kStagingElements, layout_.total() - i);
-    Tensor chunk = staging.view(DType::f32, {n});
-    backend_.copy_from_host(chunk, values.data() + i);
-    backend_.cast(weights_.slice(i, {n}), chunk);
-  }
+ResidentWeights& TransformerModel::resident() const {
+  MLPO_CHECK(resident_ != nullptr, "the model's weights are not resident (they come from a streaming provider)");
+  return *resident_;
 }
 
 void TransformerModel::zero_gradients() { backend_.fill(grads_, 0.0); }
 
 // x_{l+1} = h + W_down (silu(W_gate n2) * W_up n2),  n2 = rmsnorm(h),
 // h = x_l + W_o attention(rope(W_q n1), rope(W_k n1), W_v n1),  n1 = rmsnorm(x_l).
-void TransformerModel::layer_forward(int l, Tensor x, Tensor y) {
+void TransformerModel::layer_forward(int l, const AcquiredPart& w, Tensor x, Tensor y) {
   const LayerParameters& P = layout_.layer(l);
   const std::int64_t B = options_.batch, T = shape_.seq_len, D = shape_.head_dim();
   Tensor q4 = q_.reshaped({B, T, shape_.heads, D}), k4 = k_.reshaped({B, T, shape_.kv_heads, D});
   Tensor v4 = v_.reshaped({B, T, shape_.kv_heads, D}), att4 = att_.reshaped({B, T, shape_.heads, D});
-  backend_.rmsnorm_forward(xn1_, rstd1_, x, param(weights_, P.attn_norm), shape_.norm_eps);
-  backend_.linear_forward(q_, xn1_, param(weights_, P.wq));
-  backend_.linear_forward(k_, xn1_, param(weights_, P.wk));
-  backend_.linear_forward(v_, xn1_, param(weights_, P.wv));
+  backend_.rmsnorm_forward(xn1_, rstd1_, x, w.entry(P.attn_norm), shape_.norm_eps);
+  backend_.linear_forward(q_, xn1_, w.entry(P.wq));
+  backend_.linear_forward(k_, xn1_, w.entry(P.wk));
+  backend_.linear_forward(v_, xn1_, w.entry(P.wv));
   backend_.rope_forward(q4, q4, shape_.rope_theta);
   backend_.rope_forward(k4, k4, shape_.rope_theta);
   backend_.attention_forward(att4, lse_, q4, k4, v4);
-  backend_.linear_forward(proj_, att_, param(weights_, P.wo));
+  backend_.linear_forward(proj_, att_, w.entry(P.wo));
   backend_.add(hmid_, x, proj_);
-  backend_.rmsnorm_forward(xn2_, rstd2_, hmid_, param(weights_, P.mlp_norm), shape_.norm_eps);
-  backend_.linear_forward(gate_, xn2_, param(weights_, P.w_gate));
-  backend_.linear_forward(up_, xn2_, param(weights_, P.w_up));
+  backend_.rmsnorm_forward(xn2_, rstd2_, hmid_, w.entry(P.mlp_norm), shape_.norm_eps);
+  backend_.linear_forward(gate_, xn2_, w.entry(P.w_gate));
+  backend_.linear_forward(up_, xn2_, w.entry(P.w_up));
   backend_.swiglu_forward(act_, gate_, up_);
-  backend_.linear_forward(proj_, act_, param(weights_, P.w_down));
+  backend_.linear_forward(proj_, act_, w.entry(P.w_down));
   backend_.add(y, hmid_, proj_);
 }
 
@@ -100,10 +91,20 @@ double TransformerModel::forward(std::span<const std::int32_t> tokens, std::span
                 " tokens and " + std::to_string(targets.size()) + " targets");
   backend_.copy_from_host(token_ids_, tokens.data());
   backend_.copy_from_host(target_ids_, targets.data());
-  backend_.embedding_forward(residual_[0], token_ids_, param(weights_, layout_.embedding()));
-  for (int l = 0; l < shape_.layers; ++l) layer_forward(l, residual_[l], residual_[l + 1]);
-  backend_.rmsnorm_forward(xf_, rstdf_, residual_[shape_.layers], param(weights_, layout_.final_norm()), shape_.norm_eps);
-  backend_.linear_forward(logits_, xf_, param(weights_, layout_.lm_head()));
+  provider_->begin_pass(WeightPass::forward);
+  {
+    const AcquiredPart w(*provider_, WeightPart::embedding());
+    backend_.embedding_forward(residual_[0], token_ids_, w.entry(layout_.embedding()));
+  }
+  for (int l = 0; l < shape_.layers; ++l) {
+    const AcquiredPart w(*provider_, WeightPart::transformer_layer(l));
+    layer_forward(l, w, residual_[l], residual_[l + 1]);
+  }
+  {
+    const AcquiredPart w(*provider_, WeightPart::head());
+    backend_.rmsnorm_forward(xf_, rstdf_, residual_[shape_.layers], w.entry(layout_.final_norm()), shape_.norm_eps);
+    backend_.linear_forward(logits_, xf_, w.entry(layout_.lm_head()));
+  }
   backend_.cross_entropy_forward(losses_, logits_, target_ids_);
   forward_pending_ = true;
 
@@ -122,7 +123,7 @@ double TransformerModel::forward(std::span<const std::int32_t> tokens, std::span
 }
 
 // dres holds dL/dx_{l+1} on entry and dL/dx_l on return.
-void TransformerModel::layer_backward(int l, Tensor x, Tensor dres) {
+void TransformerModel::layer_backward(int l, const AcquiredPart& w, Tensor x, Tensor dres) {
   const LayerParameters& P = layout_.layer(l);
   const std::int64_t B = options_.batch, T = shape_.seq_len, D = shape_.head_dim();
   const float theta = shape_.rope_theta;
@@ -132,22 +133,22 @@ void TransformerModel::layer_backward(int l, Tensor x, Tensor dres) {
   Tensor dv4 = dv_.reshaped({B, T, shape_.kv_heads, D}), datt4 = d_att_.reshaped({B, T, shape_.heads, D});
 
   // MLP branch: y = h + W_down act.
-  backend_.linear_backward(d_act_, param(grads_, P.w_down), dres, act_, param(weights_, P.w_down), false);
+  backend_.linear_backward(d_act_, param(grads_, P.w_down), dres, act_, w.entry(P.w_down), false);
   backend_.swiglu_backward(d_gate_, d_up_, d_act_, gate_, up_);
-  backend_.linear_backward(d_xn_, param(grads_, P.w_gate), d_gate_, xn2_, param(weights_, P.w_gate), false);
-  backend_.linear_backward(d_xn_, param(grads_, P.w_up), d_up_, xn2_, param(weights_, P.w_up), true);
-  backend_.rmsnorm_backward(d_tmp_, param(grads_, P.mlp_norm), d_xn_, hmid_, param(weights_, P.mlp_norm), rstd2_);
+  backend_.linear_backward(d_xn_, param(grads_, P.w_gate), d_gate_, xn2_, w.entry(P.w_gate), false);
+  backend_.linear_backward(d_xn_, param(grads_, P.w_up), d_up_, xn2_, w.entry(P.w_up), true);
+  backend_.rmsnorm_backward(d_tmp_, param(grads_, P.mlp_norm), d_xn_, hmid_, w.entry(P.mlp_norm), rstd2_);
   backend_.add(d_h_, dres, d_tmp_);  // residual: dL/dh = dL/dy + (through the MLP)
 
   // Attention branch: h = x + W_o attention(...).
-  backend_.linear_backward(d_att_, param(grads_, P.wo), d_h_, att_, param(weights_, P.wo), false);
+  backend_.linear_backward(d_att_, param(grads_, P.wo), d_h_, att_, w.entry(P.wo), false);
   backend_.attention_backward(dq4, dk4, dv4, datt4, q4, k4, v4, att4, lse_);
   backend_.rope_backward(dq4, dq4, theta);
   backend_.rope_backward(dk4, dk4, theta);
-  backend_.linear_backward(d_xn_, param(grads_, P.wq), dq_, xn1_, param(weights_, P.wq), false);
-  backend_.linear_backward(d_xn_, param(grads_, P.wk), dk_, xn1_, param(weights_, P.wk), true);
-  backend_.linear_backward(d_xn_, param(grads_, P.wv), dv_, xn1_, param(weights_, P.wv), true);
-  backend_.rmsnorm_backward(d_tmp_, param(grads_, P.attn_norm), d_xn_, x, param(weights_, P.attn_norm), rstd1_);
+  backend_.linear_backward(d_xn_, param(grads_, P.wq), dq_, xn1_, w.entry(P.wq), false);
+  backend_.linear_backward(d_xn_, param(grads_, P.wk), dk_, xn1_, w.entry(P.wk), true);
+  backend_.linear_backward(d_xn_, param(grads_, P.wv), dv_, xn1_, w.entry(P.wv), true);
+  backend_.rmsnorm_backward(d_tmp_, param(grads_, P.attn_norm), d_xn_, x, w.entry(P.attn_norm), rstd1_);
   backend_.add(dres, d_h_, d_tmp_);
 }
 
@@ -158,18 +159,25 @@ void TransformerModel::backward(float loss_scale, const GradientsReady& on_ready
     if (on_ready) on_ready(GradientSegment{part, layer, range});
   };
 
+  provider_->begin_pass(WeightPass::backward);
   // Head: loss -> logits -> final norm. dlogits overwrite the logits.
-  backend_.cross_entropy_backward(logits_, logits_, target_ids_, loss_scale / static_cast<float>(tokens_));
-  backend_.linear_backward(d_xn_, param(grads_, layout_.lm_head()), logits_, xf_, param(weights_, layout_.lm_head()), false);
-  backend_.rmsnorm_backward(dres_, param(grads_, layout_.final_norm()), d_xn_, residual_[shape_.layers],
-                            param(weights_, layout_.final_norm()), rstdf_);
+  {
+    const AcquiredPart w(*provider_, WeightPart::head());
+    backend_.cross_entropy_backward(logits_, logits_, target_ids_, loss_scale / static_cast<float>(tokens_));
+    backend_.linear_backward(d_xn_, param(grads_, layout_.lm_head()), logits_, xf_, w.entry(layout_.lm_head()), false);
+    backend_.rmsnorm_backward(dres_, param(grads_, layout_.final_norm()), d_xn_, residual_[shape_.layers],
+                              w.entry(layout_.final_norm()), rstdf_);
+  }
   ready(GradientSegment::Part::head, -1, layout_.head_range());
 
   for (int l = shape_.layers - 1; l >= 0; --l) {
-    // Checkpointing: rebuild this layer's intermediates from its saved input. After forward the
-    // scratch still holds the last layer's, so that one is not recomputed.
-    if (l != shape_.layers - 1) layer_forward(l, residual_[l], layer_out_);
-    layer_backward(l, residual_[l], dres_);
+    {
+      const AcquiredPart w(*provider_, WeightPart::transformer_layer(l));
+      // Checkpointing: rebuild this layer's intermediates from its saved input. After forward the
+      // scratch still holds the last layer's, so that one is not recomputed.
+      if (l != shape_.layers - 1) layer_forward(l, w, residual_[l], layer_out_);
+      layer_backward(l, w, residual_[l], dres_);
+    }
     ready(GradientSegment::Part::layer, l, layout_.layer_range(l));
   }
 

@@ -3,8 +3,12 @@
 // SwiGLU MLP, optional tied embeddings) written only against the Backend interface, so the
 // CPU and CUDA backends run the same sequence of ops.
 //
+// Weights come from a WeightProvider (weight_provider.hpp), acquired part by part (embedding,
+// each layer, head) in a fixed order around each use; by default the model owns a
+// ResidentWeights (one flat device buffer of the storage type in ParameterLayout order).
+// Parameter offload and ZeRO-3 pass their own provider and then hold no full weight buffer.
+//
 // Memory it owns (on the backend's device):
-//  * weights: one flat buffer of the storage type (bf16 in training) in ParameterLayout order;
 //  * gradients: one flat buffer of the accumulation type (f32; f64 with f64 storage), same
 //    layout. backward() ADDS into it, so micro-batches accumulate; zero_gradients() resets it;
 //  * activations for one micro-batch of `batch` sequences of shape.seq_len tokens.
@@ -24,10 +28,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "executor/model/parameter_layout.hpp"
+#include "executor/model/resident_weights.hpp"
+#include "executor/model/weight_provider.hpp"
 #include "kernels/backend.hpp"
 
 namespace mlpo {
@@ -47,7 +54,9 @@ using GradientsReady = std::function<void(const GradientSegment&)>;
 
 class TransformerModel {
  public:
-  TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options);
+  // `weights`: where forward and backward take the weights from (must outlive the model, and
+  // hold options.storage); null: the model allocates and owns ResidentWeights.
+  TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options, WeightProvider* weights = nullptr);
 
   const ModelShape& shape() const { return shape_; }
   const ParameterLayout& layout() const { return layout_; }
@@ -56,13 +65,16 @@ class TransformerModel {
   DType storage_type() const { return options_.storage; }
   DType gradient_type() const { return grads_.dtype; }
 
-  Tensor weights() const { return weights_; }    // [total] of storage type
+  WeightProvider& weight_provider() const { return *provider_; }
+  // The flat weight buffer, [total] of the storage type, and the setters below: only for a
+  // model whose weights are resident (the default; an internal error otherwise).
+  Tensor weights() const { return resident().flat(); }
   Tensor gradients() const { return grads_; }    // [total] of gradient type
 
   // Weights := initial_values(layout, seed) rounded to the storage type.
-  void init_weights(std::uint64_t seed);
+  void init_weights(std::uint64_t seed) { resident().init(seed); }
   // Weights := values (fp32, layout order, layout().total() of them) rounded to the storage type.
-  void load_weights(std::span<const float> values);
+  void load_weights(std::span<const float> values) { resident().load(values); }
   void zero_gradients();
 
   // Runs the model on tokens[B*T] and returns the mean cross-entropy against targets[B*T]
@@ -76,8 +88,9 @@ class TransformerModel {
  private:
   Tensor param(Tensor flat, const ParameterEntry& e) const;
   Tensor activation(DType type, std::initializer_list<std::int64_t> dims);
-  void layer_forward(int l, Tensor x, Tensor y);
-  void layer_backward(int l, Tensor x, Tensor dres);
+  ResidentWeights& resident() const;
+  void layer_forward(int l, const AcquiredPart& w, Tensor x, Tensor y);
+  void layer_backward(int l, const AcquiredPart& w, Tensor x, Tensor dres);
 
   Backend& backend_;
   ModelShape shape_;
@@ -85,8 +98,11 @@ class TransformerModel {
   TransformerOptions options_;
   std::int64_t tokens_;
   DType acc_;
+  std::unique_ptr<ResidentWeights> own_weights_;
+  WeightProvider* provider_;
+  ResidentWeights* resident_;  // provider_ when it is resident, else null
   std::vector<DeviceBuffer> owned_;
-  Tensor weights_, grads_;
+  Tensor grads_;
   Tensor token_ids_, target_ids_;
   std::vector<Tensor> residual_;  // layer inputs x_0 .. x_L (checkpoints)
   // One layer's forward intermediates (overwritten per layer).

@@ -1,19 +1,21 @@
 #include "executor/train/checkpoint.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 #include "executor/io/crc32c.hpp"
 #include "executor/io/unique_fd.hpp"
-#include "executor/train/safetensors.hpp"
+#include "executor/train/gathered_safetensors.hpp"
+#include "executor/train/synced_file.hpp"
 
 namespace mlpo::train {
 
@@ -21,53 +23,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kSchema = "mlpo.checkpoint/1";
-constexpr const char* kStateFiles[3] = {"optimizer.p.f32", "optimizer.m.f32", "optimizer.v.f32"};
+constexpr const char* kSchema = "mlpo.checkpoint/2";
+constexpr const char* kSchemaV1 = "mlpo.checkpoint/1";  // one process, optimizer.{p,m,v}.f32
+constexpr const char* kArrays[3] = {"p", "m", "v"};
 constexpr const char* kWeightsFile = "model.safetensors";
-
-// A file written front to back, with its CRC32C, fsync'd by finish().
-class SyncedFile {
- public:
-  explicit SyncedFile(fs::path path) : path_(std::move(path)) {
-    fd_ = io::UniqueFd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd_.valid()) fail("cannot create");
-  }
-  void write(const void* data, std::size_t n) {
-    crc_ = io::crc32c(data, n, crc_);
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t w = ::write(fd_.get(), p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) fail("write failed");
-      p += w;
-      n -= static_cast<std::size_t>(w);
-      bytes_ += static_cast<std::uint64_t>(w);
-    }
-  }
-  Json finish() {
-    if (::fsync(fd_.get()) != 0) fail("fsync failed");
-    fd_.reset();
-    return Json{{"name", path_.filename().string()}, {"bytes", bytes_}, {"crc32c", crc_}};
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw Error("checkpoint file " + path_.string() + ": " + what + " (" + errno_text(errno) +
-                "); check the --checkpoint-dir's free space and permissions");
-  }
-  fs::path path_;
-  io::UniqueFd fd_;
-  std::uint32_t crc_ = 0;
-  std::uint64_t bytes_ = 0;
-};
-
-void fsync_directory(const fs::path& dir) {
-  io::UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid() || ::fsync(fd.get()) != 0)
-    throw Error("checkpoint directory " + dir.string() + ": fsync failed (" + errno_text(errno) + ")");
-}
+constexpr int kRecordFields = 8;  // begin, elements, then (bytes, crc32c) of p, m, v
 
 std::string checkpoint_name(std::int64_t step) { return "ckpt-" + std::to_string(step); }
+
+std::string state_file_name(int rank, int array) {
+  return "optimizer.rank" + std::to_string(rank) + "." + kArrays[array] + ".f32";
+}
 
 bool is_checkpoint_name(const std::string& name) {
   if (name.rfind("ckpt-", 0) != 0 || name.size() == 5) return false;
@@ -92,67 +58,125 @@ void expect_same_model(const ModelSpec& have, const ModelSpec& want, const std::
   check("tied_embeddings", have.tied_embeddings, want.tied_embeddings);
 }
 
+Json file_record(const std::string& name, std::int64_t bytes, std::int64_t crc) {
+  return Json{{"name", name}, {"bytes", bytes}, {"crc32c", crc}};
+}
+
+// Size and CRC32C of `path` against the manifest's record.
+void verify_file(const fs::path& path, std::uint64_t bytes, std::uint32_t crc) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path.string() + ": missing or unreadable; the checkpoint is incomplete");
+  std::vector<char> buf(1 << 20);
+  std::uint32_t got = 0;
+  std::uint64_t total = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    got = io::crc32c(buf.data(), n, got);
+    total += n;
+  }
+  if (total != bytes || got != crc)
+    throw Error(path.string() + ": " +
+                (total != bytes ? "size " + std::to_string(total) + " differs from the manifest's " + std::to_string(bytes)
+                                : std::string("CRC32C differs from the manifest's")) +
+                "; the checkpoint is corrupt");
+}
+
 }  // namespace
 
-void write_checkpoint(const std::string& dir, const ModelSpec& model, const ParameterLayout& layout,
-                      std::span<const bf16> weights, offload::UpdatePipeline& pipeline, const TrainingPosition& position,
-                      const Json& settings, const CheckpointWriteOptions& options) {
+void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
+                      const ParameterLayout& layout, const comm::ZeroPartition& partition,
+                      std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
+                      const TrainingPosition& position, const Json& settings, const CheckpointWriteOptions& options) {
+  const bool rank0 = comm.rank() == 0;
   const fs::path root(dir);
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create (" + ec.message() + ")");
   const std::string name = checkpoint_name(position.step);
   const fs::path tmp = root / (name + ".tmp"), final_dir = root / name;
-  fs::remove_all(tmp, ec);  // a leftover of a crashed write
-  fs::create_directory(tmp, ec);
-  if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create " + tmp.string() + " (" + ec.message() + ")");
+  const std::string hint = comm.size() == 1
+                               ? "check the --checkpoint-dir's free space and permissions"
+                               : "check the --checkpoint-dir's free space and permissions; every rank must see the same "
+                                 "directory (a file system shared by all nodes)";
   auto pause = [&] {
     if (options.pause_per_file.count() > 0) std::this_thread::sleep_for(options.pause_per_file);
   };
 
-  Json files = Json::object();
-  {
-    SyncedFile f(tmp / kWeightsFile);
-    const std::string bytes = safetensors_bytes(layout, weights, {{"format", "pt"}, {"step", std::to_string(position.step)}});
-    f.write(bytes.data(), bytes.size());
-    files["weights"] = f.finish();
-    pause();
+  if (rank0) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create (" + ec.message() + ")");
+    fs::remove_all(tmp, ec);  // a leftover of a crashed write
+    fs::create_directory(tmp, ec);
+    if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create " + tmp.string() + " (" + ec.message() + ")");
   }
+  comm.barrier();  // the directory exists for every rank
+
+  Json weights_record;
   {
-    // p, m and v each in global order: subgroups are visited in ascending order and each is
-    // a contiguous range of the (single-rank) shard.
-    SyncedFile p(tmp / kStateFiles[0]), m(tmp / kStateFiles[1]), v(tmp / kStateFiles[2]);
+    std::optional<SyncedFile> file;
+    if (rank0) file.emplace(tmp / kWeightsFile, hint);
+    write_gathered_safetensors(comm, partition, weight_shard, layout, {{"format", "pt"}, {"step", std::to_string(position.step)}},
+                               file ? &*file : nullptr);
+    if (file) {
+      weights_record = file->finish();
+      pause();
+    }
+  }
+
+  // This rank's p, m, v: subgroups are visited in ascending order, each a contiguous range of
+  // the shard.
+  const offload::RankShard& mine = partition.mine();
+  std::int64_t record[kRecordFields] = {mine.global_begin, mine.elements};
+  {
+    std::optional<SyncedFile> files[3];
+    for (int a = 0; a < 3; ++a) files[a].emplace(tmp / state_file_name(comm.rank(), a), hint);
     std::int64_t next = 0;
     pipeline.visit_state([&](const offload::Subgroup& sg, const float* sp, const float* sm, const float* sv) {
       MLPO_CHECK(sg.begin == next, "subgroups must be visited in order");
       const auto n = static_cast<std::size_t>(sg.elements) * sizeof(float);
-      p.write(sp, n);
-      m.write(sm, n);
-      v.write(sv, n);
+      files[0]->write(sp, n);
+      files[1]->write(sm, n);
+      files[2]->write(sv, n);
       next += sg.elements;
     });
-    MLPO_CHECK(next == layout.total(), "optimizer state must cover every parameter");
-    files["p"] = p.finish();
-    files["m"] = m.finish();
-    files["v"] = v.finish();
+    MLPO_CHECK(next == mine.elements, "optimizer state must cover the rank's shard");
+    for (int a = 0; a < 3; ++a) {
+      files[a]->finish();
+      record[2 + 2 * a] = static_cast<std::int64_t>(files[a]->bytes());
+      record[3 + 2 * a] = static_cast<std::int64_t>(files[a]->crc32c());
+    }
     pause();
   }
-  Json manifest{{"schema", kSchema},
-                {"step", position.step},
-                {"seed", position.seed},
-                {"data_position", position.data_position},
-                {"params", layout.total()},
-                {"model", to_json(model)},
-                {"settings", settings},
-                {"files", files}};
+
+  // Every rank's records to every rank; a rank contributes only after its files are durable.
+  std::vector<std::int64_t> records(static_cast<std::size_t>(kRecordFields * comm.size()));
+  comm.all_gather(std::span<const std::int64_t>(record), std::span<std::int64_t>(records));
+  if (!rank0) return;
+
+  Json state = Json::array();
+  for (int r = 0; r < comm.size(); ++r) {
+    const std::int64_t* rec = records.data() + static_cast<std::ptrdiff_t>(r) * kRecordFields;
+    Json piece{{"rank", r}, {"begin", rec[0]}, {"elements", rec[1]}};
+    for (int a = 0; a < 3; ++a) piece[kArrays[a]] = file_record(state_file_name(r, a), rec[2 + 2 * a], rec[3 + 2 * a]);
+    state.push_back(std::move(piece));
+  }
+  const Json manifest{{"schema", kSchema},
+                      {"step", position.step},
+                      {"seed", position.seed},
+                      {"data_position", position.data_position},
+                      {"params", layout.total()},
+                      {"ranks", comm.size()},
+                      {"model", to_json(model)},
+                      {"settings", settings},
+                      {"files", Json{{"weights", weights_record}, {"state", state}}}};
   {
-    SyncedFile f(tmp / "manifest.json");
+    SyncedFile f(tmp / "manifest.json", hint);
     const std::string text = manifest.dump(2) + "\n";
     f.write(text.data(), text.size());
     f.finish();
     pause();
   }
   fsync_directory(tmp);
+  std::error_code ec;
   fs::remove_all(final_dir, ec);  // a complete but never-published copy of this step
   fs::rename(tmp, final_dir, ec);
   if (ec) throw Error("--checkpoint-dir " + dir + ": cannot rename " + tmp.string() + " (" + ec.message() + ")");
@@ -169,7 +193,8 @@ void write_checkpoint(const std::string& dir, const ModelSpec& model, const Para
   }
 }
 
-std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const ModelSpec& model, std::int64_t params) {
+std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const ModelSpec& model, std::int64_t params,
+                                                  const CheckpointScope& scope) {
   const fs::path root(dir);
   const fs::path latest = root / "latest";
   std::error_code ec;
@@ -184,10 +209,11 @@ std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const 
   Checkpoint c;
   c.path_ = (root / name).string();
   const std::string manifest_path = (root / name / "manifest.json").string();
-  const Json json = read_json_file(manifest_path, "an mlpo.checkpoint/1 manifest");
+  const Json json = read_json_file(manifest_path, "an mlpo.checkpoint/2 manifest");
   JsonObject o(json, "");
   try {
-    o.expect_schema(kSchema);
+    const bool v1 = o.has("schema") && json["schema"] == kSchemaV1;
+    o.expect_schema(v1 ? kSchemaV1 : kSchema);
     c.position_.step = o.integer("step", 0, INT64_MAX);
     c.position_.seed = static_cast<std::uint64_t>(o.raw("seed").get<std::uint64_t>());
     c.position_.data_position = o.integer("data_position", 0, INT64_MAX);
@@ -198,38 +224,52 @@ std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const 
       throw Error("params " + std::to_string(c.params_) + " in the checkpoint, " + std::to_string(params) + " in the model");
     c.settings_ = o.raw("settings");
     JsonObject files = o.object("files");
-    auto verify = [&](const char* key, const char* expect_name) {
-      JsonObject f = files.object(key);
-      const std::string fname = f.string("name");
-      const auto bytes = static_cast<std::uint64_t>(f.integer("bytes", 0, INT64_MAX));
-      const auto crc = static_cast<std::uint32_t>(f.integer("crc32c", 0, UINT32_MAX));
+    auto read_record = [](JsonObject f, const std::string& expect_name) {
+      StateFile s{f.string("name"), static_cast<std::uint64_t>(f.integer("bytes", 0, INT64_MAX)),
+                  static_cast<std::uint32_t>(f.integer("crc32c", 0, UINT32_MAX))};
       f.finish();
-      if (fname != expect_name) f.fail("name", "must be " + std::string(expect_name));
-      const fs::path path = root / name / fname;
-      std::ifstream in(path, std::ios::binary);
-      if (!in) throw Error(path.string() + ": missing or unreadable; the checkpoint is incomplete");
-      std::vector<char> buf(1 << 20);
-      std::uint32_t got = 0;
-      std::uint64_t total = 0;
-      while (in) {
-        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-        const auto n = static_cast<std::size_t>(in.gcount());
-        got = io::crc32c(buf.data(), n, got);
-        total += n;
-      }
-      if (total != bytes || got != crc)
-        throw Error(path.string() + ": " + (total != bytes ? "size " + std::to_string(total) + " differs from the manifest's " + std::to_string(bytes)
-                                                            : std::string("CRC32C differs from the manifest's")) +
-                    "; the checkpoint is corrupt");
-      if (key[0] != 'w' && bytes != static_cast<std::uint64_t>(params) * sizeof(float))
-        throw Error(path.string() + ": holds " + std::to_string(bytes / 4) + " values, the model has " + std::to_string(params));
+      if (s.name != expect_name) f.fail("name", "must be " + expect_name);
+      return s;
     };
-    verify("weights", kWeightsFile);
-    verify("p", kStateFiles[0]);
-    verify("m", kStateFiles[1]);
-    verify("v", kStateFiles[2]);
+    const StateFile weights = read_record(files.object("weights"), kWeightsFile);
+    if (v1) {
+      StatePiece piece{0, c.params_, {}};
+      for (int a = 0; a < 3; ++a) piece.files[a] = read_record(files.object(kArrays[a]), std::string("optimizer.") + kArrays[a] + ".f32");
+      c.pieces_.push_back(piece);
+    } else {
+      const auto ranks = o.integer("ranks", 1, 1 << 20);
+      const Json& state = files.array("state");
+      if (static_cast<std::int64_t>(state.size()) != ranks)
+        files.fail("state", "holds " + std::to_string(state.size()) + " entries for " + std::to_string(ranks) + " ranks");
+      for (std::size_t r = 0; r < state.size(); ++r) {
+        JsonObject s(state[r], files.field(element_path("state", r)));
+        if (s.integer("rank", 0, ranks - 1) != static_cast<std::int64_t>(r)) s.fail("rank", "must be " + std::to_string(r));
+        StatePiece piece{s.integer("begin", 0, c.params_), s.integer("elements", 0, c.params_), {}};
+        for (int a = 0; a < 3; ++a) piece.files[a] = read_record(s.object(kArrays[a]), state_file_name(static_cast<int>(r), a));
+        s.finish();
+        c.pieces_.push_back(piece);
+      }
+    }
     files.finish();
     o.finish();
+    // The pieces must tile [0, params) in order, each file holding its elements.
+    std::int64_t next = 0;
+    for (const StatePiece& piece : c.pieces_) {
+      if (piece.begin != next)
+        throw Error("state files do not cover the parameters without gaps (one starts at " + std::to_string(piece.begin) +
+                    ", expected " + std::to_string(next) + ")");
+      for (const StateFile& f : piece.files)
+        if (f.bytes != static_cast<std::uint64_t>(piece.elements) * sizeof(float))
+          throw Error(f.name + ": holds " + std::to_string(f.bytes / 4) + " values, its range has " + std::to_string(piece.elements));
+      next += piece.elements;
+    }
+    if (next != c.params_)
+      throw Error("state files cover " + std::to_string(next) + " values, the model has " + std::to_string(c.params_));
+    if (scope.weights) verify_file(root / name / weights.name, weights.bytes, weights.crc32c);
+    const std::int64_t end = scope.end < 0 ? c.params_ : scope.end;
+    for (const StatePiece& piece : c.pieces_)
+      if (piece.begin < end && piece.begin + piece.elements > scope.begin)
+        for (const StateFile& f : piece.files) verify_file(root / name / f.name, f.bytes, f.crc32c);
   } catch (const Error& e) {
     const std::string what = e.what();
     if (what.rfind(manifest_path, 0) == 0 || what.rfind(root.string(), 0) == 0) throw;
@@ -243,20 +283,24 @@ std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const 
 void Checkpoint::read_state(std::int64_t begin, std::int64_t n, float* p, float* m, float* v) const {
   MLPO_CHECK(begin >= 0 && begin + n <= params_, "read_state range");
   float* out[3] = {p, m, v};
-  for (int a = 0; a < 3; ++a) {
-    const fs::path path = fs::path(path_) / kStateFiles[a];
-    io::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) throw Error(path.string() + ": cannot open (" + errno_text(errno) + ")");
-    auto* dst = reinterpret_cast<char*>(out[a]);
-    std::size_t left = static_cast<std::size_t>(n) * sizeof(float);
-    auto offset = static_cast<off_t>(begin) * static_cast<off_t>(sizeof(float));
-    while (left > 0) {
-      const ssize_t r = ::pread(fd.get(), dst, left, offset);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw Error(path.string() + ": read failed (" + (r < 0 ? errno_text(errno) : "unexpected end") + ")");
-      dst += r;
-      left -= static_cast<std::size_t>(r);
-      offset += r;
+  for (const StatePiece& piece : pieces_) {
+    const std::int64_t lo = std::max(begin, piece.begin), hi = std::min(begin + n, piece.begin + piece.elements);
+    if (hi <= lo) continue;
+    for (int a = 0; a < 3; ++a) {
+      const fs::path path = fs::path(path_) / piece.files[a].name;
+      io::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd.valid()) throw Error(path.string() + ": cannot open (" + errno_text(errno) + ")");
+      auto* dst = reinterpret_cast<char*>(out[a] + (lo - begin));
+      std::size_t left = static_cast<std::size_t>(hi - lo) * sizeof(float);
+      auto offset = static_cast<off_t>(lo - piece.begin) * static_cast<off_t>(sizeof(float));
+      while (left > 0) {
+        const ssize_t r = ::pread(fd.get(), dst, left, offset);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) throw Error(path.string() + ": read failed (" + (r < 0 ? errno_text(errno) : "unexpected end") + ")");
+        dst += r;
+        left -= static_cast<std::size_t>(r);
+        offset += r;
+      }
     }
   }
 }

@@ -1,36 +1,44 @@
 #pragma once
-// Training checkpoints: everything a run needs to continue bit for bit, under any plan.
+// Training checkpoints: everything a run needs to continue bit for bit, under any plan and on
+// any number of data-parallel ranks.
 //
-// Layout of a checkpoint directory DIR (docs/formats.md, "Checkpoint"):
-//   DIR/latest                 one line, "ckpt-<step>": the newest complete checkpoint
-//   DIR/ckpt-<step>/manifest.json    "schema": "mlpo.checkpoint/1": model, step, seed, data
-//                                    position, training settings, and each file's size + CRC32C
-//   DIR/ckpt-<step>/model.safetensors   bf16 weights, Hugging Face LLaMA names
-//   DIR/ckpt-<step>/optimizer.p.f32     fp32 master weights, global parameter order
-//   DIR/ckpt-<step>/optimizer.m.f32     Adam first moment, same order
-//   DIR/ckpt-<step>/optimizer.v.f32     Adam second moment, same order
-// The optimizer files are flat little-endian fp32 arrays in the global flat parameter index
-// (ParameterLayout order), whatever tiers, subgroup size or rank count held the state, so a
-// checkpoint loads under any plan: the state moves to the new plan's tiers on load.
+// Layout of a checkpoint directory DIR (docs/formats.md, "Checkpoint") of a job of W ranks:
+//   DIR/latest                          one line, "ckpt-<step>": the newest complete checkpoint
+//   DIR/ckpt-<step>/manifest.json       "schema": "mlpo.checkpoint/2": model, step, seed, data
+//                                       position, settings, ranks, and every file's size + CRC32C
+//   DIR/ckpt-<step>/model.safetensors   the full bf16 weights, Hugging Face LLaMA names (rank 0)
+//   DIR/ckpt-<step>/optimizer.rank<r>.{p,m,v}.f32   rank r's fp32 master weights and Adam
+//                                       moments: flat little-endian fp32 of its ZeRO-3 shard,
+//                                       global elements [begin, begin + elements) (manifest)
+// One process is W = 1: one state file per array, covering everything. Where the state sat
+// (tiers, subgroup size) is not recorded, so a checkpoint loads under any plan; and the
+// manifest says which global range each file covers, so it loads on any number of ranks: each
+// rank reads the elements it now owns from whichever files cover them.
 //
-// Writing is crash-safe: everything goes to DIR/ckpt-<step>.tmp/, each file is fsync'd, the
-// directory is fsync'd and renamed to DIR/ckpt-<step>, DIR is fsync'd, then `latest` is
-// replaced atomically (write_file_atomic), and only then older ckpt-* directories are
-// removed. A crash at any moment leaves `latest` naming a complete checkpoint (or no
-// `latest` at all, before the first one). Resume reads only what `latest` names, checks every
-// file's size and CRC32C, and never reads the tiers' state files, which a crash mid-update
-// leaves half old, half new.
+// Writing is collective and crash-safe: rank 0 makes DIR/ckpt-<step>.tmp/; every rank writes
+// and fsyncs its state files there (the directory must be on a file system all ranks see);
+// rank 0 writes model.safetensors from the gathered shards; the ranks' file records are
+// gathered to rank 0 — so every file is durable before rank 0 goes on —, rank 0 writes the
+// manifest, fsyncs the directory, renames it to DIR/ckpt-<step>, fsyncs DIR, then replaces
+// `latest` atomically, and only then removes older ckpt-* directories. A crash of any rank
+// at any moment leaves `latest` naming a complete checkpoint (or no `latest`, before the
+// first). Resume reads only what `latest` names, checks the sizes and CRC32C of the files it
+// reads, and never reads the tiers' state files, which a crash mid-update leaves half updated.
+// Checkpoints of the older single-file format mlpo.checkpoint/1 (optimizer.{p,m,v}.f32) load
+// too.
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/bf16.hpp"
 #include "core/json_io.hpp"
 #include "core/model_spec.hpp"
+#include "executor/comm/communicator.hpp"
+#include "executor/comm/zero_partition.hpp"
 #include "executor/model/parameter_layout.hpp"
 #include "executor/offload/update_pipeline.hpp"
 
@@ -40,40 +48,62 @@ namespace mlpo::train {
 struct TrainingPosition {
   std::int64_t step = 0;           // completed optimizer steps
   std::uint64_t seed = 0;          // data-sampling seed (the RNG is counter-based: seed + position)
-  std::int64_t data_position = 0;  // training sequences drawn so far
+  std::int64_t data_position = 0;  // training sequences drawn so far (over all ranks)
 };
 
 struct CheckpointWriteOptions {
   std::chrono::milliseconds pause_per_file{0};  // test hook: sleep after each file (MLPO_TEST_SLOW_CHECKPOINT_MS)
 };
 
-// Writes DIR/ckpt-<position.step> as above and makes it `latest`; removes older checkpoints.
-// `settings` (free-form JSON: hyper-parameters, data file, ...) is stored in the manifest.
-// Throws mlpo::Error naming the directory on an I/O error (the previous checkpoint is kept).
-void write_checkpoint(const std::string& dir, const ModelSpec& model, const ParameterLayout& layout,
-                      std::span<const bf16> weights, offload::UpdatePipeline& pipeline, const TrainingPosition& position,
-                      const Json& settings, const CheckpointWriteOptions& options = {});
+// Collective: writes DIR/ckpt-<position.step> as above and makes it `latest`; removes older
+// checkpoints. `weight_shard` is this rank's bf16 weights and `pipeline` its optimizer state
+// (partition.mine()). `settings` (free-form JSON: hyper-parameters, ...) goes into the
+// manifest. Throws mlpo::Error naming the path on an I/O error (the previous checkpoint is
+// kept).
+void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
+                      const ParameterLayout& layout, const comm::ZeroPartition& partition,
+                      std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
+                      const TrainingPosition& position, const Json& settings, const CheckpointWriteOptions& options = {});
+
+// Which files open_latest checks (size and CRC32C, which reads them whole).
+struct CheckpointScope {
+  std::int64_t begin = 0, end = -1;  // state files covering any of [begin, end); end -1: all
+  bool weights = true;               // model.safetensors
+};
 
 class Checkpoint {
  public:
   // The checkpoint `DIR/latest` names, checked: manifest schema, the model (same shape as
-  // `model`, else an Error saying which field differs), every file present with the recorded
-  // size and CRC32C. std::nullopt when DIR holds no checkpoint at all (no `latest`). Throws
-  // mlpo::Error naming the file for anything unreadable or inconsistent. Reads only.
-  static std::optional<Checkpoint> open_latest(const std::string& dir, const ModelSpec& model, std::int64_t params);
+  // `model`, else an Error saying which field differs), state files that cover [0, params)
+  // without gaps, and the size and CRC32C of the files in `scope`. std::nullopt when DIR holds
+  // no checkpoint at all (no `latest`). Throws mlpo::Error naming the file for anything
+  // unreadable or inconsistent. Reads only.
+  static std::optional<Checkpoint> open_latest(const std::string& dir, const ModelSpec& model, std::int64_t params,
+                                               const CheckpointScope& scope = {});
 
   const std::string& path() const { return path_; }  // DIR/ckpt-<step>
   const TrainingPosition& position() const { return position_; }
   const Json& settings() const { return settings_; }
+  int ranks() const { return static_cast<int>(pieces_.size()); }  // ranks of the job that wrote it
 
-  // Fills the state of global elements [begin, begin + n) from the optimizer files.
+  // Fills the state of global elements [begin, begin + n) from the state files covering them.
   void read_state(std::int64_t begin, std::int64_t n, float* p, float* m, float* v) const;
 
  private:
+  struct StateFile {
+    std::string name;
+    std::uint64_t bytes = 0;
+    std::uint32_t crc32c = 0;
+  };
+  struct StatePiece {  // one rank's files: global elements [begin, begin + elements)
+    std::int64_t begin = 0, elements = 0;
+    StateFile files[3];  // p, m, v
+  };
   std::string path_;
   TrainingPosition position_;
   Json settings_;
   std::int64_t params_ = 0;
+  std::vector<StatePiece> pieces_;
 };
 
 }  // namespace mlpo::train

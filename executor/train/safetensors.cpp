@@ -8,9 +8,7 @@
 
 namespace mlpo::train {
 
-std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
-                              const std::map<std::string, std::string>& metadata) {
-  MLPO_CHECK(static_cast<std::int64_t>(weights.size()) == layout.total(), "safetensors: weight count");
+std::string safetensors_header(const ParameterLayout& layout, const std::map<std::string, std::string>& metadata) {
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   for (const auto& e : layout.entries()) {
@@ -24,6 +22,13 @@ std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf1
   const std::uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
   out += text;
+  return out;
+}
+
+std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
+                              const std::map<std::string, std::string>& metadata) {
+  MLPO_CHECK(static_cast<std::int64_t>(weights.size()) == layout.total(), "safetensors: weight count");
+  std::string out = safetensors_header(layout, metadata);
   const std::size_t data_at = out.size();
   out.resize(data_at + weights.size() * sizeof(bf16));
   // bf16 is stored little-endian, as the host (x86-64) holds it.

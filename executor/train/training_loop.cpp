@@ -1,25 +1,32 @@
 #include "executor/train/training_loop.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <filesystem>
 #include <thread>
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "executor/io/unique_fd.hpp"
+#include "executor/comm/communicator.hpp"
+#include "executor/comm/layer_exchange.hpp"
+#include "executor/comm/single_process_communicator.hpp"
+#include "executor/comm/zero_partition.hpp"
+#include "executor/model/gathered_weights.hpp"
+#include "executor/model/host_streamed_weights.hpp"
 #include "executor/model/parameter_init.hpp"
+#include "executor/model/resident_weights.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/rank_engine.hpp"
-#include "executor/offload/rank_shard.hpp"
 #include "executor/train/checkpoint.hpp"
 #include "executor/train/default_plan.hpp"
-#include "executor/train/safetensors.hpp"
+#include "executor/train/gathered_safetensors.hpp"
+#include "executor/train/gradient_handover.hpp"
+#include "executor/train/micro_batch_gradient_sum.hpp"
+#include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
 #include "kernels/cpu/convert.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
@@ -65,42 +72,14 @@ class PhaseTrace {
   io::UniqueFd fd_;
 };
 
-// Removes the run's tier directories (<tier>/mlpo/<run>) at the end, also after an error; at
-// the start, removes those of earlier training runs whose process is gone (killed runs).
-class TierRunDirectories {
- public:
-  TierRunDirectories(const Plan& plan, const std::string& run) {
-    for (const auto& t : plan.tiers) {
-      if (t.kind == TierKind::memory) continue;
-      const fs::path base = fs::path(t.path) / "mlpo";
-      dirs_.push_back(base / run);
-      std::error_code ec;
-      for (const auto& e : fs::directory_iterator(base, ec)) {
-        const std::string name = e.path().filename().string();
-        if (name.rfind("train-", 0) != 0) continue;
-        const long pid = std::strtol(name.c_str() + 6, nullptr, 10);
-        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
-      }
-    }
-  }
-  ~TierRunDirectories() {
-    for (const auto& d : dirs_) {
-      std::error_code ec;
-      fs::remove_all(d, ec);
-      fs::remove(d.parent_path(), ec);  // <tier>/mlpo, only if now empty
-    }
-  }
-  TierRunDirectories(const TierRunDirectories&) = delete;
-  TierRunDirectories& operator=(const TierRunDirectories&) = delete;
-
- private:
-  std::vector<fs::path> dirs_;
-};
-
-Json settings_of(const TrainOptions& o, const LrSchedule& lr, unsigned blas_threads, const TokenData& data) {
+// What a resumed run must share with the checkpoint's to continue bitwise. grad_accum is the
+// global number of micro-batches per step (ranks x --grad-accum), the quantity that fixes the
+// numbers; "ranks" is recorded for information and not compared.
+Json settings_of(const TrainOptions& o, const LrSchedule& lr, unsigned blas_threads, const TokenData& data, int ranks) {
   return Json{{"seq_len", o.model.seq_len},
               {"micro_batch", o.micro_batch},
-              {"grad_accum", o.grad_accum},
+              {"grad_accum", static_cast<std::int64_t>(o.grad_accum) * ranks},
+              {"ranks", ranks},
               {"lr", lr.max_lr},
               {"min_lr", lr.min_lr},
               {"warmup_steps", lr.warmup_steps},
@@ -114,12 +93,18 @@ Json settings_of(const TrainOptions& o, const LrSchedule& lr, unsigned blas_thre
               {"data_tokens", data.tokens()}};
 }
 
-void check_options(const TrainOptions& o) {
+void check_options(const TrainOptions& o, const comm::Communicator& comm) {
   if (o.steps < 1) throw Error("--steps: must be >= 1");
   if (o.micro_batch < 1) throw Error("--micro-batch: must be >= 1");
   if (o.grad_accum < 1) throw Error("--grad-accum: must be >= 1");
   if (o.checkpoint_every < 0) throw Error("--checkpoint-every: must be >= 0");
   if (o.resume && o.checkpoint_dir.empty()) throw Error("--resume needs --checkpoint-dir (where the checkpoints are)");
+  if (comm.memory() != comm::MemorySpace::host)
+    throw Error(std::string("--comm ") + comm.backend() + ": this communicator moves GPU buffers, but training runs on the "
+                "CPU backend, whose buffers are host memory; use --comm mpi (or auto)");
+  if (o.param_offload && comm.size() > 1)
+    throw Error("--param-offload: is for a single process; with " + std::to_string(comm.size()) +
+                " ranks the weights are already sharded (ZeRO-3) and gathered one part at a time; drop --param-offload");
   if (!o.export_safetensors.empty()) {
     const fs::path parent = fs::absolute(o.export_safetensors).parent_path();
     if (!fs::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
@@ -133,9 +118,6 @@ void check_plan(const TrainOptions& o, const Plan& plan, std::int64_t params) {
     throw Error("--plan: made for a model of " + std::to_string(plan.model_params) + " parameters ('" + plan.model_name +
                 "'), but --model " + o.model.name + " has " + std::to_string(params) +
                 "; make a plan for this model with mlpo-tune --model " + o.model.name);
-  if (plan.cluster.ranks() != 1)
-    throw Error("--plan: is for " + std::to_string(plan.cluster.ranks()) +
-                " ranks; training runs one rank for now (make the plan with --nodes 1 --gpus-per-node 1)");
   for (const auto& t : plan.tiers)
     if (t.kind != TierKind::memory && !fs::is_directory(t.path))
       throw Error("--plan: tier '" + t.name + "' (" + t.path + "): directory does not exist; create it or fix the plan's path");
@@ -144,8 +126,12 @@ void check_plan(const TrainOptions& o, const Plan& plan, std::int64_t params) {
 }  // namespace
 
 TrainResult train(const TrainOptions& o, const TrainEvents& events) {
+  comm::SingleProcessCommunicator one_process;
+  comm::Communicator& comm = o.comm ? *o.comm : one_process;
+  const int ranks = comm.size(), rank = comm.rank();
+  const bool rank0 = rank == 0;
   auto note = [&](const std::string& line) {
-    if (events.note) events.note(line);
+    if (rank0 && events.note) events.note(line);
   };
   const auto run_start = Clock::now();
 
@@ -154,24 +140,33 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const ModelShape shape = shape_of(o.model);
   const ParameterLayout layout(shape);
   const std::int64_t params = layout.total();
-  check_options(o);
+  check_options(o, comm);
   TokenData data(o.data, o.model.vocab, o.model.seq_len, o.token_bytes);
+  const comm::ZeroPartition partition(params, ranks, rank);
+  const offload::RankShard& mine = partition.mine();
   std::optional<Checkpoint> checkpoint;
   if (!o.checkpoint_dir.empty()) {
     if (o.resume) {
-      checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params);
+      // Each rank checks the state files it will read; rank 0 also the weights file.
+      checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params, {mine.global_begin, mine.global_end(), rank0});
       if (!checkpoint) note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
     } else if (fs::exists(fs::path(o.checkpoint_dir) / "latest")) {
       throw Error("--checkpoint-dir " + o.checkpoint_dir +
                   ": already holds checkpoints of a run; pass --resume to continue it, or choose another directory");
     }
   }
-  const Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
+  Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
+    plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
+    plan.cluster.gpus_per_node = comm.local_size();
     note("plan: none given; using the default plan (one disk tier under " + o.state_dir + "):");
     note(to_json(plan).dump());
   }
   check_plan(o, plan, params);
+  comm::check_world_matches(comm, plan.cluster);  // collective: every rank stops alike on a mismatch
+  if (ranks > 1 && (ranks & (ranks - 1)) != 0)
+    note("note: " + std::to_string(ranks) + " ranks is not a power of two: the run is deterministic, but its gradient sums "
+         "differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism of reductions\")");
   LrSchedule lr = o.lr;
   if (lr.decay_end <= 0) lr.decay_end = o.steps;
   validate(lr);
@@ -180,53 +175,77 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   ThreadPool threads(o.threads);
   const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
   CpuBackend backend(threads, {blas_threads, cpu::GemmPath::blas});
-  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16});
-  const std::string run = o.run_name.empty() ? "train-" + std::to_string(::getpid()) : o.run_name;
+  const std::string run = o.run_name.empty() ? default_run_name() : o.run_name;
   TierRunDirectories run_dirs(plan, run);
-  const offload::RankShard shard = offload::shard_for(params, 1, 0);
-  offload::RankEngine engine(plan, shard, run, threads);
+  offload::RankEngine engine(plan, mine, run, threads);
   offload::UpdatePipeline& pipeline = engine.pipeline();
-  const Json settings = settings_of(o, lr, blas_threads, data);
-  PhaseTrace trace(o.trace_path);
+  const Json settings = settings_of(o, lr, blas_threads, data, ranks);
+  PhaseTrace trace(ranks == 1 ? o.trace_path : o.trace_path.empty() ? "" : o.trace_path + ".rank" + std::to_string(rank));
+  if (ranks > 1) trace.mark("pid " + std::to_string(::getpid()));
+
+  // This rank's bf16 weights (all of them on one rank): what the update phase writes and the
+  // weight provider reads. Owners of buffers that queued exchanges touch are declared before
+  // the exchange, so they outlive its worker.
+  std::vector<bf16> weights(static_cast<std::size_t>(mine.elements));
+  std::unique_ptr<comm::LayerExchange> exchange;
+  if (ranks > 1) exchange = std::make_unique<comm::LayerExchange>(comm, partition);
+  GradientHandover grads(backend, layout, partition, exchange.get());
+  std::unique_ptr<WeightProvider> provider;
+  ResidentWeights* resident = nullptr;
+  HostStreamedWeights* streamed = nullptr;
+  if (exchange) {
+    provider = std::make_unique<GatheredWeights>(backend, layout, *exchange, weights);
+  } else if (o.param_offload) {
+    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(), 2);
+    streamed = p.get();
+    provider = std::move(p);
+  } else {
+    auto p = std::make_unique<ResidentWeights>(backend, layout, DType::bf16);
+    resident = p.get();
+    provider = std::move(p);
+  }
+  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16}, provider.get());
+  auto weights_to_device = [&] {
+    if (resident) resident->upload(weights.data());
+    if (streamed) streamed->weights_changed();
+  };
 
   // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) ---
-  std::vector<bf16> host_weights(static_cast<std::size_t>(params));
-  std::vector<bf16> host_grads(static_cast<std::size_t>(params));
   TrainingPosition pos{0, o.seed, 0};
   if (checkpoint) {
     pos = checkpoint->position();
     if (pos.seed != o.seed) note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " + std::to_string(o.seed) + " ignored)");
     for (const auto& [key, value] : settings.items())
-      if (!checkpoint->settings().contains(key) || checkpoint->settings()[key] != value)
+      if (key != "ranks" && (!checkpoint->settings().contains(key) || checkpoint->settings()[key] != value))
         note("warning: resume: " + key + " is " + value.dump() + " but the checkpoint was made with " +
              (checkpoint->settings().contains(key) ? checkpoint->settings()[key].dump() : "none") +
              "; the run will not match an uninterrupted one");
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
-      checkpoint->read_state(sg.begin, sg.elements, p, m, v);
-      fp32_to_bf16(p, host_weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
+      checkpoint->read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
+      fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
     });
-    note("resume: continuing from " + checkpoint->path() + " (step " + std::to_string(pos.step) + ")");
+    note("resume: continuing from " + checkpoint->path() + " (step " + std::to_string(pos.step) + ", written by " +
+         std::to_string(checkpoint->ranks()) + (checkpoint->ranks() == 1 ? " rank" : " ranks") + ")");
   } else {
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
-      initial_values(layout, o.seed, sg.begin, std::span<float>(p, static_cast<std::size_t>(sg.elements)));
-      fp32_to_bf16(p, host_weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
+      initial_values(layout, o.seed, mine.global_begin + sg.begin, std::span<float>(p, static_cast<std::size_t>(sg.elements)));
+      fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
     });
   }
-  backend.copy_from_host(model.weights(), host_weights.data());
+  weights_to_device();
   trace.mark("started " + std::to_string(pos.step));
 
-  // Device buffer for the bf16 gradients on their way to host memory.
-  DeviceBuffer grad_staging = backend.allocate(DType::bf16, params);
-  const Tensor grads16 = grad_staging.view(DType::bf16, {params});
-  auto hand_to_host = [&](const GradientSegment& seg) {
-    const Tensor acc = model.gradients().slice(seg.range.offset, {seg.range.count});
-    const Tensor half = grads16.slice(seg.range.offset, {seg.range.count});
-    backend.cast(half, acc);
-    backend.copy_to_host(host_grads.data() + seg.range.offset, half);
-  };
-
+  // Rank r runs the global micro-batches r*a .. r*a+a-1 of each step (a = grad_accum), drawing
+  // the sequences one process would draw for them; gradients are means over all of them.
+  const int a = o.grad_accum;
+  const std::int64_t global_micro_batches = static_cast<std::int64_t>(ranks) * a;
+  const float loss_scale = 1.0f / static_cast<float>(global_micro_batches);
+  MicroBatchGradientSum gradient_sum(backend, model.gradients(), a);
   const std::int64_t T = o.model.seq_len, B = o.micro_batch;
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B * T)), targets(inputs.size());
+  std::vector<double> my_losses(static_cast<std::size_t>(a)), all_losses(static_cast<std::size_t>(global_micro_batches));
+  const std::int64_t chunks = (params + offload::kNormChunk - 1) / offload::kNormChunk;
+  std::vector<double> chunk_sums(static_cast<std::size_t>(chunks));
   TrainResult result;
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
@@ -234,97 +253,137 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   auto save_checkpoint = [&] {
     const auto c0 = Clock::now();
     trace.mark("checkpoint-begin " + std::to_string(pos.step));
-    write_checkpoint(o.checkpoint_dir, o.model, layout, host_weights, pipeline, pos, settings, {o.checkpoint_pause});
+    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings, {o.checkpoint_pause});
     trace.mark("checkpoint-end " + std::to_string(pos.step));
     ++checkpoints;
     return seconds_since(c0);
   };
 
-  // ---- The loop -----------------------------------------------------------------------
-  for (std::int64_t step = first_step; step <= o.steps; ++step) {
-    const auto step0 = Clock::now();
-    trace.mark("step-begin " + std::to_string(step));
+  // From here on, with several ranks, an error ends the job at once (abort_job) while every
+  // object a queued exchange may still touch is alive: unwinding first would destroy them and
+  // could wait forever on a peer that is blocked in a collective.
+  try {
+    // ---- The loop ---------------------------------------------------------------------
+    for (std::int64_t step = first_step; step <= o.steps; ++step) {
+      const auto step0 = Clock::now();
+      trace.mark("step-begin " + std::to_string(step));
 
-    // Forward and backward over the micro-batches; gradients accumulate in fp32.
-    model.zero_gradients();
-    double loss = 0, forward_s = 0, backward_s = 0;
-    for (int a = 0; a < o.grad_accum; ++a) {
-      for (std::int64_t b = 0; b < B; ++b)
-        data.sequence(pos.seed, pos.data_position++, std::span(inputs).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)),
-                      std::span(targets).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)));
+      // Forward and backward over this rank's micro-batches; gradients tree-summed in fp32.
+      double forward_s = 0, backward_s = 0;
+      for (int j = 0; j < a; ++j) {
+        const std::int64_t g = static_cast<std::int64_t>(rank) * a + j;  // global micro-batch
+        for (std::int64_t b = 0; b < B; ++b)
+          data.sequence(pos.seed, pos.data_position + g * B + b,
+                        std::span(inputs).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)),
+                        std::span(targets).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)));
+        model.zero_gradients();
+        auto t0 = Clock::now();
+        my_losses[static_cast<std::size_t>(j)] = model.forward(inputs, targets);
+        forward_s += seconds_since(t0);
+        t0 = Clock::now();
+        model.backward(loss_scale, [&](const GradientSegment& seg) {
+          const Tensor summed = gradient_sum.add(j, seg.range);
+          if (j == a - 1) grads.range_final(seg.range, summed);
+        });
+        backward_s += seconds_since(t0);
+      }
       auto t0 = Clock::now();
-      loss += model.forward(inputs, targets);
-      forward_s += seconds_since(t0);
-      t0 = Clock::now();
-      const bool last = a == o.grad_accum - 1;
-      model.backward(1.0f / static_cast<float>(o.grad_accum), last ? GradientsReady(hand_to_host) : GradientsReady());
+      grads.finish();  // the exchange is idle from here: direct collectives are allowed
+      pos.data_position += global_micro_batches * B;
+
+      // The step's loss: every micro-batch's, added in global order as one process does.
+      comm.all_gather(std::span<const double>(my_losses), std::span<double>(all_losses));
+      double loss = 0;
+      for (double x : all_losses) loss += x;
+      loss /= static_cast<double>(global_micro_batches);
+
+      // Global gradient norm: fixed chunks, which never straddle ranks; each rank fills its
+      // own chunks, the others stay 0, so the sum over ranks is exact.
+      std::fill(chunk_sums.begin(), chunk_sums.end(), 0.0);
+      const auto my_sums = offload::chunk_square_sums(grads.shard(), threads);
+      std::copy(my_sums.begin(), my_sums.end(), chunk_sums.begin() + mine.global_begin / offload::kNormChunk);
+      comm.all_reduce_sum(std::span<double>(chunk_sums));
+      const double grad_norm = offload::global_norm(chunk_sums);
+      if (plan.gradients == GradientPolicy::flush_fp32) pipeline.flush_gradients(grads.shard());  // baseline
       backward_s += seconds_since(t0);
+
+      // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
+      AdamWParams adam{lr.at(step), o.beta1, o.beta2, o.eps, o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm), step};
+      trace.mark("update-begin " + std::to_string(step));
+      const offload::UpdateStats upd = pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights);
+      trace.mark("update-end " + std::to_string(step));
+
+      // New weights back to the compute device.
+      t0 = Clock::now();
+      weights_to_device();
+      const double weights_s = seconds_since(t0);
+      pos.step = step;
+
+      double checkpoint_s = 0;
+      const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
+      if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
+
+      // The step as the job saw it: times of the slowest rank, counts summed over ranks.
+      const std::size_t tiers = upd.tiers.size();
+      std::vector<double> times = {seconds_since(step0), forward_s, backward_s, upd.seconds, upd.adam_s,
+                                   upd.prefetch_stall_s, weights_s, checkpoint_s};
+      std::vector<std::int64_t> counts = {upd.cache_hits, upd.reads, upd.writes, upd.elements};
+      for (const auto& t : upd.tiers) {
+        times.insert(times.end(), {t.busy_s, t.slot_wait_s});
+        counts.insert(counts.end(), {static_cast<std::int64_t>(t.read_bytes), static_cast<std::int64_t>(t.write_bytes)});
+      }
+      comm.all_reduce_max(std::span<double>(times));
+      comm.all_reduce_sum(std::span<std::int64_t>(counts));
+      const double step_s = times[0];
+      const double tokens = static_cast<double>(B * T * global_micro_batches);
+      tokens_total += tokens;
+      seconds_total += step_s;
+      Json rec{{"step", step},
+               {"loss", loss},
+               {"lr", adam.lr},
+               {"grad_norm", grad_norm},
+               {"clip_scale", adam.grad_scale},
+               {"tokens", tokens},
+               {"tokens_per_s", tokens / step_s},
+               {"step_s", step_s},
+               {"forward_s", times[1]},
+               {"backward_s", times[2]},
+               {"update_s", times[3]},
+               {"adam_s", times[4]},
+               {"prefetch_stall_s", times[5]},
+               {"weights_to_device_s", times[6]},
+               {"checkpoint_s", times[7]},
+               {"cache_hits", counts[0]},
+               {"reads", counts[1]},
+               {"writes", counts[2]},
+               {"elements", counts[3]}};
+      Json tier_records = Json::array();
+      for (std::size_t t = 0; t < tiers; ++t)
+        tier_records.push_back(Json{{"name", upd.tiers[t].name},
+                                    {"read_bytes", counts[4 + 2 * t]},
+                                    {"write_bytes", counts[5 + 2 * t]},
+                                    {"busy_s", times[8 + 2 * t]},
+                                    {"slot_wait_s", times[9 + 2 * t]}});
+      rec["tiers"] = tier_records;
+      if (rank0 && events.step) events.step(rec);
+      result.steps.push_back(std::move(rec));
     }
-    loss /= o.grad_accum;
+    if (first_step > o.steps) note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
 
-    // Global gradient norm (fixed chunk order: the same under any plan) -> clipping.
-    auto t0 = Clock::now();
-    const auto sums = offload::chunk_square_sums(host_grads, threads);
-    const double grad_norm = offload::global_norm(sums);
-    if (plan.gradients == GradientPolicy::flush_fp32) pipeline.flush_gradients(host_grads);  // baseline
-    backward_s += seconds_since(t0);
-
-    // Update phase: AdamW over every subgroup, wherever it lives; new bf16 weights to host.
-    AdamWParams adam{lr.at(step), o.beta1, o.beta2, o.eps, o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm), step};
-    trace.mark("update-begin " + std::to_string(step));
-    const offload::UpdateStats upd = pipeline.update(engine.plan_iteration(step - 1), host_grads, adam, host_weights);
-    trace.mark("update-end " + std::to_string(step));
-
-    // New weights back to the compute device.
-    t0 = Clock::now();
-    backend.copy_from_host(model.weights(), host_weights.data());
-    const double weights_s = seconds_since(t0);
-    pos.step = step;
-
-    double checkpoint_s = 0;
-    const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
-    if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
-
-    const double step_s = seconds_since(step0);
-    const double tokens = static_cast<double>(B * T * o.grad_accum);
-    tokens_total += tokens;
-    seconds_total += step_s;
-    Json rec{{"step", step},
-             {"loss", loss},
-             {"lr", adam.lr},
-             {"grad_norm", grad_norm},
-             {"clip_scale", adam.grad_scale},
-             {"tokens", tokens},
-             {"tokens_per_s", tokens / step_s},
-             {"step_s", step_s},
-             {"forward_s", forward_s},
-             {"backward_s", backward_s},
-             {"update_s", upd.seconds},
-             {"adam_s", upd.adam_s},
-             {"prefetch_stall_s", upd.prefetch_stall_s},
-             {"weights_to_device_s", weights_s},
-             {"checkpoint_s", checkpoint_s},
-             {"cache_hits", upd.cache_hits},
-             {"reads", upd.reads},
-             {"writes", upd.writes},
-             {"elements", upd.elements}};
-    Json tiers = Json::array();
-    for (const auto& t : upd.tiers)
-      tiers.push_back(Json{{"name", t.name}, {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes}, {"busy_s", t.busy_s}, {"slot_wait_s", t.slot_wait_s}});
-    rec["tiers"] = tiers;
-    if (events.step) events.step(rec);
-    result.steps.push_back(std::move(rec));
+    // ---- Export -------------------------------------------------------------------------
+    if (!o.export_safetensors.empty())
+      export_safetensors(comm, partition, weights, layout, {{"format", "pt"}, {"step", std::to_string(pos.step)}},
+                         o.export_safetensors);
+  } catch (const std::exception& e) {
+    if (ranks > 1) comm.abort_job(e.what());
+    throw;
   }
-  if (first_step > o.steps) note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
-
-  // ---- Export ---------------------------------------------------------------------------
-  if (!o.export_safetensors.empty())
-    write_file_atomic(o.export_safetensors, safetensors_bytes(layout, host_weights, {{"format", "pt"}, {"step", std::to_string(pos.step)}}));
 
   result.summary = Json{{"steps", static_cast<std::int64_t>(result.steps.size())},
                         {"first_step", first_step},
                         {"last_step", pos.step},
                         {"params", params},
+                        {"ranks", ranks},
                         {"mode", to_string(plan.mode)},
                         {"tokens", tokens_total},
                         {"tokens_per_s", seconds_total > 0 ? tokens_total / seconds_total : 0.0},

@@ -1,28 +1,36 @@
 #pragma once
 // The training loop: pre-training of a LLaMA-style model whose optimizer state lives in the
-// offload engine under a plan. One function, train(), reads top to bottom like the algorithm:
+// offload engine under a plan, on one process or as one of W data-parallel ZeRO-3 ranks.
+// One function, train(), reads top to bottom like the algorithm:
 //
-//   check every input (model, plan, data, checkpoint) before touching anything
-//   fp32 master weights p (offload engine) := checkpoint, or the model's hashed init
-//   bf16 weights on the device := round(p)
+//   check every input (model, plan, data, checkpoint, the launched world against the plan)
+//   this rank's shard of fp32 master weights p (offload engine) := checkpoint, or hashed init
+//   this rank's bf16 weights := round(p)  (one rank: all of them, to the device unless offloaded)
 //   for step = first .. steps:
-//     zero the fp32 gradient accumulator on the device
-//     for each of grad_accum micro-batches (micro_batch sequences of seq_len tokens):
-//       forward -> loss;  backward with loss scale 1/grad_accum
-//       (last micro-batch: each layer's gradient range is cast to bf16 and copied to host
-//        memory as soon as backward has finished it — the GradientsReady hook)
-//     global gradient norm of the bf16 host gradients (chunked, plan-independent) -> clip scale
+//     for each of this rank's grad_accum micro-batches (global micro-batches r*a .. r*a+a-1):
+//       zero the fp32 gradient buffer on the device
+//       forward -> loss  (weights acquired part by part from the weight provider)
+//       backward with loss scale 1/(W*grad_accum); as each range of the gradient is final
+//       (GradientsReady), fold it into the micro-batch tree sum; on the last micro-batch hand
+//       the summed range over: bf16 to host (one rank) or fp32 reduce-scatter (ZeRO-3)
+//     losses of all micro-batches gathered and summed in global order
+//     global gradient norm: chunked square sums of the shard, exchanged (exact) -> clip scale
 //     [baseline mode: flush fp32 gradients to the tier]
-//     update phase: AdamW over every subgroup under the plan (fetch, update, write back),
-//       lr from the warm-up + cosine schedule, bf16 copy of the new p into host weights
-//     new bf16 weights -> device
-//     log the step; every checkpoint_every steps and at the end: checkpoint
-//   export safetensors
+//     update phase on the shard: AdamW over every subgroup under the plan (fetch, update,
+//       write back), lr from the warm-up + cosine schedule, bf16 copy of the new p into the
+//       rank's host weights
+//     new bf16 weights -> device (resident), or forget the streamed copies
+//     log the step (rank 0; timings are the slowest rank's); every checkpoint_every steps
+//     and at the end: checkpoint (per-rank files + manifest)
+//   export safetensors (rank 0, gathered)
 //
-// Determinism: the same model, seed, data, steps, micro-batch, grad_accum, hyper-parameters and
-// OpenBLAS thread count give bitwise the same losses and weights under any plan (all in
-// memory, one tier, several, cache on/off, either order, baseline), and a run resumed from a
-// checkpoint continues bitwise as if never interrupted. Single rank (a RankShard of ranks=1).
+// Determinism: the same model, seed, data, steps, micro-batch, global micro-batches per step,
+// hyper-parameters and OpenBLAS thread count give bitwise the same losses and weights under
+// any plan (all in memory, one tier, several, cache on/off, either order, baseline), with
+// weights resident or offloaded, on 1, 2, 4, ... (any power of two) ranks, and a run resumed
+// from a checkpoint — on any of those world sizes — continues bitwise as if never
+// interrupted. Other world sizes are deterministic too, but add the ranks' gradients in a
+// tree that differs from one process's in the last bits (docs/comm.md).
 
 #include <chrono>
 #include <cstdint>
@@ -36,6 +44,10 @@
 #include "core/plan.hpp"
 #include "executor/train/lr_schedule.hpp"
 
+namespace mlpo::comm {
+class Communicator;
+}
+
 namespace mlpo::train {
 
 struct TrainOptions {
@@ -46,7 +58,7 @@ struct TrainOptions {
   int token_bytes = 2;               // flat token files: 2 (uint16) or 4 (uint32)
   std::int64_t steps = 100;
   int micro_batch = 1;               // sequences per forward/backward
-  int grad_accum = 1;                // micro-batches per optimizer step
+  int grad_accum = 1;                // micro-batches per optimizer step and rank
   std::uint64_t seed = 1;            // model init and data sampling
   LrSchedule lr{1e-3, 1e-4, 0, 0};   // decay_end 0: = steps
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
@@ -57,12 +69,15 @@ struct TrainOptions {
   std::string export_safetensors;    // empty: no export
   unsigned threads = 0;              // ThreadPool (ops, AdamW); 0 = all cores
   unsigned blas_threads = 0;         // OpenBLAS; 0 = all cores. Part of the determinism contract
-  std::string run_name;              // tier subdirectory; default train-<pid>
+  std::string run_name;              // tier subdirectory; default train-<host>-<pid>
+  bool param_offload = false;        // one rank: weights in host memory, streamed to the device per part
+  comm::Communicator* comm = nullptr;  // the job's ranks (host memory); null: one process
   // Test hooks (set by mlpo-run from MLPO_TEST_SLOW_CHECKPOINT_MS and MLPO_TRACE_PHASES).
   std::chrono::milliseconds checkpoint_pause{0};
   std::string trace_path;
 };
 
+// Called on rank 0 only.
 struct TrainEvents {
   std::function<void(const std::string&)> note;  // one-line messages (plan, resume, warnings)
   std::function<void(const Json&)> step;         // each step's log record, when complete
@@ -74,9 +89,12 @@ struct TrainResult {
 };
 
 // Throws mlpo::Error (nothing written, no checkpoint touched) for bad input: a missing or
-// invalid data file, tokens outside the vocab, a plan for another model, an unreadable
-// checkpoint or one of another model, a checkpoint dir that already holds a run without
-// --resume; and for I/O errors during the run.
+// invalid data file, tokens outside the vocab, a plan for another model or another world
+// shape, an unreadable checkpoint or one of another model, a checkpoint dir that already
+// holds a run without --resume; and for I/O errors during the run. Collective when
+// options.comm has several ranks: every rank calls it alike; an error during the steps ends
+// the whole job at once through comm.abort_job (before anything waits on a peer), an error
+// before them is thrown (run the call inside comm::run_ranked).
 TrainResult train(const TrainOptions& options, const TrainEvents& events);
 
 }  // namespace mlpo::train

@@ -2,63 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "executor/model/gathered_weights.hpp"
+#include "executor/model/host_streamed_weights.hpp"
+#include "executor/comm/single_process_communicator.hpp"
+#include "tests/model/counting_backend.hpp"
 #include "tests/model/model_test_util.hpp"
 
 namespace mlpo::testing {
 namespace {
-
-// A Backend that counts every byte allocated through it and forwards every op to a CpuBackend.
-// TransformerModel allocates its buffers once and then only load_weights' staging chunk (freed
-// on return), so the sum after one init_weights is the model's peak.
-class CountingBackend final : public Backend {
- public:
-  explicit CountingBackend(CpuBackend& inner) : inner_(inner) {}
-  std::int64_t allocated() const { return allocated_; }
-
-  std::string name() const override { return "counting"; }
-  DeviceBuffer allocate(std::size_t bytes) override {
-    allocated_ += static_cast<std::int64_t>(bytes);
-    return inner_.allocate(bytes);
-  }
-  using Backend::allocate;
-  void copy_from_host(Tensor d, const void* s) override { inner_.copy_from_host(d, s); }
-  void copy_to_host(void* d, Tensor s) override { inner_.copy_to_host(d, s); }
-  void copy(Tensor d, Tensor s) override { inner_.copy(d, s); }
-  void fill(Tensor d, double v) override { inner_.fill(d, v); }
-  void cast(Tensor d, Tensor s) override { inner_.cast(d, s); }
-  void add(Tensor o, Tensor a, Tensor b) override { inner_.add(o, a, b); }
-  void embedding_forward(Tensor o, Tensor t, Tensor w) override { inner_.embedding_forward(o, t, w); }
-  void embedding_backward(Tensor d, Tensor t, Tensor g) override { inner_.embedding_backward(d, t, g); }
-  void rmsnorm_forward(Tensor o, Tensor r, Tensor x, Tensor w, float e) override { inner_.rmsnorm_forward(o, r, x, w, e); }
-  void rmsnorm_backward(Tensor dx, Tensor dw, Tensor d, Tensor x, Tensor w, Tensor r) override {
-    inner_.rmsnorm_backward(dx, dw, d, x, w, r);
-  }
-  void linear_forward(Tensor o, Tensor x, Tensor w) override { inner_.linear_forward(o, x, w); }
-  void linear_backward(Tensor dx, Tensor dw, Tensor d, Tensor x, Tensor w, bool acc) override {
-    inner_.linear_backward(dx, dw, d, x, w, acc);
-  }
-  void rope_forward(Tensor o, Tensor x, float t) override { inner_.rope_forward(o, x, t); }
-  void rope_backward(Tensor dx, Tensor d, float t) override { inner_.rope_backward(dx, d, t); }
-  void attention_forward(Tensor o, Tensor l, Tensor q, Tensor k, Tensor v) override {
-    inner_.attention_forward(o, l, q, k, v);
-  }
-  void attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor d, Tensor q, Tensor k, Tensor v, Tensor o,
-                          Tensor l) override {
-    inner_.attention_backward(dq, dk, dv, d, q, k, v, o, l);
-  }
-  void swiglu_forward(Tensor o, Tensor g, Tensor u) override { inner_.swiglu_forward(o, g, u); }
-  void swiglu_backward(Tensor dg, Tensor du, Tensor d, Tensor g, Tensor u) override {
-    inner_.swiglu_backward(dg, du, d, g, u);
-  }
-  void cross_entropy_forward(Tensor l, Tensor x, Tensor t) override { inner_.cross_entropy_forward(l, x, t); }
-  void cross_entropy_backward(Tensor d, Tensor x, Tensor t, float s) override {
-    inner_.cross_entropy_backward(d, x, t, s);
-  }
-
- private:
-  CpuBackend& inner_;
-  std::int64_t allocated_ = 0;
-};
 
 TEST(DeviceMemory, EstimateEqualsWhatTheModelAllocatesAtPeak) {
   for (bool tied : {false, true})
@@ -75,6 +26,40 @@ TEST(DeviceMemory, EstimateEqualsWhatTheModelAllocatesAtPeak) {
       EXPECT_EQ(model_device_memory(shape, options).total(), counting.allocated())
           << "tied=" << tied << " storage=" << dtype_name(storage);
     }
+}
+
+// Parameter offload and ZeRO-3 hold `slots` buffers of the largest part on the device instead of
+// every weight, and the estimate says so.
+TEST(DeviceMemory, StreamingProvidersHoldNoFullWeightBuffer) {
+  for (bool tied : {false, true}) {
+    ThreadPool pool(1);
+    CpuBackend cpu(pool, CpuBackendOptions{1, cpu::GemmPath::blas});
+    const ModelShape shape = tiny_shape(tied);
+    const ParameterLayout layout(shape);
+    const TransformerOptions options{2, DType::bf16};
+    const std::vector<bf16> host(static_cast<std::size_t>(layout.total()));
+    const std::int64_t full_weights = layout.total() * 2;
+    {
+      CountingBackend counting(cpu);
+      HostStreamedWeights streamed(counting, layout, DType::bf16, host.data(), 2);
+      TransformerModel model(counting, shape, options, &streamed);
+      EXPECT_EQ(model_device_memory(shape, options, 0, {2}).total(), counting.allocated()) << "tied=" << tied;
+      EXPECT_EQ(streamed.device_bytes(), 2 * largest_part_elements(layout) * 2);
+      // Of everything as large as the bf16 weights, only the fp32 gradient buffer remains.
+      EXPECT_EQ(counting.allocations_of_at_least(full_weights), 1);
+      EXPECT_LT(model_device_memory(shape, options, 0, {2}).weights, full_weights);
+    }
+    {
+      CountingBackend counting(cpu);
+      comm::SingleProcessCommunicator comm;
+      const comm::ZeroPartition partition(layout.total(), 1, 0);
+      comm::LayerExchange exchange(comm, partition);
+      GatheredWeights gathered(counting, layout, exchange, host);
+      TransformerModel model(counting, shape, options, &gathered);
+      EXPECT_EQ(model_device_memory(shape, options, 0, {1}).total(), counting.allocated()) << "tied=" << tied;
+      EXPECT_EQ(gathered.device_bytes(), largest_part_elements(layout) * 2);
+    }
+  }
 }
 
 TEST(DeviceMemory, ShortfallNamesNeedAndFreeMemory) {

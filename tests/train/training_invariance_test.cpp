@@ -102,6 +102,20 @@ TEST(TrainingResume, ContinuesBitwiseUnderAnotherPlan) {
   EXPECT_TRUE(b.weights == whole.weights) << "resumed weights differ from the uninterrupted run's";
 }
 
+// Parameter offload (weights in host memory, two parts at a time on the device) changes
+// where the weights are read from, never a bit of the results.
+TEST(TrainingParamOffload, SameLossesAndWeightsAsResidentWeights) {
+  TempDir dir;
+  TrainOptions o = base_options(test::make_token_file(dir));
+  o.plan = test::memory_plan(tiny_params());
+  const Outcome resident = run(o, dir / "resident.safetensors");
+  o.param_offload = true;
+  const Outcome offloaded = run(o, dir / "offloaded.safetensors");
+  ASSERT_EQ(resident.losses.size(), 6u);
+  EXPECT_EQ(offloaded.losses, resident.losses);
+  EXPECT_TRUE(offloaded.weights == resident.weights) << "parameter offload changed the weights";
+}
+
 TEST(TrainingLearning, LossGoesDownOnRepetitiveText) {
   TempDir dir;
   TrainOptions o = base_options(test::make_token_file(dir));
