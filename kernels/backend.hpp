@@ -103,6 +103,9 @@ class Backend {
     MLPO_CHECK(p != nullptr, "out of host memory allocating " + std::to_string(bytes) + " bytes");
     return HostBuffer(p, bytes, &std::free);
   }
+  // Blocks until every op enqueued so far has finished (not the copy queues). The CPU
+  // backend's ops finish before they return: nothing to wait for. For honest phase timings.
+  virtual void synchronize() {}
   // A new queue of asynchronous host<->device copies (CopyQueue). The default is synchronous:
   // each copy is copy_from_host / copy_to_host at once, which keeps the contract for a backend
   // whose ops complete before they return (the CPU backend).

@@ -41,7 +41,7 @@ class CudaBackend final : public Backend {
   // The stream every op runs on. Other streams order themselves against it with events.
   cudaStream_t compute_stream() const { return stream_.get(); }
   // Blocks until every op enqueued so far has finished.
-  void synchronize() const { stream_.synchronize(); }
+  void synchronize() override { stream_.synchronize(); }
 
   DeviceBuffer allocate(std::size_t bytes) override;
   using Backend::allocate;
