@@ -386,11 +386,12 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
           const Tensor summed = gradient_sum ? gradient_sum->add(j, seg.range) : seg.gradient;
           if (j == a - 1) grads.range_final(seg.range, summed);
         });
+        backend.synchronize();  // a GPU enqueues asynchronously: time the ops, not their launch
         backward_s += seconds_since(t0);
       }
       auto t0 = Clock::now();
       grads.finish();  // the exchange is idle from here: direct collectives are allowed
-      const double gradient_wait_s = seconds_since(t0);
+      const double gradient_wait_s = seconds_since(t0);  // the gradient copies that did not overlap backward
       pos.data_position += global_micro_batches * B;
 
       // The step's loss: every micro-batch's, added in global order as one process does.
