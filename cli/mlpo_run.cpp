@@ -53,14 +53,15 @@ class RunLog {
 int main(int argc, char** argv) {
   CLI::App app{
       "mlpo-run: pre-train a LLaMA-style model with its optimizer state offloaded under a plan from\n"
-      "mlpo-tune: forward and backward on the compute device (the CPU backend here), each layer's\n"
-      "bf16 gradients handed to host memory as backward finishes it, gradient accumulation over\n"
-      "micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v) from\n"
-      "every storage tier, and the new bf16 weights back to the device.\n\n"
+      "mlpo-tune: forward and backward on the compute device (--backend cpu, or cuda: a GPU), each\n"
+      "layer's bf16 gradients handed to host memory as backward finishes it, gradient accumulation\n"
+      "over micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v)\n"
+      "from every storage tier, and the new bf16 weights back to the device.\n\n"
       "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin\n"
       "  mlpo-run --model NAME|FILE --data tokens.bin [--plan plan.json] [--steps N] [--micro-batch B]\n"
       "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
       "           [--checkpoint-every K] [--resume] [--export-safetensors FILE] [--param-offload]\n"
+      "           [--backend cpu|cuda|cuda:N] [--gpu-memory-limit SIZE]\n"
       "  mpirun -np R mlpo-run --model ... [--comm auto|mpi|single|nccl]\n"
       "  mlpo-run --update-only --params N --plan plan.json [--ranks R] [--state-hash]\n\n"
       "Data: byte-level tokens (vocab 256) made by prepare-data, or any flat uint16/uint32 token file\n"
@@ -84,6 +85,11 @@ int main(int argc, char** argv) {
       "--nodes --gpus-per-node); checkpoints (one file set per rank + a manifest) resume on any\n"
       "number of ranks; rank 0 prints. --param-offload keeps a single process's weights in host\n"
       "memory and streams them to the device one part at a time (bitwise the same results).\n"
+      "GPU (--backend cuda): bf16 compute on the GPU (cuBLASLt, fused kernels); transfers overlap it on\n"
+      "copy streams from pinned host memory. The GPU memory the run needs is checked before anything\n"
+      "is allocated (a shortfall names bytes needed and available, and suggests --param-offload, which\n"
+      "keeps only two layers' weights and, with --grad-accum 1, one layer's gradient on the GPU).\n"
+      "Without a usable GPU --backend cuda exits 2 naming CUDA's reason. docs/cuda.md.\n"
       "Per step it prints step, loss, tokens/s, phase times and ETA, and --log writes one JSON object\n"
       "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing.\n\n"
       "--update-only runs the real update phase without a model: synthetic bf16 gradients (a pure\n"
@@ -145,12 +151,21 @@ int main(int argc, char** argv) {
   app.add_option("--comm", comm_name,
                  "Communicator between data-parallel ranks: auto (MPI when launched by mpirun/srun, else one "
                  "process), mpi, single (one process; an error under a launcher of several ranks), nccl (GPU buffers: "
-                 "not for the CPU backend)")
+                 "with --backend cuda on one rank, the step's reductions run through NCCL)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "mpi", "single", "nccl"}));
+  app.add_option("--backend", t.backend,
+                 "Compute backend: cpu, cuda (this process's GPU: device 0, or the local rank's under a launcher) or "
+                 "cuda:N (GPU N). Results differ between cpu and cuda within bf16 rounding (docs/cuda.md)")
+      ->capture_default_str();
+  std::string gpu_memory_limit;
+  app.add_option("--gpu-memory-limit", gpu_memory_limit,
+                 "--backend cuda: plan for at most this much GPU memory (e.g. 8GiB) instead of the device's free memory; "
+                 "the up-front check then refuses a run that would need more (to try parameter offload on a large GPU)");
   app.add_flag("--param-offload", t.param_offload,
                "One process: keep the bf16 weights in host memory and stream them to the device one part (layer) at "
-               "a time, two parts resident (parameter offload); results are bitwise those without it");
+               "a time, two parts resident (parameter offload); with --grad-accum 1 the gradients also leave the device "
+               "layer by layer as backward produces them; results are bitwise those without it");
 
   // update-only
   bool update_only = false;
@@ -217,6 +232,7 @@ int main(int argc, char** argv) {
     if (lr > 0) t.lr.max_lr = lr;
     t.max_grad_norm = max_grad_norm;
     t.threads = threads;
+    if (!gpu_memory_limit.empty()) t.gpu_memory_limit = mlpo::parse_bytes(gpu_memory_limit, "--gpu-memory-limit");
     if (const char* ms = std::getenv("MLPO_TEST_SLOW_CHECKPOINT_MS")) t.checkpoint_pause = std::chrono::milliseconds(std::atoll(ms));
     if (const char* path = std::getenv("MLPO_TRACE_PHASES")) t.trace_path = path;
 

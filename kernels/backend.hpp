@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -51,6 +52,34 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// The same owner for host memory a Backend hands out (allocate_host): pinned on a GPU.
+using HostBuffer = DeviceBuffer;
+
+// CopyQueue: copies between host and device memory that run beside a Backend's ops — on CUDA
+// a copy stream of its own, ordered against the compute stream with events; on the CPU backend
+// (whose "device" memory is host memory and whose ops finish before they return) a memcpy done
+// at once. Two queues are independent of each other (weight fetches in one, gradient copies
+// in another, overlap each other and the ops).
+//
+// Ordering contract, the only one a caller may rely on:
+//  * a copy starts only after every op enqueued on the backend before the copy call has
+//    finished — so it may read what those ops wrote, or overwrite what they read;
+//  * ops enqueued after order_compute_after_copies() start only after every copy enqueued on
+//    this queue before it has finished;
+//  * host memory a copy reads or writes must stay untouched (and alive) until wait() returns
+//    or a later op ordered after the copy has run. For the copy to overlap anything the host
+//    memory must come from Backend::allocate_host (pinned on CUDA).
+// Not thread-safe; the backend's driving thread uses it.
+class CopyQueue {
+ public:
+  virtual ~CopyQueue() = default;
+  virtual void to_device(Tensor dst, const void* src) = 0;  // dst.bytes() bytes, returns at once
+  virtual void to_host(void* dst, Tensor src) = 0;          // src.bytes() bytes, returns at once
+  virtual void order_compute_after_copies() = 0;
+  // Blocks the host until every copy enqueued so far has finished.
+  virtual void wait() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -64,8 +93,23 @@ class Backend {
   DeviceBuffer allocate(DType type, std::int64_t count) {
     return allocate(static_cast<std::size_t>(count) * dtype_size(type));
   }
+  // Synchronous: when they return the copy is complete and the host memory may be reused.
   virtual void copy_from_host(Tensor dst, const void* src) = 0;  // dst.bytes() bytes
   virtual void copy_to_host(void* dst, Tensor src) = 0;          // src.bytes() bytes
+  // Host memory this backend's copies move fastest and asynchronously: page-locked
+  // (cudaMallocHost) on CUDA; by default 64-byte aligned ordinary memory. Uninitialised.
+  virtual HostBuffer allocate_host(std::size_t bytes) {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    MLPO_CHECK(p != nullptr, "out of host memory allocating " + std::to_string(bytes) + " bytes");
+    return HostBuffer(p, bytes, &std::free);
+  }
+  // Blocks until every op enqueued so far has finished (not the copy queues). The CPU
+  // backend's ops finish before they return: nothing to wait for. For honest phase timings.
+  virtual void synchronize() {}
+  // A new queue of asynchronous host<->device copies (CopyQueue). The default is synchronous:
+  // each copy is copy_from_host / copy_to_host at once, which keeps the contract for a backend
+  // whose ops complete before they return (the CPU backend).
+  virtual std::unique_ptr<CopyQueue> make_copy_queue();
   virtual void copy(Tensor dst, Tensor src) = 0;                 // same type and count
   virtual void fill(Tensor dst, double value) = 0;               // value rounded to dst's type
   // dst = src converted element-wise (bf16 <-> f32 <-> f64; round to nearest even).
@@ -124,5 +168,21 @@ class Backend {
   // logits (each row is read completely before it is written).
   virtual void cross_entropy_backward(Tensor dlogits, Tensor logits, Tensor targets, float scale) = 0;
 };
+
+namespace detail {
+class ImmediateCopyQueue final : public CopyQueue {
+ public:
+  explicit ImmediateCopyQueue(Backend& backend) : backend_(backend) {}
+  void to_device(Tensor dst, const void* src) override { backend_.copy_from_host(dst, src); }
+  void to_host(void* dst, Tensor src) override { backend_.copy_to_host(dst, src); }
+  void order_compute_after_copies() override {}
+  void wait() override {}
+
+ private:
+  Backend& backend_;
+};
+}  // namespace detail
+
+inline std::unique_ptr<CopyQueue> Backend::make_copy_queue() { return std::make_unique<detail::ImmediateCopyQueue>(*this); }
 
 }  // namespace mlpo

@@ -74,6 +74,10 @@ class Communicator {
 
   virtual const char* backend() const = 0;  // "single", "mpi" or "nccl"
   virtual MemorySpace memory() const = 0;
+  // The same ranks over host memory: this communicator when memory() is host; for a device
+  // communicator, the host one it was bootstrapped through (NCCL: MPI, or the single-process
+  // one for a world of one). For host-side collectives (checkpoints, start-up checks).
+  virtual Communicator& host_side() { return *this; }
 
   const RankPlace& place() const { return place_; }
   int rank() const { return place_.rank; }

@@ -30,6 +30,7 @@ class NcclCommunicator final : public Communicator {
   // The host communicator NCCL was started through (for host-side collectives, e.g.
   // check_world_matches). Do not use it while an NCCL call runs on another thread.
   Communicator& host() { return *bootstrap_; }
+  Communicator& host_side() override { return *bootstrap_; }
   int device() const;
 
   void barrier() override;

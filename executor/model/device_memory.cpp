@@ -29,7 +29,7 @@ DeviceMemoryNeed model_device_memory(const ModelShape& shape, const TransformerO
   const std::int64_t h = shape.hidden, kv = shape.kv_dim(), f = shape.ffn_hidden, V = shape.vocab, L = shape.layers;
   DeviceMemoryNeed need;
   need.weights = (residency.slots > 0 ? residency.slots * largest_part_elements(layout) : params) * T;
-  need.gradients = params * A;
+  need.gradients = (options.stream_gradients ? streamed_gradient_elements(layout) : params) * A;
   const std::int64_t elements = (L + 1) * N * h  // residual checkpoints x_0 .. x_L
                                 + 14 * N * h      // xn1 att proj hmid xn2 layer_out xf d_xn d_tmp d_h d_att dq dres q
                                 + 4 * N * kv      // k v dk dv

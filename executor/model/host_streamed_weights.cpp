@@ -8,7 +8,7 @@ namespace mlpo {
 
 HostStreamedWeights::HostStreamedWeights(Backend& backend, const ParameterLayout& layout, DType storage,
                                          const void* host_weights, int slots)
-    : backend_(backend), layout_(layout), storage_(storage), host_(static_cast<const char*>(host_weights)),
+    : backend_(backend), fetch_queue_(backend.make_copy_queue()), layout_(layout), storage_(storage), host_(static_cast<const char*>(host_weights)),
       slot_elements_(largest_part_elements(layout)) {
   if (slots < 1) throw Error("parameter offload: device slots must be >= 1, got " + std::to_string(slots));
   MLPO_CHECK(host_weights != nullptr, "parameter offload needs the host weights");
@@ -16,13 +16,16 @@ HostStreamedWeights::HostStreamedWeights(Backend& backend, const ParameterLayout
   for (Slot& s : slots_) s.buffer = backend.allocate(storage, slot_elements_);
 }
 
+HostStreamedWeights::~HostStreamedWeights() { fetch_queue_->wait(); }
+
 std::int64_t HostStreamedWeights::device_bytes() const {
   return static_cast<std::int64_t>(slots_.size()) * slot_elements_ * static_cast<std::int64_t>(dtype_size(storage_));
 }
 
-void HostStreamedWeights::weights_changed() {
+void HostStreamedWeights::drop_device_copies() {
+  fetch_queue_->wait();
   for (Slot& s : slots_) {
-    MLPO_CHECK(!s.held, "weights_changed() while a part is held");
+    MLPO_CHECK(!s.held, "drop_device_copies() while a part is held");
     s.part = -1;
   }
 }
@@ -50,7 +53,8 @@ void HostStreamedWeights::fetch(WeightPart part, int slot) {
   const auto size = static_cast<std::int64_t>(dtype_size(storage_));
   std::int64_t at = 0;
   for (const ParameterRange& r : part_ranges(layout_, part)) {
-    backend_.copy_from_host(all.slice(at, {r.count}), host_ + r.offset * size);
+    fetch_queue_->to_device(all.slice(at, {r.count}), host_ + r.offset * size);
+    fetched_bytes_ += r.count * size;
     at += r.count;
   }
   s.part = part_index(layout_, part);
@@ -95,6 +99,7 @@ PartWeights HostStreamedWeights::acquire(WeightPart part) {
   Slot& s = slots_[static_cast<std::size_t>(slot)];
   s.held = true;
   s.last_use = ++clock_;
+  fetch_queue_->order_compute_after_copies();  // the part's ops wait for its fetch, not for the prefetches below
   prefetch_from(next_);
 
   PartWeights w;

@@ -6,6 +6,17 @@
 
 namespace mlpo {
 
+std::int64_t streamed_part_gradient_elements(const ParameterLayout& layout) {
+  std::int64_t n = layout.head_range().count;
+  for (int l = 0; l < layout.layers(); ++l) n = std::max(n, layout.layer_range(l).count);
+  if (!layout.tied()) n = std::max(n, layout.embedding_range().count);
+  return n;
+}
+
+std::int64_t streamed_gradient_elements(const ParameterLayout& layout) {
+  return streamed_part_gradient_elements(layout) + (layout.tied() ? layout.embedding_range().count : 0);
+}
+
 TransformerModel::TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options,
                                    WeightProvider* weights)
     : backend_(backend),
@@ -26,7 +37,12 @@ TransformerModel::TransformerModel(Backend& backend, const ModelShape& shape, Tr
   resident_ = dynamic_cast<ResidentWeights*>(weights);
   MLPO_CHECK(provider_->storage() == T, std::string("weight provider of ") + dtype_name(provider_->storage()) +
                                              " for a model stored in " + dtype_name(T));
-  grads_ = activation(acc_, {layout_.total()});
+  if (!options.stream_gradients) {
+    grads_ = activation(acc_, {layout_.total()});
+  } else {
+    if (shape.tied_embeddings) embedding_grads_ = activation(acc_, {layout_.embedding_range().count});
+    part_grads_ = activation(acc_, {streamed_part_gradient_elements(layout_)});
+  }
   token_ids_ = activation(DType::i32, {N});
   target_ids_ = activation(DType::i32, {N});
   for (int l = 0; l <= shape.layers; ++l) residual_.push_back(activation(T, {N, h}));
@@ -58,7 +74,40 @@ ResidentWeights& TransformerModel::resident() const {
   return *resident_;
 }
 
-void TransformerModel::zero_gradients() { backend_.fill(grads_, 0.0); }
+Tensor TransformerModel::gradients() const {
+  MLPO_CHECK(!options_.stream_gradients, "the model streams its gradients: there is no full gradient buffer");
+  return grads_;
+}
+
+void TransformerModel::zero_gradients() {
+  if (!options_.stream_gradients) backend_.fill(grads_, 0.0);
+}
+
+void TransformerModel::begin_part_gradient(ParameterRange range) {
+  if (!options_.stream_gradients) return;
+  part_range_ = range;
+  backend_.fill(part_gradient(range), 0.0);
+}
+
+Tensor TransformerModel::part_gradient(ParameterRange range) const {
+  if (!options_.stream_gradients) return grads_.slice(range.offset, {range.count});
+  if (shape_.tied_embeddings && range.offset == layout_.embedding_range().offset && range.count == layout_.embedding_range().count)
+    return embedding_grads_;
+  MLPO_CHECK(range.offset == part_range_.offset && range.count == part_range_.count, "streamed gradient of another part");
+  return part_grads_.slice(0, {range.count});
+}
+
+Tensor TransformerModel::grad(const ParameterEntry& e) const {
+  if (!options_.stream_gradients) return param(grads_, e);
+  const ParameterRange emb = layout_.embedding_range();
+  const bool in_embedding = shape_.tied_embeddings && e.offset >= emb.offset && e.offset + e.numel() <= emb.offset + emb.count;
+  const ParameterRange r = in_embedding ? emb : part_range_;
+  MLPO_CHECK(e.offset >= r.offset && e.offset + e.numel() <= r.offset + r.count, e.name + " is outside the part being differentiated");
+  const Tensor buffer = in_embedding ? embedding_grads_ : part_grads_;
+  ParameterEntry local = e;
+  local.offset = e.offset - r.offset;
+  return param(buffer, local);
+}
 
 // x_{l+1} = h + W_down (silu(W_gate n2) * W_up n2),  n2 = rmsnorm(h),
 // h = x_l + W_o attention(rope(W_q n1), rope(W_k n1), W_v n1),  n1 = rmsnorm(x_l).
@@ -133,22 +182,22 @@ void TransformerModel::layer_backward(int l, const AcquiredPart& w, Tensor x, Te
   Tensor dv4 = dv_.reshaped({B, T, shape_.kv_heads, D}), datt4 = d_att_.reshaped({B, T, shape_.heads, D});
 
   // MLP branch: y = h + W_down act.
-  backend_.linear_backward(d_act_, param(grads_, P.w_down), dres, act_, w.entry(P.w_down), false);
+  backend_.linear_backward(d_act_, grad(P.w_down), dres, act_, w.entry(P.w_down), false);
   backend_.swiglu_backward(d_gate_, d_up_, d_act_, gate_, up_);
-  backend_.linear_backward(d_xn_, param(grads_, P.w_gate), d_gate_, xn2_, w.entry(P.w_gate), false);
-  backend_.linear_backward(d_xn_, param(grads_, P.w_up), d_up_, xn2_, w.entry(P.w_up), true);
-  backend_.rmsnorm_backward(d_tmp_, param(grads_, P.mlp_norm), d_xn_, hmid_, w.entry(P.mlp_norm), rstd2_);
+  backend_.linear_backward(d_xn_, grad(P.w_gate), d_gate_, xn2_, w.entry(P.w_gate), false);
+  backend_.linear_backward(d_xn_, grad(P.w_up), d_up_, xn2_, w.entry(P.w_up), true);
+  backend_.rmsnorm_backward(d_tmp_, grad(P.mlp_norm), d_xn_, hmid_, w.entry(P.mlp_norm), rstd2_);
   backend_.add(d_h_, dres, d_tmp_);  // residual: dL/dh = dL/dy + (through the MLP)
 
   // Attention branch: h = x + W_o attention(...).
-  backend_.linear_backward(d_att_, param(grads_, P.wo), d_h_, att_, w.entry(P.wo), false);
+  backend_.linear_backward(d_att_, grad(P.wo), d_h_, att_, w.entry(P.wo), false);
   backend_.attention_backward(dq4, dk4, dv4, datt4, q4, k4, v4, att4, lse_);
   backend_.rope_backward(dq4, dq4, theta);
   backend_.rope_backward(dk4, dk4, theta);
-  backend_.linear_backward(d_xn_, param(grads_, P.wq), dq_, xn1_, w.entry(P.wq), false);
-  backend_.linear_backward(d_xn_, param(grads_, P.wk), dk_, xn1_, w.entry(P.wk), true);
-  backend_.linear_backward(d_xn_, param(grads_, P.wv), dv_, xn1_, w.entry(P.wv), true);
-  backend_.rmsnorm_backward(d_tmp_, param(grads_, P.attn_norm), d_xn_, x, w.entry(P.attn_norm), rstd1_);
+  backend_.linear_backward(d_xn_, grad(P.wq), dq_, xn1_, w.entry(P.wq), false);
+  backend_.linear_backward(d_xn_, grad(P.wk), dk_, xn1_, w.entry(P.wk), true);
+  backend_.linear_backward(d_xn_, grad(P.wv), dv_, xn1_, w.entry(P.wv), true);
+  backend_.rmsnorm_backward(d_tmp_, grad(P.attn_norm), d_xn_, x, w.entry(P.attn_norm), rstd1_);
   backend_.add(dres, d_h_, d_tmp_);
 }
 
@@ -156,16 +205,20 @@ void TransformerModel::backward(float loss_scale, const GradientsReady& on_ready
   MLPO_CHECK(forward_pending_, "backward() needs a forward() since the last backward()");
   forward_pending_ = false;
   auto ready = [&](GradientSegment::Part part, int layer, ParameterRange range) {
-    if (on_ready) on_ready(GradientSegment{part, layer, range});
+    if (on_ready) on_ready(GradientSegment{part, layer, range, part_gradient(range)});
   };
 
   provider_->begin_pass(WeightPass::backward);
+  if (options_.stream_gradients) {
+    begin_part_gradient(layout_.head_range());
+    if (shape_.tied_embeddings) backend_.fill(embedding_grads_, 0.0);
+  }
   // Head: loss -> logits -> final norm. dlogits overwrite the logits.
   {
     const AcquiredPart w(*provider_, WeightPart::head());
     backend_.cross_entropy_backward(logits_, logits_, target_ids_, loss_scale / static_cast<float>(tokens_));
-    backend_.linear_backward(d_xn_, param(grads_, layout_.lm_head()), logits_, xf_, w.entry(layout_.lm_head()), false);
-    backend_.rmsnorm_backward(dres_, param(grads_, layout_.final_norm()), d_xn_, residual_[shape_.layers],
+    backend_.linear_backward(d_xn_, grad(layout_.lm_head()), logits_, xf_, w.entry(layout_.lm_head()), false);
+    backend_.rmsnorm_backward(dres_, grad(layout_.final_norm()), d_xn_, residual_[shape_.layers],
                               w.entry(layout_.final_norm()), rstdf_);
   }
   ready(GradientSegment::Part::head, -1, layout_.head_range());
@@ -173,6 +226,7 @@ void TransformerModel::backward(float loss_scale, const GradientsReady& on_ready
   for (int l = shape_.layers - 1; l >= 0; --l) {
     {
       const AcquiredPart w(*provider_, WeightPart::transformer_layer(l));
+      begin_part_gradient(layout_.layer_range(l));
       // Checkpointing: rebuild this layer's intermediates from its saved input. After forward the
       // scratch still holds the last layer's, so that one is not recomputed.
       if (l != shape_.layers - 1) layer_forward(l, w, residual_[l], layer_out_);
@@ -181,7 +235,8 @@ void TransformerModel::backward(float loss_scale, const GradientsReady& on_ready
     ready(GradientSegment::Part::layer, l, layout_.layer_range(l));
   }
 
-  backend_.embedding_backward(param(grads_, layout_.embedding()), token_ids_, dres_);
+  if (!shape_.tied_embeddings) begin_part_gradient(layout_.embedding_range());
+  backend_.embedding_backward(grad(layout_.embedding()), token_ids_, dres_);
   ready(GradientSegment::Part::embedding, -1, layout_.embedding_range());
 }
 

@@ -10,7 +10,12 @@
 //
 // Memory it owns (on the backend's device):
 //  * gradients: one flat buffer of the accumulation type (f32; f64 with f64 storage), same
-//    layout. backward() ADDS into it, so micro-batches accumulate; zero_gradients() resets it;
+//    layout. backward() ADDS into it, so micro-batches accumulate; zero_gradients() resets it.
+//    Or, with options.stream_gradients (parameter offload of a model larger than the device),
+//    no full buffer: each part's gradient of this micro-batch is computed into one reused
+//    buffer of the largest part (plus one for the embedding with tied embeddings, as the
+//    lm_head adds into it from the start of backward) and handed to the hook, which must take
+//    it away (convert or copy it with ops it enqueues) before returning;
 //  * activations for one micro-batch of `batch` sequences of shape.seq_len tokens.
 //
 // Activation checkpointing, per layer: forward keeps only each layer's input (the residual
@@ -42,15 +47,28 @@ namespace mlpo {
 struct TransformerOptions {
   int batch = 1;                 // sequences per micro-batch (B)
   DType storage = DType::bf16;   // weights and activations: bf16, f32, or f64 (CPU, for tests)
+  // false: one flat gradient buffer that backward() adds into. true: no full gradient on the
+  // device; each part's gradient lives only until its GradientsReady hook returns.
+  bool stream_gradients = false;
 };
 
 struct GradientSegment {
   enum class Part { head, layer, embedding };
   Part part = Part::head;
   int layer = -1;        // for Part::layer
-  ParameterRange range;  // elements of the gradient buffer that are now final
+  ParameterRange range;  // elements of the gradient that are now final
+  // [range.count] of the gradient type on the device: the slice of gradients(), or with
+  // stream_gradients this micro-batch's gradient of the range, which ops enqueued after the
+  // hook returns may overwrite.
+  Tensor gradient;
 };
 using GradientsReady = std::function<void(const GradientSegment&)>;
+
+// stream_gradients: elements of the buffer reused for each part's gradient (the largest of
+// head, layers and, untied, the embedding), and of all streamed gradient buffers (plus the
+// tied embedding's own).
+std::int64_t streamed_part_gradient_elements(const ParameterLayout& layout);
+std::int64_t streamed_gradient_elements(const ParameterLayout& layout);
 
 class TransformerModel {
  public:
@@ -69,12 +87,15 @@ class TransformerModel {
   // The flat weight buffer, [total] of the storage type, and the setters below: only for a
   // model whose weights are resident (the default; an internal error otherwise).
   Tensor weights() const { return resident().flat(); }
-  Tensor gradients() const { return grads_; }    // [total] of gradient type
+  // [total] of the gradient type; an internal error with stream_gradients (there is none).
+  Tensor gradients() const;
 
   // Weights := initial_values(layout, seed) rounded to the storage type.
   void init_weights(std::uint64_t seed) { resident().init(seed); }
   // Weights := values (fp32, layout order, layout().total() of them) rounded to the storage type.
   void load_weights(std::span<const float> values) { resident().load(values); }
+  // Resets gradients() to zero (nothing to do with stream_gradients: each part's buffer is
+  // zeroed when backward reaches it).
   void zero_gradients();
 
   // Runs the model on tokens[B*T] and returns the mean cross-entropy against targets[B*T]
@@ -87,6 +108,12 @@ class TransformerModel {
 
  private:
   Tensor param(Tensor flat, const ParameterEntry& e) const;
+  // Where backward adds the gradient of `e`: gradients(), or the streamed buffer of the part
+  // being differentiated (begin_part_gradient) or of the embedding.
+  Tensor grad(const ParameterEntry& e) const;
+  // Streamed gradients: the part covering `range` starts; its buffer is zeroed.
+  void begin_part_gradient(ParameterRange range);
+  Tensor part_gradient(ParameterRange range) const;
   Tensor activation(DType type, std::initializer_list<std::int64_t> dims);
   ResidentWeights& resident() const;
   void layer_forward(int l, const AcquiredPart& w, Tensor x, Tensor y);
@@ -103,6 +130,10 @@ class TransformerModel {
   ResidentWeights* resident_;  // provider_ when it is resident, else null
   std::vector<DeviceBuffer> owned_;
   Tensor grads_;
+  // stream_gradients: one buffer for the head or a layer (or, untied, the embedding), and the
+  // tied embedding's own; `part_range_` says which range the part buffer holds now.
+  Tensor part_grads_, embedding_grads_;
+  ParameterRange part_range_{0, 0};
   Tensor token_ids_, target_ids_;
   std::vector<Tensor> residual_;  // layer inputs x_0 .. x_L (checkpoints)
   // One layer's forward intermediates (overwritten per layer).

@@ -235,7 +235,8 @@ double UpdatePipeline::flush_gradients(std::span<const bf16> grads) {
 }
 
 UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::span<const bf16> grads,
-                                   const AdamWParams& adam, std::span<bf16> weights_out) {
+                                   const AdamWParams& adam, std::span<bf16> weights_out,
+                                   const std::function<void(const Subgroup&)>& weights_written) {
   const auto t0 = Clock::now();
   const auto& layout = store_.layout();
   const std::int64_t floats = store_.floats_per_array();
@@ -338,6 +339,7 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     else
       adamw_update_bf16grad(threads_, adam, p, p + floats, p + 2 * floats, grads.data() + sg.begin, out, n);
     stats.adam_s += seconds_since(adam0);
+    if (out != nullptr && weights_written) weights_written(sg);
     stats.elements += sg.elements;
     stats.subgroups++;
 

@@ -89,9 +89,11 @@ class UpdatePipeline {
   double flush_gradients(std::span<const bf16> grads);
 
   // One update phase over `steps`. grads: this rank's bf16 gradient (shard order);
-  // weights_out (may be empty): receives the bf16 copy of the new p.
+  // weights_out (may be empty): receives the bf16 copy of the new p. weights_written (may be
+  // empty) is called on the calling thread as soon as a subgroup's bf16 weights are in
+  // weights_out, so they can travel to the device while later subgroups are updated.
   UpdateStats update(const std::vector<UpdateStep>& steps, std::span<const bf16> grads, const AdamWParams& adam,
-                     std::span<bf16> weights_out);
+                     std::span<bf16> weights_out, const std::function<void(const Subgroup&)>& weights_written = {});
 
   // Writes every cached subgroup back to its tier and empties the cache (checkpoint, exit).
   void flush_cache(SubgroupCache& cache);

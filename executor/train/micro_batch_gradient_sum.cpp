@@ -23,6 +23,18 @@ void post_order(int lo, int hi, std::vector<bool>& pushes) {
 
 }  // namespace
 
+int MicroBatchGradientSum::buffers_for(int micro_batches) {
+  MLPO_CHECK(micro_batches >= 1, "micro-batches per step must be >= 1");
+  std::vector<bool> ops;
+  post_order(0, micro_batches, ops);
+  int depth = 0, most = 0;
+  for (bool push : ops) {
+    depth += push ? 1 : -1;
+    most = std::max(most, depth);
+  }
+  return micro_batches == 1 ? 0 : most - 1;
+}
+
 MicroBatchGradientSum::MicroBatchGradientSum(Backend& backend, Tensor leaf, int micro_batches) : backend_(backend), leaf_(leaf) {
   MLPO_CHECK(micro_batches >= 1, "micro-batches per step must be >= 1");
   std::vector<bool> ops;
@@ -42,6 +54,7 @@ MicroBatchGradientSum::MicroBatchGradientSum(Backend& backend, Tensor leaf, int 
   // Stack positions 0 .. most-1; a left leaf is copied to position depth_before. With one
   // micro-batch the only leaf stays in `leaf`.
   const int buffers = micro_batches == 1 ? 0 : most - 1;
+  MLPO_CHECK(buffers == buffers_for(micro_batches), "partial-sum buffer count");
   for (int i = 0; i < buffers; ++i) {
     partial_.push_back(backend.allocate(leaf.dtype, leaf.numel()));
     partial_views_.push_back(partial_.back().view(leaf.dtype, {leaf.numel()}));

@@ -34,6 +34,8 @@ class MicroBatchGradientSum {
 
   int micro_batches() const { return static_cast<int>(merges_.size()); }
   int extra_buffers() const { return static_cast<int>(partial_.size()); }
+  // extra_buffers() of a sum over `micro_batches`, known before any allocation.
+  static int buffers_for(int micro_batches);
 
   // Micro-batch `index` (0, 1, ... in order) has finished `range` in the leaf. Returns the
   // range of the complete sum over all micro-batches when `index` is the last one (in the

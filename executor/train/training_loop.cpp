@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "core/units.hpp"
 #include "executor/io/unique_fd.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/comm/layer_exchange.hpp"
@@ -22,6 +25,7 @@
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/rank_engine.hpp"
 #include "executor/train/checkpoint.hpp"
+#include "executor/train/compute_backend.hpp"
 #include "executor/train/default_plan.hpp"
 #include "executor/train/gathered_safetensors.hpp"
 #include "executor/train/gradient_handover.hpp"
@@ -29,7 +33,6 @@
 #include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
 #include "kernels/cpu/convert.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
 
 namespace mlpo::train {
 
@@ -72,6 +75,58 @@ class PhaseTrace {
   io::UniqueFd fd_;
 };
 
+// The step's small collectives (losses, gradient-norm chunks, timings) over the job's
+// communicator. A communicator of GPU buffers (NCCL) gets them staged through device memory of
+// the compute backend, so the step's reductions really run through it; a host one directly.
+class StepCollectives {
+ public:
+  StepCollectives(comm::Communicator& comm, Backend& backend) : comm_(comm), backend_(backend) {}
+
+  template <class T>
+  void all_gather(std::span<const T> mine, std::span<T> all) {
+    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_gather(mine, all);
+    T* d_all = static_cast<T*>(staging(all.size_bytes()));
+    T* d_mine = d_all + comm_.rank() * mine.size();  // in place: the rank's own piece
+    backend_.copy_from_host(bytes_view(d_mine, mine.size_bytes()), mine.data());
+    comm_.all_gather(std::span<const T>(d_mine, mine.size()), std::span<T>(d_all, all.size()));
+    backend_.copy_to_host(all.data(), bytes_view(d_all, all.size_bytes()));
+  }
+  template <class T>
+  void all_reduce_sum(std::span<T> data) {
+    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_sum(data);
+    T* d = stage_in(data);
+    comm_.all_reduce_sum(std::span<T>(d, data.size()));
+    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
+  }
+  template <class T>
+  void all_reduce_max(std::span<T> data) {
+    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_max(data);
+    T* d = stage_in(data);
+    comm_.all_reduce_max(std::span<T>(d, data.size()));
+    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
+  }
+
+ private:
+  // Every staged element type is a multiple of 4 bytes wide: viewed as i32 words for copies.
+  static Tensor bytes_view(void* p, std::size_t bytes) {
+    return Tensor(p, DType::i32, {static_cast<std::int64_t>(bytes / 4)});
+  }
+  void* staging(std::size_t bytes) {
+    if (buffer_.bytes() < bytes) buffer_ = backend_.allocate(std::max<std::size_t>(bytes, 4096));
+    return buffer_.data();
+  }
+  template <class T>
+  T* stage_in(std::span<T> data) {
+    T* d = static_cast<T*>(staging(data.size_bytes()));
+    backend_.copy_from_host(bytes_view(d, data.size_bytes()), data.data());
+    return d;
+  }
+
+  comm::Communicator& comm_;
+  Backend& backend_;
+  DeviceBuffer buffer_;
+};
+
 // What a resumed run must share with the checkpoint's to continue bitwise. grad_accum is the
 // global number of micro-batches per step (ranks x --grad-accum), the quantity that fixes the
 // numbers; "ranks" is recorded for information and not compared.
@@ -93,15 +148,23 @@ Json settings_of(const TrainOptions& o, const LrSchedule& lr, unsigned blas_thre
               {"data_tokens", data.tokens()}};
 }
 
-void check_options(const TrainOptions& o, const comm::Communicator& comm) {
+void check_options(const TrainOptions& o, const comm::Communicator& comm, const BackendChoice& backend) {
   if (o.steps < 1) throw Error("--steps: must be >= 1");
   if (o.micro_batch < 1) throw Error("--micro-batch: must be >= 1");
   if (o.grad_accum < 1) throw Error("--grad-accum: must be >= 1");
   if (o.checkpoint_every < 0) throw Error("--checkpoint-every: must be >= 0");
   if (o.resume && o.checkpoint_dir.empty()) throw Error("--resume needs --checkpoint-dir (where the checkpoints are)");
-  if (comm.memory() != comm::MemorySpace::host)
-    throw Error(std::string("--comm ") + comm.backend() + ": this communicator moves GPU buffers, but training runs on the "
-                "CPU backend, whose buffers are host memory; use --comm mpi (or auto)");
+  if (comm.memory() != comm::MemorySpace::host) {
+    if (backend.kind != BackendChoice::Kind::cuda)
+      throw Error(std::string("--comm ") + comm.backend() + ": this communicator moves GPU buffers, but training runs on the "
+                  "CPU backend, whose buffers are host memory; use --comm mpi (or auto), or --backend cuda");
+    if (comm.size() > 1)
+      throw Error(std::string("--comm ") + comm.backend() + ": trains on one rank only for now (" + std::to_string(comm.size()) +
+                  " launched): the ZeRO-3 layer exchange moves host buffers; use --comm mpi (or auto) with --backend cuda");
+    if (backend.device >= 0 && backend.device != comm.local_rank())
+      throw Error("--backend " + backend.describe() + " with --comm " + comm.backend() + ": the NCCL communicator runs on the "
+                  "local rank's GPU (cuda:" + std::to_string(comm.local_rank()) + "); use --backend cuda");
+  }
   if (o.param_offload && comm.size() > 1)
     throw Error("--param-offload: is for a single process; with " + std::to_string(comm.size()) +
                 " ranks the weights are already sharded (ZeRO-3) and gathered one part at a time; drop --param-offload");
@@ -127,7 +190,8 @@ void check_plan(const TrainOptions& o, const Plan& plan, std::int64_t params) {
 
 TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   comm::SingleProcessCommunicator one_process;
-  comm::Communicator& comm = o.comm ? *o.comm : one_process;
+  comm::Communicator& job = o.comm ? *o.comm : one_process;  // NCCL: the step's reductions
+  comm::Communicator& comm = job.host_side();                 // host-memory collectives
   const int ranks = comm.size(), rank = comm.rank();
   const bool rank0 = rank == 0;
   auto note = [&](const std::string& line) {
@@ -140,7 +204,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const ModelShape shape = shape_of(o.model);
   const ParameterLayout layout(shape);
   const std::int64_t params = layout.total();
-  check_options(o, comm);
+  const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
+  check_options(o, job, backend_choice);
   TokenData data(o.data, o.model.vocab, o.model.seq_len, o.token_bytes);
   const comm::ZeroPartition partition(params, ranks, rank);
   const offload::RankShard& mine = partition.mine();
@@ -154,6 +219,27 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       throw Error("--checkpoint-dir " + o.checkpoint_dir +
                   ": already holds checkpoints of a run; pass --resume to continue it, or choose another directory");
     }
+  }
+  // The compute device, and whether the run fits in its memory: both before anything is written.
+  ThreadPool threads(o.threads);
+  const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
+  ComputeBackend device = open_backend(backend_choice, threads, blas_threads, comm.local_rank());
+  const TrainingFootprint footprint{o.micro_batch, o.grad_accum, ranks, o.param_offload};
+  if (device.memory) {
+    const std::int64_t scratch = device.scratch_bound(shape.hidden, static_cast<std::int64_t>(o.micro_batch) * shape.heads * shape.seq_len);
+    const DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
+    std::optional<DeviceMemoryNeed> offloaded;
+    if (!o.param_offload && ranks == 1) {
+      TrainingFootprint f = footprint;
+      f.param_offload = true;
+      offloaded = training_device_memory(shape, f, scratch);
+    }
+    const bool limited = o.gpu_memory_limit > 0 && o.gpu_memory_limit < device.memory->free;
+    const std::size_t available = limited ? static_cast<std::size_t>(o.gpu_memory_limit) : device.memory->free;
+    require_training_memory(need, footprint, offloaded ? &*offloaded : nullptr, available, device.memory->total,
+                            device.description, limited ? " under --gpu-memory-limit" : "");
+    note("device: " + device.description + "; the run needs " + need.describe() + " of " +
+         format_bytes(static_cast<double>(available)) + " available" + (limited ? " (--gpu-memory-limit)" : ""));
   }
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
@@ -172,9 +258,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   validate(lr);
 
   // ---- Compute device, model and offload engine ---------------------------------------
-  ThreadPool threads(o.threads);
-  const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
-  CpuBackend backend(threads, {blas_threads, cpu::GemmPath::blas});
+  Backend& backend = *device.backend;
   const std::string run = o.run_name.empty() ? default_run_name() : o.run_name;
   TierRunDirectories run_dirs(plan, run);
   offload::RankEngine engine(plan, mine, run, threads);
@@ -186,7 +270,9 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   // This rank's bf16 weights (all of them on one rank): what the update phase writes and the
   // weight provider reads. Owners of buffers that queued exchanges touch are declared before
   // the exchange, so they outlive its worker.
-  std::vector<bf16> weights(static_cast<std::size_t>(mine.elements));
+  // Host memory from the backend (pinned on a GPU), so weight copies overlap compute and update.
+  HostBuffer weights_owner = backend.allocate_host(static_cast<std::size_t>(mine.elements) * sizeof(bf16));
+  const std::span<bf16> weights(static_cast<bf16*>(weights_owner.data()), static_cast<std::size_t>(mine.elements));
   std::unique_ptr<comm::LayerExchange> exchange;
   if (ranks > 1) exchange = std::make_unique<comm::LayerExchange>(comm, partition);
   GradientHandover grads(backend, layout, partition, exchange.get());
@@ -196,7 +282,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   if (exchange) {
     provider = std::make_unique<GatheredWeights>(backend, layout, *exchange, weights);
   } else if (o.param_offload) {
-    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(), 2);
+    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(), weight_slots(footprint));
     streamed = p.get();
     provider = std::move(p);
   } else {
@@ -204,10 +290,17 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     resident = p.get();
     provider = std::move(p);
   }
-  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16}, provider.get());
-  auto weights_to_device = [&] {
-    if (resident) resident->upload(weights.data());
-    if (streamed) streamed->weights_changed();
+  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)}, provider.get());
+  // Resident weights: each subgroup's new bf16 weights go to the device as soon as the update
+  // has written them, on a copy queue, while the CPU updates the next subgroups.
+  std::unique_ptr<CopyQueue> weight_uploads = resident ? backend.make_copy_queue() : nullptr;
+  auto upload_subgroup = [&](const offload::Subgroup& sg) {
+    weight_uploads->to_device(resident->flat().slice(sg.begin, {sg.elements}), weights.data() + sg.begin);
+  };
+  auto weights_to_device = [&] {  // after the update: the uploads' tail, ops ordered after them
+    if (!resident) return;
+    weight_uploads->order_compute_after_copies();
+    weight_uploads->wait();  // the host weights may be rewritten by the next update
   };
 
   // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) ---
@@ -227,12 +320,17 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     note("resume: continuing from " + checkpoint->path() + " (step " + std::to_string(pos.step) + ", written by " +
          std::to_string(checkpoint->ranks()) + (checkpoint->ranks() == 1 ? " rank" : " ranks") + ")");
   } else {
+    // Each element's initial value is a pure function of (seed, index): hashed on every core
+    // (billions of parameters would take minutes on one).
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
-      initial_values(layout, o.seed, mine.global_begin + sg.begin, std::span<float>(p, static_cast<std::size_t>(sg.elements)));
-      fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
+      threads.parallel_for(static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
+        initial_values(layout, o.seed, mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),
+                       std::span<float>(p + begin, end - begin));
+        fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin), end - begin);
+      });
     });
   }
-  weights_to_device();
+  if (resident) resident->upload(weights.data());
   trace.mark("started " + std::to_string(pos.step));
 
   // Rank r runs the global micro-batches r*a .. r*a+a-1 of each step (a = grad_accum), drawing
@@ -240,7 +338,9 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const int a = o.grad_accum;
   const std::int64_t global_micro_batches = static_cast<std::int64_t>(ranks) * a;
   const float loss_scale = 1.0f / static_cast<float>(global_micro_batches);
-  MicroBatchGradientSum gradient_sum(backend, model.gradients(), a);
+  std::optional<MicroBatchGradientSum> gradient_sum;  // none when the gradients are streamed (a = 1)
+  if (!streams_gradients(footprint)) gradient_sum.emplace(backend, model.gradients(), a);
+  StepCollectives collectives(job, backend);
   const std::int64_t T = o.model.seq_len, B = o.micro_batch;
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B * T)), targets(inputs.size());
   std::vector<double> my_losses(static_cast<std::size_t>(a)), all_losses(static_cast<std::size_t>(global_micro_batches));
@@ -249,6 +349,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   TrainResult result;
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
+  std::int64_t fetched_before = 0, demand_before = 0;  // parameter offload's fetch counters at the last step
   std::int64_t checkpoints = 0;
   auto save_checkpoint = [&] {
     const auto c0 = Clock::now();
@@ -282,17 +383,19 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
         forward_s += seconds_since(t0);
         t0 = Clock::now();
         model.backward(loss_scale, [&](const GradientSegment& seg) {
-          const Tensor summed = gradient_sum.add(j, seg.range);
+          const Tensor summed = gradient_sum ? gradient_sum->add(j, seg.range) : seg.gradient;
           if (j == a - 1) grads.range_final(seg.range, summed);
         });
+        backend.synchronize();  // a GPU enqueues asynchronously: time the ops, not their launch
         backward_s += seconds_since(t0);
       }
       auto t0 = Clock::now();
       grads.finish();  // the exchange is idle from here: direct collectives are allowed
+      const double gradient_wait_s = seconds_since(t0);  // the gradient copies that did not overlap backward
       pos.data_position += global_micro_batches * B;
 
       // The step's loss: every micro-batch's, added in global order as one process does.
-      comm.all_gather(std::span<const double>(my_losses), std::span<double>(all_losses));
+      collectives.all_gather(std::span<const double>(my_losses), std::span<double>(all_losses));
       double loss = 0;
       for (double x : all_losses) loss += x;
       loss /= static_cast<double>(global_micro_batches);
@@ -302,7 +405,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       std::fill(chunk_sums.begin(), chunk_sums.end(), 0.0);
       const auto my_sums = offload::chunk_square_sums(grads.shard(), threads);
       std::copy(my_sums.begin(), my_sums.end(), chunk_sums.begin() + mine.global_begin / offload::kNormChunk);
-      comm.all_reduce_sum(std::span<double>(chunk_sums));
+      collectives.all_reduce_sum(std::span<double>(chunk_sums));
       const double grad_norm = offload::global_norm(chunk_sums);
       if (plan.gradients == GradientPolicy::flush_fp32) pipeline.flush_gradients(grads.shard());  // baseline
       backward_s += seconds_since(t0);
@@ -310,7 +413,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
       AdamWParams adam{lr.at(step), o.beta1, o.beta2, o.eps, o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm), step};
       trace.mark("update-begin " + std::to_string(step));
-      const offload::UpdateStats upd = pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights);
+      if (streamed) streamed->drop_device_copies();  // the update rewrites the host weights they read
+      const offload::UpdateStats upd =
+          pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights,
+                          resident ? std::function<void(const offload::Subgroup&)>(upload_subgroup) : nullptr);
       trace.mark("update-end " + std::to_string(step));
 
       // New weights back to the compute device.
@@ -326,14 +432,14 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // The step as the job saw it: times of the slowest rank, counts summed over ranks.
       const std::size_t tiers = upd.tiers.size();
       std::vector<double> times = {seconds_since(step0), forward_s, backward_s, upd.seconds, upd.adam_s,
-                                   upd.prefetch_stall_s, weights_s, checkpoint_s};
+                                   upd.prefetch_stall_s, weights_s, checkpoint_s, gradient_wait_s};
       std::vector<std::int64_t> counts = {upd.cache_hits, upd.reads, upd.writes, upd.elements};
       for (const auto& t : upd.tiers) {
         times.insert(times.end(), {t.busy_s, t.slot_wait_s});
         counts.insert(counts.end(), {static_cast<std::int64_t>(t.read_bytes), static_cast<std::int64_t>(t.write_bytes)});
       }
-      comm.all_reduce_max(std::span<double>(times));
-      comm.all_reduce_sum(std::span<std::int64_t>(counts));
+      collectives.all_reduce_max(std::span<double>(times));
+      collectives.all_reduce_sum(std::span<std::int64_t>(counts));
       const double step_s = times[0];
       const double tokens = static_cast<double>(B * T * global_micro_batches);
       tokens_total += tokens;
@@ -353,6 +459,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
                {"prefetch_stall_s", times[5]},
                {"weights_to_device_s", times[6]},
                {"checkpoint_s", times[7]},
+               {"gradient_copy_wait_s", times[8]},
                {"cache_hits", counts[0]},
                {"reads", counts[1]},
                {"writes", counts[2]},
@@ -362,9 +469,15 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
         tier_records.push_back(Json{{"name", upd.tiers[t].name},
                                     {"read_bytes", counts[4 + 2 * t]},
                                     {"write_bytes", counts[5 + 2 * t]},
-                                    {"busy_s", times[8 + 2 * t]},
-                                    {"slot_wait_s", times[9 + 2 * t]}});
+                                    {"busy_s", times[9 + 2 * t]},
+                                    {"slot_wait_s", times[10 + 2 * t]}});
       rec["tiers"] = tier_records;
+      if (streamed) {
+        rec["weight_fetch_bytes"] = streamed->fetched_bytes() - fetched_before;
+        rec["weight_demand_fetches"] = streamed->demand_fetches() - demand_before;
+        fetched_before = streamed->fetched_bytes();
+        demand_before = streamed->demand_fetches();
+      }
       if (rank0 && events.step) events.step(rec);
       result.steps.push_back(std::move(rec));
     }
@@ -384,6 +497,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
                         {"last_step", pos.step},
                         {"params", params},
                         {"ranks", ranks},
+                        {"backend", device.description},
+                        {"param_offload", o.param_offload},
                         {"mode", to_string(plan.mode)},
                         {"tokens", tokens_total},
                         {"tokens_per_s", seconds_total > 0 ? tokens_total / seconds_total : 0.0},

@@ -19,7 +19,8 @@
 //     update phase on the shard: AdamW over every subgroup under the plan (fetch, update,
 //       write back), lr from the warm-up + cosine schedule, bf16 copy of the new p into the
 //       rank's host weights
-//     new bf16 weights -> device (resident), or forget the streamed copies
+//     new bf16 weights -> device (resident; each subgroup as soon as it is updated, on a copy
+//       queue), or forget the streamed copies
 //     log the step (rank 0; timings are the slowest rank's); every checkpoint_every steps
 //     and at the end: checkpoint (per-rank files + manifest)
 //   export safetensors (rank 0, gathered)
@@ -71,6 +72,8 @@ struct TrainOptions {
   unsigned blas_threads = 0;         // OpenBLAS; 0 = all cores. Part of the determinism contract
   std::string run_name;              // tier subdirectory; default train-<host>-<pid>
   bool param_offload = false;        // one rank: weights in host memory, streamed to the device per part
+  std::string backend = "cpu";       // compute backend: cpu, cuda, cuda:N (compute_backend.hpp)
+  std::uint64_t gpu_memory_limit = 0;  // bytes the memory check may plan for on the GPU; 0: its free memory
   comm::Communicator* comm = nullptr;  // the job's ranks (host memory); null: one process
   // Test hooks (set by mlpo-run from MLPO_TEST_SLOW_CHECKPOINT_MS and MLPO_TRACE_PHASES).
   std::chrono::milliseconds checkpoint_pause{0};
@@ -88,7 +91,9 @@ struct TrainResult {
   Json summary;
 };
 
-// Throws mlpo::Error (nothing written, no checkpoint touched) for bad input: a missing or
+// Throws mlpo::Error (nothing written, no checkpoint touched) for bad input: a compute backend
+// that cannot be served (no CUDA device: CUDA's reason), a run that does not fit in the GPU's
+// memory (bytes needed vs available, and the fix: --param-offload), a missing or
 // invalid data file, tokens outside the vocab, a plan for another model or another world
 // shape, an unreadable checkpoint or one of another model, a checkpoint dir that already
 // holds a run without --resume; and for I/O errors during the run. Collective when

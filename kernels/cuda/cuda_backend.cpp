@@ -1,6 +1,8 @@
 #include "kernels/cuda/cuda_backend.hpp"
 
 #include "core/error.hpp"
+#include "core/units.hpp"
+#include "kernels/cuda/cuda_copy_queue.hpp"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo {
@@ -20,6 +22,7 @@ int select_device(int device) {
 }
 
 void free_device(void* p) { cudaFree(p); }
+void free_pinned(void* p) { cudaFreeHost(p); }
 
 }  // namespace
 
@@ -38,6 +41,21 @@ DeviceBuffer CudaBackend::allocate(std::size_t bytes) {
   gpu::check_allocation(cudaMalloc(&p, bytes ? bytes : 1), bytes, "a CUDA backend buffer");
   return DeviceBuffer(p, bytes, &free_device);
 }
+
+HostBuffer CudaBackend::allocate_host(std::size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t status = cudaMallocHost(&p, bytes ? bytes : 1);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw Error("out of pinned host memory allocating " + format_bytes(static_cast<double>(bytes)) +
+                " for " + name() + "'s transfers; free host memory (a smaller host cache or memory tier) or raise "
+                "the locked-memory limit (ulimit -l)");
+  }
+  gpu::check(status, "cudaMallocHost");
+  return HostBuffer(p, bytes, &free_pinned);
+}
+
+std::unique_ptr<CopyQueue> CudaBackend::make_copy_queue() { return std::make_unique<CudaCopyQueue>(stream_.get()); }
 
 void CudaBackend::copy_from_host(Tensor dst, const void* src) {
   gpu::check(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, stream_.get()), "copy_from_host");

@@ -11,7 +11,9 @@
 // so the same inputs give bitwise the same outputs on the same GPU model.
 //
 // Memory: allocate() is cudaMalloc (256-byte aligned), freed by the returned DeviceBuffer. A
-// shortfall throws mlpo::Error with the request and the free memory. Scratch for ops grows on
+// shortfall throws mlpo::Error with the request and the free memory. allocate_host() is
+// page-locked host memory (cudaMallocHost); make_copy_queue() a CudaCopyQueue on its own
+// stream, ordered against the compute stream with events (cuda_copy_queue.hpp). Scratch for ops grows on
 // demand and is kept. Construct only where cuda_available() says a device is usable: the
 // constructor throws mlpo::Error with the reason otherwise. Not thread-safe: one thread drives
 // a backend at a time (and must have the backend's device current, which the constructor sets).
@@ -39,10 +41,12 @@ class CudaBackend final : public Backend {
   // The stream every op runs on. Other streams order themselves against it with events.
   cudaStream_t compute_stream() const { return stream_.get(); }
   // Blocks until every op enqueued so far has finished.
-  void synchronize() const { stream_.synchronize(); }
+  void synchronize() override { stream_.synchronize(); }
 
   DeviceBuffer allocate(std::size_t bytes) override;
   using Backend::allocate;
+  HostBuffer allocate_host(std::size_t bytes) override;
+  std::unique_ptr<CopyQueue> make_copy_queue() override;
   void copy_from_host(Tensor dst, const void* src) override;
   void copy_to_host(void* dst, Tensor src) override;
   void copy(Tensor dst, Tensor src) override;

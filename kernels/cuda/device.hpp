@@ -1,6 +1,6 @@
 #pragma once
 // CUDA runtime essentials shared by the CUDA backend (cuda_backend.hpp) and the layer streamer
-// (layer_streamer.hpp): whether a device is usable, the error check, and RAII owners of
+// (cuda_copy_queue.hpp): whether a device is usable, the error check, and RAII owners of
 // streams, events, pinned host memory and grow-only device scratch.
 //
 // "No device" is any error from cudaGetDeviceCount (a machine with the toolkit but no driver

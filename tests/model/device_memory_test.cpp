@@ -28,6 +28,25 @@ TEST(DeviceMemory, EstimateEqualsWhatTheModelAllocatesAtPeak) {
     }
 }
 
+// Streamed gradients: one buffer of the largest part (and the tied embedding's), no full
+// gradient; with a streaming provider nothing as large as the weights is left on the device.
+TEST(DeviceMemory, StreamedGradientsHoldNoFullGradientBuffer) {
+  for (bool tied : {false, true}) {
+    ThreadPool pool(1);
+    CpuBackend cpu(pool, CpuBackendOptions{1, cpu::GemmPath::blas});
+    CountingBackend counting(cpu);
+    const ModelShape shape = tiny_shape(tied);
+    const ParameterLayout layout(shape);
+    const TransformerOptions options{2, DType::bf16, true};
+    const std::vector<bf16> host(static_cast<std::size_t>(layout.total()));
+    HostStreamedWeights streamed(counting, layout, DType::bf16, host.data(), 2);
+    TransformerModel model(counting, shape, options, &streamed);
+    EXPECT_EQ(model_device_memory(shape, options, 0, {2}).total(), counting.allocated()) << "tied=" << tied;
+    EXPECT_EQ(model_device_memory(shape, options, 0, {2}).gradients, streamed_gradient_elements(layout) * 4);
+    EXPECT_EQ(counting.allocations_of_at_least(layout.total() * 2), 0) << "tied=" << tied;
+  }
+}
+
 // Parameter offload and ZeRO-3 hold `slots` buffers of the largest part on the device instead of
 // every weight, and the estimate says so.
 TEST(DeviceMemory, StreamingProvidersHoldNoFullWeightBuffer) {

@@ -92,8 +92,8 @@ TEST(HostStreamedWeights, GivesBitwiseTheResidentResultsWithAnyNumberOfSlots) {
       HostStreamedWeights streamed(t.backend, t.layout, DType::bf16, t.host.data(), slots);
       TransformerModel model(t.backend, t.shape, {kBatch, DType::bf16}, &streamed);
       const Outcome got = train_two_steps(model, [&] {
+        streamed.drop_device_copies();
         t.change_host();
-        streamed.weights_changed();
       });
       EXPECT_EQ(got.losses, want.losses) << "tied=" << tied << " slots=" << slots;
       EXPECT_TRUE(got.gradients == want.gradients) << "tied=" << tied << " slots=" << slots;
@@ -120,6 +120,37 @@ TEST(HostStreamedWeights, TwoSlotsFetchAheadAndReuseWhatForwardLeft) {
   single.backward();
   EXPECT_EQ(one.demand_fetches(), one.fetches());  // one slot: nothing can be fetched ahead
   EXPECT_EQ(one.fetches(), 6);                     // the head stays resident into backward
+}
+
+// Streamed gradients (parameter offload of a model larger than the device): each part's
+// gradient exists only while its hook runs, and is bitwise the resident model's gradient of
+// that range — whatever provider the weights come from.
+TEST(StreamedGradients, EachRangeHandedOverIsBitwiseTheResidentGradient) {
+  for (bool tied : {false, true}) {
+    TinyModelRig s(tied);
+    TransformerModel resident(s.backend, s.shape, {kBatch, DType::bf16});
+    std::memcpy(resident.weights().data, s.host.data(), s.host.size() * sizeof(bf16));
+    HostStreamedWeights streamed(s.backend, s.layout, DType::bf16, s.host.data(), 2);
+    TransformerModel model(s.backend, s.shape, {kBatch, DType::bf16, true}, &streamed);
+    EXPECT_DEATH(model.gradients(), "no full gradient buffer");
+    for (std::uint64_t seed : {3u, 4u}) {  // two micro-batches: nothing carries over between them
+      const Batch b = random_batch(s.shape, kBatch, seed);
+      resident.zero_gradients();
+      EXPECT_EQ(model.forward(b.tokens, b.targets), resident.forward(b.tokens, b.targets));
+      resident.backward(0.5f);
+      const std::vector<double> want = gradients_of(resident);
+      std::int64_t covered = 0;
+      model.backward(0.5f, [&](const GradientSegment& seg) {
+        ASSERT_EQ(seg.gradient.numel(), seg.range.count);
+        const float* g = static_cast<const float*>(seg.gradient.data);
+        for (std::int64_t i = 0; i < seg.range.count; ++i)
+          ASSERT_EQ(static_cast<double>(g[i]), want[static_cast<std::size_t>(seg.range.offset + i)])
+              << "tied=" << tied << " range at " << seg.range.offset << " element " << i;
+        covered += seg.range.count;
+      });
+      EXPECT_EQ(covered, s.layout.total());
+    }
+  }
 }
 
 TEST(HostStreamedWeights, RejectsZeroSlots) {

@@ -77,6 +77,18 @@ TEST_F(BadInput, TokensOutsideTheModelsVocab) {
                   "token 999 at position 3 is outside the model's vocabulary of 256");
 }
 
+// A GPU that cannot be used: on a machine without one CUDA's reason ("no usable CUDA device:
+// CUDA driver version is insufficient ..."), on a GPU machine "no such GPU"; never a CPU run.
+TEST_F(BadInput, CudaBackendThatCannotBeServed) {
+  expect_rejected(run({"--backend", "cuda:999", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
+                       dir_ / "out.safetensors"}),
+                  "--backend cuda:999: ");
+}
+
+TEST_F(BadInput, UnknownBackend) {
+  expect_rejected(run({"--backend", "tpu", "--checkpoint-dir", dir_ / "ckpt", "--resume"}), "unknown compute backend 'tpu'");
+}
+
 TEST_F(BadInput, PlanForAnotherModel) {
   Plan plan = test::memory_plan(18'000'000);
   plan.model_name = "small";
