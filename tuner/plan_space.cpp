@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "simulator/rates.hpp"
 
 namespace mlpo::tune {
 
@@ -18,12 +19,13 @@ double state_bytes_per_element(const Plan& plan) {
 
 PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind, 0.0, 0}; }
 
-// Aggregate node bandwidth of a tier when R ranks stream to it under limit k (0: none),
-// with reads and writes interleaved (the harmonic mean of the two curves).
+// Aggregate node bandwidth of a tier for the update's even read/write mix when R ranks
+// stream to it (one reader and one writer each) under a combined limit k (0: none).
 double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
-  const double streams = static_cast<double>(k > 0 ? std::min(k, 2 * ranks) : 2 * ranks);
-  const double r = t.read_at(streams), w = t.write_at(streams);
-  return 2 * r * w / (r + w) * 1e9;
+  const sim::TierRates rates = sim::tier_rates_of(t);
+  if (k == 1) return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
+  const double per_direction = k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
+  return rates.interleaved_bps(std::max(1.0, per_direction));
 }
 
 // Fractions proportional to bandwidth, capped by capacity (`cap[t]` is the largest fraction
