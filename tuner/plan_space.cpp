@@ -146,7 +146,7 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
       for (GradientPolicy grads : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
         Plan tiers_plan = base;
         tiers_plan.gradients = grads;
-        std::vector<double> bw, cap;
+        std::vector<double> bw, cap, full_bytes;
         for (std::size_t i = 0; i < members.size(); ++i) {
           const TierProfile& tp = profile.tiers[members[i]];
           PlanTier pt = tier_of(tp);
@@ -154,13 +154,24 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
           tiers_plan.tiers.push_back(pt);
           bw.push_back(effective_bps(tp, R, limits[i]));
           tiers_plan.tiers.back().fraction = 1.0;
-          const double full = tier_bytes_needed(a, tiers_plan, i);
-          cap.push_back(full > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full) : 1.0);
+          full_bytes.push_back(tier_bytes_needed(a, tiers_plan, i));
+          cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full_bytes.back()) : 1.0);
         }
-        const auto fractions = split(bw, cap);
-        if (!fractions) continue;
-        for (std::size_t i = 0; i < members.size(); ++i) tiers_plan.tiers[i].fraction = (*fractions)[i];
-        // Drop tiers that got nothing (cannot happen with positive bandwidths, but keep plans valid).
+        // Fractions for one candidate: by bandwidth, each tier capped by its free space, and
+        // RAM-backed tiers also by the host memory the candidate's buffers, cache and bf16
+        // copies leave (so a small budget still gets a share of /dev/shm rather than none).
+        // Empty when the tiers cannot hold the state or a tier would get (almost) nothing:
+        // the subset without it covers that.
+        auto fractions_for = [&](const Plan& p) -> std::optional<std::vector<double>> {
+          HostMemoryNeed fixed = host_memory_need(a, p);
+          const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
+          std::vector<double> capped = cap;
+          for (std::size_t i = 0; i < members.size(); ++i)
+            if (in_host_ram(p.tiers[i].kind) && full_bytes[i] > 0) capped[i] = std::clamp(room / full_bytes[i], 0.0, capped[i]);
+          auto f = split(bw, capped);
+          if (f && std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return std::nullopt;
+          return f;
+        };
         for (std::int64_t sg : subgroup_sizes) {
           const std::int64_t n = (a.params_per_rank + sg - 1) / sg;
           std::vector<std::int64_t> caches{0, (n + 15) / 16, (n + 3) / 4, n};
@@ -175,6 +186,9 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
                 p.prefetch_depth = prefetch;
                 p.order = order;
                 p.host_cache_subgroups = cache;
+                const auto fractions = fractions_for(p);
+                if (!fractions) continue;
+                for (std::size_t i = 0; i < members.size(); ++i) p.tiers[i].fraction = (*fractions)[i];
                 out.push_back(std::move(p));
               }
             }
