@@ -140,9 +140,16 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
     std::vector<std::size_t> members;
     for (std::size_t t = 0; t < T; ++t)
       if (subset & (1u << t)) members.push_back(t);
-    // Every combination of limits 1..R over the member tiers.
-    std::vector<std::int64_t> limits(members.size(), 1);
+    // Every combination of limits over the member tiers: 1..R, or none (0). Each rank has a
+    // reader and a writer on a tier, so even k = R holds some of them back; with R = 1, k = 1
+    // makes the rank's reads and writes take turns.
+    std::vector<std::int64_t> limit_values;
+    for (std::int64_t k = 1; k <= R; ++k) limit_values.push_back(k);
+    limit_values.push_back(0);
+    std::vector<std::size_t> choice(members.size(), 0);
+    std::vector<std::int64_t> limits(members.size(), limit_values.front());
     for (bool more = true; more;) {
+      for (std::size_t i = 0; i < members.size(); ++i) limits[i] = limit_values[choice[i]];
       for (GradientPolicy grads : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
         Plan tiers_plan = base;
         tiers_plan.gradients = grads;
@@ -197,8 +204,8 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
       }
       // Next limit combination.
       std::size_t i = 0;
-      while (i < limits.size() && ++limits[i] > R) limits[i++] = 1;
-      more = i < limits.size();
+      while (i < choice.size() && ++choice[i] == limit_values.size()) choice[i++] = 0;
+      more = i < choice.size();
     }
   }
   return out;
