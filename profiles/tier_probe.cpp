@@ -114,8 +114,18 @@ void verify(const Stream& st, const std::byte* buffer, std::uint64_t length, uns
                 " read back differs from what the probe wrote there; the tier returns wrong data");
 }
 
-// One sequential pass (write + fsync, or read + verify) of every stream at once; returns GB/s
-// over all streams, or throws (I/O error, mismatch, interruption) once every stream stopped.
+// Makes a stream's writes durable: fsync of its file.
+void sync(const Stream& st) {
+  if (::fsync(st.file->fd()) != 0) throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
+}
+
+// One sequential pass (write, or read + verify) of every stream at once; returns GB/s over
+// all streams, or throws (I/O error, mismatch, interruption) once every stream stopped. A
+// write's clock stops when the data has left this host's memory: when the last O_DIRECT
+// write completes (the device has it, as the offload engine's writes, which are never
+// synced), or after an fsync for a buffered file (its writes would otherwise only be in the
+// page cache). O_DIRECT files are fsync'd after the clock, so the next pass does not start
+// with this one's writes still being flushed below.
 double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, std::uint64_t request) {
   std::latch go(1);
   std::vector<std::thread> threads;
@@ -150,8 +160,9 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
         }
         finish(0);
         finish(1);
-        if (op == io::IoOp::write && ::fsync(st.file->fd()) != 0)
-          throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
+        if (op == io::IoOp::write && !st.file->direct()) sync(st);
+        st.end = Clock::now();
+        if (op == io::IoOp::write && st.file->direct()) sync(st);
       } catch (...) {
         for (auto& r : in_flight) {
           try {
@@ -160,8 +171,8 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
           }
         }
         st.error = std::current_exception();
+        st.end = Clock::now();
       }
-      st.end = Clock::now();
     });
   }
   const Clock::time_point start = Clock::now();
@@ -184,6 +195,7 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
 // every stream got there, so both rates are measured with the other direction busy.
 // Returns {read GB/s, write GB/s} over all streams. Rewriting a page with its own stamp
 // leaves the file's content unchanged, so reads stay checkable whatever they overlap.
+// Writes are timed as in run_pass (fsync inside the clock only for buffered files).
 std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint64_t bytes, std::uint64_t request,
                                          std::uint64_t block_size) {
   std::latch go(1);
@@ -208,6 +220,7 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
       if (reads) verify(st, buffers[slot].data(), length[slot], s, at);
       moved += length[slot];
       if (!reached && moved >= bytes) {
+        if (!reads && !st.file->direct()) sync(st);  // as in the write pass
         reached = true;
         end = Clock::now();
         arrived.fetch_add(1);
@@ -234,6 +247,7 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
       }
       finish(0);
       finish(1);
+      if (!reads && st.file->direct()) sync(st);
     } catch (...) {
       for (auto& r : in_flight) {
         try {
