@@ -7,11 +7,6 @@ namespace mlpo::sim {
 
 namespace {
 
-// A bound that never binds: the read+write constraint of a tier whose mixed curves are
-// measured (the read and write constraints carry them). The constraint stays, so that a
-// transfer starting in one direction makes SimGrid re-share the other.
-constexpr double kUnbounded = 1e18;
-
 // A link whose aggregate bandwidth follows `curve` as concurrent flows come and go.
 sg4::Link* curve_link(sg4::NetZone* zone, const std::string& name, double peak, std::function<double(int)> curve) {
   sg4::Link* link = zone->create_link(name, peak);
@@ -82,7 +77,11 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
       auto write_bw = [&tr, traffic](int k) {
         return traffic->reads > 0 ? tr.write_bps_mixed(std::max(k, 1)) : tr.write_bps(std::max(k, 1));
       };
-      auto shared_bw = [&tr](int k) { return tr.measured_mixed() ? kUnbounded : tr.shared_bps(std::max(k, 1)); };
+      // With mixed curves the read+write constraint never binds (100x both peaks: far above,
+      // yet in the range the solver's precision is scaled to); it stays so that a transfer
+      // starting in one direction makes SimGrid re-share the other.
+      const double unbounded = 100 * (tr.peak_read_bps() + tr.peak_write_bps());
+      auto shared_bw = [&tr, unbounded](int k) { return tr.measured_mixed() ? unbounded : tr.shared_bps(std::max(k, 1)); };
       if (!tr.remote) {
         ep.disk = np.cpu->create_disk(node + "." + tr.name, tr.peak_read_bps(), tr.peak_write_bps());
         ep.disk->set_readwrite_bandwidth(std::max(tr.peak_read_bps(), tr.peak_write_bps()));
