@@ -55,24 +55,24 @@ TEST(SimGridModel, OneTierUpdateTakesBytesOverBandwidthWhenIoBound) {
 }
 
 TEST(Models, AnalyticAndSimGridAgreeWithinTenPercentOnIoBoundPlans) {
- for (const Profile& profile : {io_bound_profile(), overlapping_profile(0.75, 0.5), overlapping_profile(0.9, 0.9)}) {
-  const Accounting a = accounting("1b", 1, 4);
-  std::vector<Plan> plans;
-  plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 1.0)}));
-  plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 0.5), plan_tier(profile, "pfs", 0.5)}));
-  plans.push_back(plan_for("1b", a.params.total, 1, 4,
-                           {plan_tier(profile, "shm", 0.7, 2), plan_tier(profile, "nvme", 0.2, 1), plan_tier(profile, "pfs", 0.1, 1)}));
-  Plan cached = plans[1];
-  cached.host_cache_subgroups = 8;
-  plans.push_back(cached);
-  plans.push_back(mlpo::testing::baseline_of(plans[0], plans[0].tiers[0]));
-  const auto sims = simulate_all(a, profile, plans, kUpdateOnly, 2);
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    const AnalyticBreakdown an = analyze(a, profile, plans[i], kUpdateOnly);
-    EXPECT_NEAR(an.prediction.update_s / sims[i].prediction.update_s, 1.0, 0.10)
-        << "plan " << i << " bound " << an.update_bound << (profile.tiers[0].has_mixed() ? " (mixed curves)" : "");
+  for (const Profile& profile : {io_bound_profile(), overlapping_profile(0.75, 0.5), overlapping_profile(0.9, 0.9)}) {
+    const Accounting a = accounting("1b", 1, 4);
+    std::vector<Plan> plans;
+    plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 1.0)}));
+    plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 0.5), plan_tier(profile, "pfs", 0.5)}));
+    plans.push_back(plan_for("1b", a.params.total, 1, 4,
+                             {plan_tier(profile, "shm", 0.7, 2), plan_tier(profile, "nvme", 0.2, 1), plan_tier(profile, "pfs", 0.1, 1)}));
+    Plan cached = plans[1];
+    cached.host_cache_subgroups = 8;
+    plans.push_back(cached);
+    plans.push_back(mlpo::testing::baseline_of(plans[0], plans[0].tiers[0]));
+    const auto sims = simulate_all(a, profile, plans, kUpdateOnly, 2);
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const AnalyticBreakdown an = analyze(a, profile, plans[i], kUpdateOnly);
+      EXPECT_NEAR(an.prediction.update_s / sims[i].prediction.update_s, 1.0, 0.10)
+          << "plan " << i << " bound " << an.update_bound << (profile.tiers[0].has_mixed() ? " (mixed curves)" : "");
+    }
   }
- }
 }
 
 TEST(Models, MeasuredReadWriteOverlapSetsTheOneTierUpdateTime) {
@@ -123,27 +123,27 @@ TEST(Models, ProfileWithoutMixedFiguresFallsBackWithOneWarningLine) {
 }
 
 TEST(Models, MoreBandwidthNeverPredictsSlower) {
- for (const Profile& slow : {io_bound_profile(), overlapping_profile(0.7, 0.6), overlapping_profile(0.5, 1.5)}) {
-  const Accounting a = accounting("1b", 1, 2);
-  const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(slow, "nvme", 0.6), plan_tier(slow, "pfs", 0.4)});
-  std::vector<Profile> profiles{slow};
-  for (double factor : {1.5, 3.0}) {
-    Profile faster = slow;
-    for (auto& t : faster.tiers)
-      for (auto* curve : {&t.read_gbps, &t.write_gbps, &t.mixed_read_gbps, &t.mixed_write_gbps})
-        for (auto& p : *curve) p.value.median *= factor;
-    profiles.push_back(faster);
+  for (const Profile& slow : {io_bound_profile(), overlapping_profile(0.7, 0.6), overlapping_profile(0.5, 1.5)}) {
+    const Accounting a = accounting("1b", 1, 2);
+    const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(slow, "nvme", 0.6), plan_tier(slow, "pfs", 0.4)});
+    std::vector<Profile> profiles{slow};
+    for (double factor : {1.5, 3.0}) {
+      Profile faster = slow;
+      for (auto& t : faster.tiers)
+        for (auto* curve : {&t.read_gbps, &t.write_gbps, &t.mixed_read_gbps, &t.mixed_write_gbps})
+          for (auto& p : *curve) p.value.median *= factor;
+      profiles.push_back(faster);
+    }
+    double previous_sim = 1e30, previous_analytic = 1e30;
+    for (const Profile& p : profiles) {
+      const double sim = simulate(a, p, plan, {}).prediction.iteration_s;
+      const double an = analyze(a, p, plan, {}).prediction.iteration_s;
+      EXPECT_LE(sim, previous_sim * (1 + 1e-9));
+      EXPECT_LE(an, previous_analytic * (1 + 1e-9));
+      previous_sim = sim;
+      previous_analytic = an;
+    }
   }
-  double previous_sim = 1e30, previous_analytic = 1e30;
-  for (const Profile& p : profiles) {
-    const double sim = simulate(a, p, plan, {}).prediction.iteration_s;
-    const double an = analyze(a, p, plan, {}).prediction.iteration_s;
-    EXPECT_LE(sim, previous_sim * (1 + 1e-9));
-    EXPECT_LE(an, previous_analytic * (1 + 1e-9));
-    previous_sim = sim;
-    previous_analytic = an;
-  }
- }
 }
 
 TEST(SimGridModel, FallingConcurrencyCurveMakesASlotLimitOfOneFaster) {
