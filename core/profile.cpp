@@ -160,6 +160,19 @@ Profile profile_from_json(const Json& json) {
     tp.direct_io = t.boolean_or("direct_io", true);
     tp.read_gbps = read_curve(t, "read_gbps", "streams");
     tp.write_gbps = read_curve(t, "write_gbps", "streams");
+    const bool mixed_read = t.optional("mixed_read_gbps");
+    const bool mixed_write = t.optional("mixed_write_gbps");
+    if (mixed_read != mixed_write)
+      t.fail(mixed_read ? "mixed_write_gbps" : "mixed_read_gbps",
+             "missing (mixed_read_gbps and mixed_write_gbps come together; give both or neither)");
+    if (mixed_read) {
+      tp.mixed_read_gbps = read_curve(t, "mixed_read_gbps", "streams");
+      tp.mixed_write_gbps = read_curve(t, "mixed_write_gbps", "streams");
+      bool same_points = tp.mixed_read_gbps.size() == tp.mixed_write_gbps.size();
+      for (std::size_t k = 0; same_points && k < tp.mixed_read_gbps.size(); ++k)
+        same_points = tp.mixed_read_gbps[k].streams == tp.mixed_write_gbps[k].streams;
+      if (!same_points) t.fail("mixed_write_gbps", "must have the same streams points as mixed_read_gbps");
+    }
     if (t.optional("latency_us")) tp.latency_us = read_measurement(t, "latency_us");
     t.finish();
     p.tiers.push_back(tp);
@@ -213,6 +226,10 @@ Json to_json(const Profile& p) {
             {"direct_io", t.direct_io},
             {"read_gbps", curve_json(t.read_gbps, "streams")},
             {"write_gbps", curve_json(t.write_gbps, "streams")}};
+    if (t.has_mixed()) {
+      tj["mixed_read_gbps"] = curve_json(t.mixed_read_gbps, "streams");
+      tj["mixed_write_gbps"] = curve_json(t.mixed_write_gbps, "streams");
+    }
     if (!t.path.empty()) tj["path"] = t.path;
     if (t.latency_us.median > 0) tj["latency_us"] = to_json(t.latency_us);
     tiers.push_back(tj);

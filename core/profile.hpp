@@ -81,7 +81,14 @@ struct TierProfile {
   bool direct_io = true;
   std::vector<CurvePoint> read_gbps;   // aggregate GB/s at 1, 2, 4, ... streams
   std::vector<CurvePoint> write_gbps;
+  // Reads and writes in flight together (optional; empty in profiles made before it was
+  // measured): at n streams of each, the read GB/s and the write GB/s achieved at once.
+  // Both curves have the same points.
+  std::vector<CurvePoint> mixed_read_gbps;
+  std::vector<CurvePoint> mixed_write_gbps;
   Measurement latency_us;              // first-byte latency of a block read
+
+  bool has_mixed() const { return !mixed_read_gbps.empty(); }
 
   double read_at(double streams) const { return interpolate(read_gbps, streams); }
   double write_at(double streams) const { return interpolate(write_gbps, streams); }

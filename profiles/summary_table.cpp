@@ -67,6 +67,17 @@ std::string summary_table(const Profile& p) {
       out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n", static_cast<long long>(t.read_gbps[i].streams),
                            w.median, w.min, w.max, r.median, r.min, r.max);
     }
+    if (t.has_mixed()) {
+      out += "  reads and writes at once (n streams of each):\n";
+      out += "  streams  write GB/s [min..max]          read GB/s [min..max]\n";
+      for (std::size_t i = 0; i < t.mixed_read_gbps.size() && i < t.mixed_write_gbps.size(); ++i) {
+        const Measurement& w = t.mixed_write_gbps[i].value;
+        const Measurement& r = t.mixed_read_gbps[i].value;
+        out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n",
+                             static_cast<long long>(t.mixed_read_gbps[i].streams), w.median, w.min, w.max, r.median, r.min,
+                             r.max);
+      }
+    }
     if (t.latency_us.median > 0) out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
   }
   return out;
@@ -99,6 +110,8 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
     const std::string at = "tiers[" + t.name + "].";
     for (const CurvePoint& pt : t.write_gbps) add(at + "write_gbps@" + std::to_string(pt.streams), pt.value);
     for (const CurvePoint& pt : t.read_gbps) add(at + "read_gbps@" + std::to_string(pt.streams), pt.value);
+    for (const CurvePoint& pt : t.mixed_write_gbps) add(at + "mixed_write_gbps@" + std::to_string(pt.streams), pt.value);
+    for (const CurvePoint& pt : t.mixed_read_gbps) add(at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
     add(at + "latency_us", t.latency_us);
   }
   return f;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <random>
@@ -97,13 +98,34 @@ std::uint64_t first_bad_page(const std::byte* buffer, std::uint64_t length, unsi
 struct Stream {
   std::unique_ptr<io::TierIo> engine;
   io::TierFile* file = nullptr;
-  io::PinnedBuffer buffers[2];
+  io::PinnedBuffer buffers[2];        // the pass's requests (the mixed pass: its reads)
+  io::PinnedBuffer write_buffers[2];  // the mixed pass's writes
   Clock::time_point end;
+  Clock::time_point write_end;        // the mixed pass: when its writes reached their bytes
   std::exception_ptr error;
 };
 
-// One sequential pass (write + fsync, or read + verify) of every stream at once; returns GB/s
-// over all streams, or throws (I/O error, mismatch, interruption) once every stream stopped.
+// Throws an Error naming the file when a page read back at file offset `at` does not carry
+// its stamp.
+void verify(const Stream& st, const std::byte* buffer, std::uint64_t length, unsigned stream, std::uint64_t at) {
+  const std::uint64_t bad = first_bad_page(buffer, length, stream, at);
+  if (bad != UINT64_MAX)
+    throw Error(st.file->path().string() + ": the page at offset " + std::to_string(bad) +
+                " read back differs from what the probe wrote there; the tier returns wrong data");
+}
+
+// Makes a stream's writes durable: fsync of its file.
+void sync(const Stream& st) {
+  if (::fsync(st.file->fd()) != 0) throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
+}
+
+// One sequential pass (write, or read + verify) of every stream at once; returns GB/s over
+// all streams, or throws (I/O error, mismatch, interruption) once every stream stopped. A
+// write's clock stops when the data has left this host's memory: when the last O_DIRECT
+// write completes (the device has it, as the offload engine's writes, which are never
+// synced), or after an fsync for a buffered file (its writes would otherwise only be in the
+// page cache). O_DIRECT files are fsync'd after the clock, so the next pass does not start
+// with this one's writes still being flushed below.
 double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, std::uint64_t request) {
   std::latch go(1);
   std::vector<std::thread> threads;
@@ -117,10 +139,7 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
         in_flight[slot].wait();
         const std::uint64_t at = std::exchange(issued_at[slot], UINT64_MAX);
         if (op != io::IoOp::read || at == UINT64_MAX) return;
-        const std::uint64_t bad = first_bad_page(st.buffers[slot].data(), std::min(request, bytes - at), s, at);
-        if (bad != UINT64_MAX)
-          throw Error(st.file->path().string() + ": the page at offset " + std::to_string(bad) +
-                      " read back differs from what the probe wrote there; the tier returns wrong data");
+        verify(st, st.buffers[slot].data(), std::min(request, bytes - at), s, at);
       };
       try {
         go.wait();
@@ -141,8 +160,9 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
         }
         finish(0);
         finish(1);
-        if (op == io::IoOp::write && ::fsync(st.file->fd()) != 0)
-          throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
+        if (op == io::IoOp::write && !st.file->direct()) sync(st);
+        st.end = Clock::now();
+        if (op == io::IoOp::write && st.file->direct()) sync(st);
       } catch (...) {
         for (auto& r : in_flight) {
           try {
@@ -151,8 +171,8 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
           }
         }
         st.error = std::current_exception();
+        st.end = Clock::now();
       }
-      st.end = Clock::now();
     });
   }
   const Clock::time_point start = Clock::now();
@@ -165,6 +185,99 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
   for (const Stream& st : streams) last = std::max(last, st.end);
   const double seconds = std::chrono::duration<double>(last - start).count();
   return static_cast<double>(bytes) * static_cast<double>(streams.size()) / seconds / GB;
+}
+
+// Reads and writes at once: every stream reads its file from the start (checking each
+// page) while writing the same stamps into the file from its middle on — what one rank's
+// reader and writer threads do to a tier during the update, on that rank's one engine.
+// Each direction keeps two requests outstanding and notes when it has moved `bytes`; a
+// direction that gets there first wraps around and keeps going until every direction of
+// every stream got there, so both rates are measured with the other direction busy.
+// Returns {read GB/s, write GB/s} over all streams. Rewriting a page with its own stamp
+// leaves the file's content unchanged, so reads stay checkable whatever they overlap.
+// Writes are timed as in run_pass (fsync inside the clock only for buffered files).
+std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint64_t bytes, std::uint64_t request,
+                                         std::uint64_t block_size) {
+  std::latch go(1);
+  const auto directions = static_cast<unsigned>(streams.size() * 2);
+  std::atomic<unsigned> arrived{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::exception_ptr> errors(directions);
+  auto direction = [&](unsigned s, io::IoOp op, std::exception_ptr& error) {
+    Stream& st = streams[s];
+    const bool reads = op == io::IoOp::read;
+    io::PinnedBuffer* buffers = reads ? st.buffers : st.write_buffers;
+    Clock::time_point& end = reads ? st.end : st.write_end;
+    io::IoRequest in_flight[2];
+    std::uint64_t issued_at[2] = {UINT64_MAX, UINT64_MAX};
+    std::uint64_t length[2] = {0, 0};
+    std::uint64_t moved = 0;
+    bool reached = false;
+    auto finish = [&](unsigned slot) {
+      in_flight[slot].wait();
+      const std::uint64_t at = std::exchange(issued_at[slot], UINT64_MAX);
+      if (at == UINT64_MAX) return;
+      if (reads) verify(st, buffers[slot].data(), length[slot], s, at);
+      moved += length[slot];
+      if (!reached && moved >= bytes) {
+        if (!reads && !st.file->direct()) sync(st);  // as in the write pass
+        reached = true;
+        end = Clock::now();
+        arrived.fetch_add(1);
+      }
+    };
+    try {
+      go.wait();
+      std::uint64_t offset = reads ? 0 : bytes / 2 / block_size * block_size;
+      for (unsigned k = 0;; ++k) {
+        const unsigned slot = k % 2;
+        finish(slot);
+        if (interrupt_signal() != 0 || failed.load() || (reached && arrived.load() == directions)) break;
+        length[slot] = std::min(request, bytes - offset);
+        issued_at[slot] = offset;
+        std::byte* buf = buffers[slot].data();
+        if (reads) {
+          in_flight[slot] = st.engine->read(*st.file, offset, length[slot], buf);
+        } else {
+          stamp(buf, length[slot], s, offset);
+          in_flight[slot] = st.engine->write(*st.file, offset, length[slot], buf);
+        }
+        offset += length[slot];
+        if (offset >= bytes) offset = 0;
+      }
+      finish(0);
+      finish(1);
+      if (!reads && st.file->direct()) sync(st);
+    } catch (...) {
+      for (auto& r : in_flight) {
+        try {
+          r.wait();
+        } catch (...) {
+        }
+      }
+      failed.store(true);
+      error = std::current_exception();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned s = 0; s < streams.size(); ++s) {
+    threads.emplace_back(direction, s, io::IoOp::read, std::ref(errors[2 * s]));
+    threads.emplace_back(direction, s, io::IoOp::write, std::ref(errors[2 * s + 1]));
+  }
+  const Clock::time_point start = Clock::now();
+  go.count_down();
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  throw_if_interrupted();
+  Clock::time_point read_end = start, write_end = start;
+  for (const Stream& st : streams) {
+    read_end = std::max(read_end, st.end);
+    write_end = std::max(write_end, st.write_end);
+  }
+  const double all = static_cast<double>(bytes) * static_cast<double>(streams.size()) / GB;
+  return {all / std::chrono::duration<double>(read_end - start).count(),
+          all / std::chrono::duration<double>(write_end - start).count()};
 }
 
 Measurement probe_latency(Stream& st, std::uint64_t file_bytes, int samples, io::PinnedBuffer& page) {
@@ -298,7 +411,7 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
 
   const unsigned max_streams = plan.streams.back();
   ScratchDir scratch(spec);  // declared first: removed last, after every engine closed its files
-  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 2 * plan.request_bytes + kPage);
+  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 4 * plan.request_bytes + kPage);
   io::Tier tier;
   tier.name = spec.name;
   tier.path = scratch.path();
@@ -316,9 +429,10 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
       streams[s].engine = std::make_unique<io::TierIo>(tier, &pool, warn);
       streams[s].file = &streams[s].engine->open_file("stream-" + std::to_string(s) + ".bin", bytes);
       for (auto& b : streams[s].buffers) b = pool.acquire(plan.request_bytes);
+      for (auto& b : streams[s].write_buffers) b = pool.acquire(plan.request_bytes);
       direct = direct && streams[s].file->direct();
     }
-    std::vector<double> write_gbps, read_gbps;
+    std::vector<double> write_gbps, read_gbps, mixed_read_gbps, mixed_write_gbps;
     for (int rep = 1; rep <= options.repetitions; ++rep) {
       const std::string at = "tier '" + spec.name + "': " + std::to_string(n) + " stream(s) x " +
                              format_bytes(static_cast<double>(bytes)) + ", rep " + std::to_string(rep) + "/" +
@@ -327,9 +441,15 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
       write_gbps.push_back(run_pass(streams, io::IoOp::write, bytes, plan.request_bytes));
       report(progress, at + ", read");
       read_gbps.push_back(run_pass(streams, io::IoOp::read, bytes, plan.request_bytes));
+      report(progress, at + ", read+write");
+      const auto [mixed_read, mixed_write] = run_mixed_pass(streams, bytes, plan.request_bytes, options.block_size);
+      mixed_read_gbps.push_back(mixed_read);
+      mixed_write_gbps.push_back(mixed_write);
     }
     out.write_gbps.push_back({static_cast<std::int64_t>(n), summarize(write_gbps, pass_bytes(n))});
     out.read_gbps.push_back({static_cast<std::int64_t>(n), summarize(read_gbps, pass_bytes(n))});
+    out.mixed_read_gbps.push_back({static_cast<std::int64_t>(n), summarize(mixed_read_gbps, pass_bytes(n))});
+    out.mixed_write_gbps.push_back({static_cast<std::int64_t>(n), summarize(mixed_write_gbps, pass_bytes(n))});
     if (n == 1) {
       report(progress, "tier '" + spec.name + "': first-byte latency");
       io::PinnedBuffer page = pool.acquire(kPage);
@@ -337,6 +457,7 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
     }
     for (Stream& st : streams) {
       for (auto& b : st.buffers) b.reset();
+      for (auto& b : st.write_buffers) b.reset();
       const fs::path file = st.file->path();
       st.engine->close_file(*st.file);
       std::error_code ec;

@@ -10,15 +10,22 @@
 //
 // Per point (N streams) and repetition: a sequential write of N fresh files of
 // `bytes_per_stream` each (preallocated like state files, O_DIRECT unless the file system is
-// tmpfs or refuses it; the engine falls back to buffered with one warning), each file fsync'd
-// before its stream's clock stops; then a sequential read of them back. GB/s = all bytes /
-// (last stream done - start). Every 4 KiB page written carries its stream and file offset,
-// and every page read back is checked against them, so a read that returns the wrong place,
-// stale data or zeros fails the probe. First-byte latency: 4 KiB reads at random offsets of
-// the 1-stream file, one at a time. Everything lives in one scratch directory
+// tmpfs or refuses it; the engine falls back to buffered with one warning), a stream's clock
+// stopping when its last O_DIRECT write completed (the device has the data; the offload
+// engine never syncs state writes either) or, for a buffered file, after an fsync; then a
+// sequential read of them back. GB/s = all bytes / (last stream done - start). Then reads and
+// writes at once: each stream reads its file from the start while rewriting it from the
+// middle on, on its one engine (what one rank's reader and writer threads do to a tier during
+// the update); each direction's GB/s is taken while the other is still busy (the faster one
+// wraps around until both are done), writes timed as in the write pass. Every 4 KiB page
+// written carries its stream and file offset, and every page read back is checked against
+// them, so a read that returns the wrong place, stale data or zeros fails the probe.
+// First-byte latency: 4 KiB reads at random offsets of the 1-stream file, one at a time.
+// Everything lives in one scratch directory
 // `PATH/.mlpo-profile-<pid>` that is removed when the probe ends, fails or is interrupted.
-// Cost: (1 + 2 + 4 + ...) x bytes_per_stream x 2 x repetitions bytes of I/O; pinned memory
-// max_streams x 2 x request bytes.
+// Cost: (1 + 2 + 4 + ...) x bytes_per_stream x 4 x repetitions bytes of I/O or a little more
+// (the faster direction of the mixed pass keeps going); pinned memory max_streams x 4 x
+// request bytes.
 
 #include <cstdint>
 #include <filesystem>

@@ -7,7 +7,9 @@
 #
 # For each plan: `mlpo-run --update-only` with the model's parameter count (real tiers, real
 # I/O), then `mlpo-tune --validate` on its log (SimGrid prediction of the same plan on the
-# same profile). Prints one markdown row per plan with the relative error of the update time.
+# same profile). Prints one markdown row per plan with the relative error of the update time,
+# then how the tuner's pick measures against the fastest of the fixed plans, and (on stderr)
+# the load average at the start and the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model=1b; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""; out=out/bench-fidelity
@@ -22,7 +24,7 @@ while [ $# -gt 0 ]; do
     --subgroup) subgroup=$2; shift 2 ;;
     --cache) cache=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench-fidelity: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +56,7 @@ measure() {  # measure LABEL PLAN RANKS
   echo "== $label" >&2
   "$bin/mlpo-run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps "$steps" --quiet --log "$log" >/dev/null
   "$bin/mlpo-tune" --validate "$log" --plan "$p" --profile "$profile" --model "$model" > "$out/$(basename "$p" .plan.json).validate.txt"
-  python3 - "$log" "$out/$(basename "$p" .plan.json).validate.txt" "$label" <<'PY'
+  python3 - "$log" "$out/$(basename "$p" .plan.json).validate.txt" "$label" "$out/measured.txt" <<'PY'
 import json, re, sys
 steps = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 used = steps[1:] if len(steps) > 1 else steps
@@ -67,10 +69,14 @@ for line in open(sys.argv[2]):
         break
 err = (pred - measured) / measured if pred is not None else float("nan")
 print(f"| {sys.argv[3]} | {pred:.2f} | {measured:.2f} | {err*100:+.1f}% |")
+with open(sys.argv[4], "a") as rows:
+    rows.write(f"{measured} {pred}\n")
 PY
 }
 
 shm_f=$(python3 -c "print(round(1-$shm_fraction, 6))")
+echo "bench-fidelity: load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+rm -f "$out/measured.txt"
 echo "| plan ($model, $params params) | predicted update s | measured update s | error |"
 echo "|---|---|---|---|"
 measure "1 tier (disk), no cache, ascending" "$(plan f1 1 1.0 0 ascending 0 mlp)" 1
@@ -85,3 +91,12 @@ echo "== tuner's pick" >&2
   --host-memory-budget "${MLPO_FIDELITY_HOST_BUDGET:-12GiB}" >/dev/null
 ranks=$(python3 -c "import json; p=json.load(open('$out/tuned.plan.json')); print(p['cluster']['nodes']*p['cluster']['gpus_per_node'])")
 measure "tuner's pick ($(python3 -c "import json; p=json.load(open('$out/tuned.plan.json')); print(', '.join(t['name']+' '+str(round(t['fraction'],2))+(' k='+str(t['concurrency_limit']) if t['concurrency_limit'] else '') for t in p['tiers']) + ', cache ' + str(p['host_cache_subgroups']) + ', ' + p['order'])"))" "$out/tuned.plan.json" "$ranks"
+python3 - "$out/measured.txt" <<'PY'
+rows = [tuple(map(float, l.split())) for l in open(__import__("sys").argv[1]) if l.strip()]
+fixed, pick = rows[:-1], rows[-1]
+fastest = min(m for m, _ in fixed)
+worst = max(abs(p - m) / m for m, p in rows)
+print(f"\ntuner's pick measured {pick[0]:.2f} s vs the fastest fixed plan {fastest:.2f} s: {(pick[0] / fastest - 1) * 100:+.1f}%; "
+      f"largest prediction error {worst * 100:.1f}%")
+PY
+echo "bench-fidelity: load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -75,7 +75,6 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   out.cache_hits = hits;
 
   const double d = static_cast<double>(plan.prefetch_depth);
-  const double writers = std::max(1.0, static_cast<double>(plan.buffers - plan.prefetch_depth));
   Bound upd;
   double sum_peak_bw = 0;
   double bytes_moved = 0;
@@ -86,32 +85,28 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     term.read_bytes = R * read_el[i] * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0));
     term.write_bytes = R * write_el[i] * static_cast<double>(kOptimizerStateBytes);
     const double f = plan.tiers[i].fraction;
-    term.read_streams = R * std::max(1.0, d * f);
-    term.write_streams = R * std::max(1.0, writers * f);
+    // One reader and one writer per rank and tier (as the executor), within the slot limit.
+    term.read_streams = R;
+    term.write_streams = R;
+    bool overlap = true;  // reads and writes in flight at once
     if (const double k = static_cast<double>(plan.tiers[i].concurrency_limit); k > 0) {
       if (plan.slot_scope == SlotScope::separate) {
         term.read_streams = std::min(term.read_streams, k);
         term.write_streams = std::min(term.write_streams, k);
       } else if (term.read_streams + term.write_streams > k) {
-        const double scale = k / (term.read_streams + term.write_streams);
-        term.read_streams = std::max(std::min(1.0, k / 2), term.read_streams * scale);
-        term.write_streams = std::max(std::min(1.0, k / 2), term.write_streams * scale);
+        term.read_streams = term.write_streams = std::max(1.0, k / 2);
+        overlap = k >= 2;  // one slot for both: a read and a write never overlap
       }
     }
-    term.read_bps = tr.read_bps(term.read_streams);
-    term.write_bps = tr.write_bps(term.write_streams);
-    double mixed = tr.mixed_bps(term.read_streams + term.write_streams);
-    if (tr.remote) {
-      const double share = rates.remote_backbone_bps / nodes;
-      term.read_bps = std::min(term.read_bps, share);
-      term.write_bps = std::min(term.write_bps, share);
-      mixed = std::min(mixed, share);
-    }
+    const double share = tr.remote ? rates.remote_backbone_bps / nodes : 0;
+    auto capped = [share](double bps) { return share > 0 ? std::min(bps, share) : bps; };
+    term.read_bps = capped(tr.read_bps(term.read_streams));
+    term.write_bps = capped(tr.write_bps(term.write_streams));
     if (term.read_bytes + term.write_bytes > 0)
-      term.seconds = std::max({term.read_bytes / term.read_bps, term.write_bytes / term.write_bps,
-                               (term.read_bytes + term.write_bytes) / mixed});
+      term.seconds = overlap ? tr.overlapped_seconds(term.read_bytes, term.write_bytes, term.read_streams, term.write_streams, share)
+                             : term.read_bytes / term.read_bps + term.write_bytes / term.write_bps;
     upd.consider(term.seconds, "tier " + term.name);
-    if (f > 0) sum_peak_bw += std::min(tr.mixed_bps(term.read_streams + term.write_streams), mixed);
+    if (f > 0) sum_peak_bw += capped(tr.interleaved_bps(term.read_streams));
     bytes_moved += term.read_bytes + term.write_bytes;
     out.tiers.push_back(term);
   }
@@ -122,28 +117,36 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     out.h2d_s = ppr * kBf16Bytes / rates.h2d_bps;
     upd.consider(out.h2d_s, "PCIe host-to-device (bf16 weights)");
   }
-  // Pipeline bound: a rank keeps at most d reads in flight and B buffers (each held from its
-  // read through Adam to its write), so it finishes at most min(d / T_read, B / (T_read +
-  // T_adam + T_write)) subgroups per second, T being a transfer's mean time at the per-stream
-  // bandwidth of its tier, with each rank's d reads in flight spread over the tiers by their
-  // fractions. (It matters for shallow pipelines over several tiers, where a rank's few reads
-  // cannot keep every tier busy; the SimGrid model captures that more closely.)
+  // Pipeline bound: a rank keeps at most min(d, tiers) reads in flight (one reader per tier,
+  // at most d steps ahead of Adam) and B buffers (each held from its read through Adam to its
+  // write), so it finishes at most min(reads / T_read, B / (T_read + T_adam + T_write))
+  // subgroups per second, T being a transfer's mean time over the tiers (by fraction) at the
+  // per-stream mixed bandwidth of its tier. (It matters for shallow pipelines over several
+  // tiers, where a rank's few reads cannot keep every tier busy; the SimGrid model captures
+  // that more closely.)
   const double sg_elems = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
   double mean_read_s = 0, mean_write_s = 0;
+  double tiers_used = 0;
   for (std::size_t i = 0; i < plan.tiers.size(); ++i) {
     const double f = plan.tiers[i].fraction;
     if (f <= 0) continue;
-    double streams = R * d * f;
-    if (const double k = static_cast<double>(plan.tiers[i].concurrency_limit); k > 0)
-      streams = std::min(streams, plan.slot_scope == SlotScope::separate ? 2 * k : k);
-    streams = std::max(1.0, streams);
-    double per_stream = rates.tiers[i].mixed_bps(streams) / streams;
-    if (rates.tiers[i].remote) per_stream = std::min(per_stream, rates.remote_backbone_bps / nodes / streams);
-    mean_read_s += f * sg_elems * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0)) / per_stream;
-    mean_write_s += f * sg_elems * static_cast<double>(kOptimizerStateBytes) / per_stream;
+    tiers_used += 1;
+    const TierTerm& term = out.tiers[i];
+    const TierRates& tr = rates.tiers[i];
+    double read_bps = tr.read_bps_mixed(term.read_streams), write_bps = tr.write_bps_mixed(term.write_streams);
+    if (!tr.measured_mixed()) read_bps = write_bps = tr.shared_bps(term.read_streams + term.write_streams);
+    if (tr.remote) {
+      read_bps = std::min(read_bps, rates.remote_backbone_bps / nodes);
+      write_bps = std::min(write_bps, rates.remote_backbone_bps / nodes);
+    }
+    mean_read_s += f * sg_elems * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0)) /
+                   (read_bps / term.read_streams);
+    mean_write_s += f * sg_elems * static_cast<double>(kOptimizerStateBytes) / (write_bps / term.write_streams);
   }
+  // Reads in flight per rank: at most the prefetch depth, and one per tier.
+  const double reads_in_flight = std::max(1.0, std::min(d, tiers_used));
   const double adam_sg_s = sg_elems / (adam_node / R);
-  const double per_subgroup_s = std::max(mean_read_s / d, (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
+  const double per_subgroup_s = std::max(mean_read_s / reads_in_flight, (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
   const double misses = static_cast<double>(n - hits);
   upd.consider(misses * per_subgroup_s, "pipeline depth (prefetch " + std::to_string(plan.prefetch_depth) + ", " +
                                             std::to_string(plan.buffers) + " buffers)");

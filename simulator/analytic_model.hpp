@@ -22,9 +22,9 @@ struct TierTerm {
   double write_bytes = 0;
   double read_streams = 0;    // concurrent transfers assumed (after the plan's slot limit)
   double write_streams = 0;
-  double read_bps = 0;        // aggregate bandwidth at those streams
+  double read_bps = 0;        // aggregate bandwidth at those streams, each direction alone
   double write_bps = 0;
-  double seconds = 0;         // max(read/read_bw, write/write_bw, (read+write)/mixed_bw)
+  double seconds = 0;         // reads and writes overlapped at the mixed rates (docs/simulator.md)
 };
 
 struct AnalyticBreakdown {

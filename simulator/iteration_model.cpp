@@ -121,6 +121,8 @@ void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, 
   const TierEndpoint& ep = platform_.nodes[static_cast<std::size_t>(rank.node)].tiers[tier];
   sg4::Host* cpu = platform_.nodes[static_cast<std::size_t>(rank.node)].cpu;
   const auto size = static_cast<sg_size_t>(bytes);
+  int& in_flight = is_read ? ep.traffic->reads : ep.traffic->writes;  // what the tier's sharing sees
+  ++in_flight;
   if (ep.disk != nullptr) {
     if (is_read) ep.disk->read(size);
     else ep.disk->write(size);
@@ -129,6 +131,7 @@ void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, 
   } else {
     sg4::Comm::sendto(cpu, ep.server, size);
   }
+  --in_flight;
   if (--nt.in_flight == 0) nt.busy_s += sg4::Engine::get_clock() - nt.busy_since;
   (is_read ? nt.read_bytes : nt.write_bytes) += bytes;
   record(rank.node, lane, is_read ? "read" : "write", start);
@@ -286,15 +289,15 @@ SimulationResult IterationModel::run() {
     node_tiers_.push_back(std::move(per_tier));
   }
 
-  // Streams per rank and tier: enough readers for the prefetch depth, enough writers for
-  // the buffers not used by reads, never more than the tier has transfers.
+  // Streams per rank and tier, as the executor's UpdatePipeline has them: one reader and one
+  // writer, each moving one subgroup at a time (the prefetch depth bounds how far ahead the
+  // reader runs, not how many reads are in flight), none for a tier without transfers.
   std::vector<std::int64_t> misses(tiers, 0), writes(tiers, 0);
   for (const UpdateStep& s : w_.steps) {
     if (!s.hit) ++misses[static_cast<std::size_t>(s.tier)];
     if (s.write_subgroup >= 0) ++writes[static_cast<std::size_t>(s.write_tier)];
   }
   if (w_.grad_flush_bytes_per_element > 0 && !options_.update_only) writes[0] += 1;
-  const std::int64_t writer_count = std::max<std::int64_t>(1, plan_.buffers - plan_.prefetch_depth);
 
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(nodes * rates_.ranks_per_node));
   for (std::int64_t n = 0; n < nodes; ++n) {
@@ -323,8 +326,8 @@ SimulationResult IterationModel::run() {
       sg4::Actor::create(name + ".d2h", cpu, [this, &rank] { pcie_stream(rank, false); });
     }
     for (std::size_t t = 0; t < tiers; ++t) {
-      rank.readers.push_back(static_cast<int>(std::min<std::int64_t>(plan_.prefetch_depth, misses[t])));
-      rank.writers.push_back(static_cast<int>(std::min<std::int64_t>(writer_count, writes[t])));
+      rank.readers.push_back(misses[t] > 0 ? 1 : 0);
+      rank.writers.push_back(writes[t] > 0 ? 1 : 0);
       for (int j = 0; j < rank.readers[t]; ++j)
         sg4::Actor::create(name + "." + plan_.tiers[t].name + ".read" + std::to_string(j), cpu,
                            [this, &rank, t] { read_stream(rank, t); });

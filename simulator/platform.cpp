@@ -67,21 +67,35 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
     for (std::size_t t = 0; t < rates.tiers.size(); ++t) {
       const TierRates& tr = rates.tiers[t];
       TierEndpoint ep;
+      platform.traffic.push_back(std::make_unique<TierTraffic>());
+      const TierTraffic* traffic = ep.traffic = platform.traffic.back().get();
+      // Reads (writes) follow the mixed curve while the other direction is busy too, else
+      // their own; without mixed figures, the read+write constraint time-shares them.
+      auto read_bw = [&tr, traffic](int k) {
+        return traffic->writes > 0 ? tr.read_bps_mixed(std::max(k, 1)) : tr.read_bps(std::max(k, 1));
+      };
+      auto write_bw = [&tr, traffic](int k) {
+        return traffic->reads > 0 ? tr.write_bps_mixed(std::max(k, 1)) : tr.write_bps(std::max(k, 1));
+      };
+      // With mixed curves the read+write constraint never binds (100x both peaks: far above,
+      // yet in the range the solver's precision is scaled to); it stays so that a transfer
+      // starting in one direction makes SimGrid re-share the other.
+      const double unbounded = 100 * (tr.peak_read_bps() + tr.peak_write_bps());
+      auto shared_bw = [&tr, unbounded](int k) { return tr.measured_mixed() ? unbounded : tr.shared_bps(std::max(k, 1)); };
       if (!tr.remote) {
         ep.disk = np.cpu->create_disk(node + "." + tr.name, tr.peak_read_bps(), tr.peak_write_bps());
         ep.disk->set_readwrite_bandwidth(std::max(tr.peak_read_bps(), tr.peak_write_bps()));
         using Op = sg4::Disk::Operation;
         using Policy = sg4::Disk::SharingPolicy;
-        ep.disk->set_sharing_policy(Op::READ, Policy::NONLINEAR, [&tr](double, int k) { return tr.read_bps(std::max(k, 1)); });
-        ep.disk->set_sharing_policy(Op::WRITE, Policy::NONLINEAR, [&tr](double, int k) { return tr.write_bps(std::max(k, 1)); });
-        ep.disk->set_sharing_policy(Op::READWRITE, Policy::NONLINEAR, [&tr](double, int k) { return tr.mixed_bps(std::max(k, 1)); });
+        ep.disk->set_sharing_policy(Op::READ, Policy::NONLINEAR, [read_bw](double, int k) { return read_bw(k); });
+        ep.disk->set_sharing_policy(Op::WRITE, Policy::NONLINEAR, [write_bw](double, int k) { return write_bw(k); });
+        ep.disk->set_sharing_policy(Op::READWRITE, Policy::NONLINEAR, [shared_bw](double, int k) { return shared_bw(k); });
         ep.disk->seal();
       } else {
         const std::string base = node + "." + tr.name;
-        sg4::Link* rd = curve_link(zone, base + ".read", tr.peak_read_bps(), [&tr](int k) { return tr.read_bps(k); });
-        sg4::Link* wr = curve_link(zone, base + ".write", tr.peak_write_bps(), [&tr](int k) { return tr.write_bps(k); });
-        sg4::Link* mixed = curve_link(zone, base + ".mixed", std::max(tr.peak_read_bps(), tr.peak_write_bps()),
-                                      [&tr](int k) { return tr.mixed_bps(k); });
+        sg4::Link* rd = curve_link(zone, base + ".read", tr.peak_read_bps(), read_bw);
+        sg4::Link* wr = curve_link(zone, base + ".write", tr.peak_write_bps(), write_bw);
+        sg4::Link* mixed = curve_link(zone, base + ".mixed", std::max(tr.peak_read_bps(), tr.peak_write_bps()), shared_bw);
         ep.server = remote[t].server;
         zone->add_route(ep.server->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr,
                         {sg4::LinkInRoute(remote[t].backbone_read), sg4::LinkInRoute(rd), sg4::LinkInRoute(mixed)}, false);

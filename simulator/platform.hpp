@@ -7,13 +7,17 @@
 //                      elements/s, shared non-linearly (n ranks at once get adam(n x threads))
 //   node<n>.gpu<g>     one host per rank's GPU (bf16 FLOP/s), with PCIe links h2d / d2h to cpu
 //   node<n>.cpu-compute  without GPUs: the CPU backend's GEMM host, shared by the node's ranks
-//   node-local tiers   a SimGrid disk on node<n>.cpu; read, write and read+write sharing are
-//                      non-linear callbacks returning the profile's aggregate bandwidth at n
-//                      concurrent streams (the concurrency curve)
+//   node-local tiers   a SimGrid disk on node<n>.cpu; read and write sharing are non-linear
+//                      callbacks returning the profile's aggregate bandwidth at n concurrent
+//                      streams (the concurrency curve) — the mixed curve while the other
+//                      direction has transfers in flight (TierTraffic says), the alone curve
+//                      otherwise. Without mixed figures in the profile, read+write sharing
+//                      is the time-sharing harmonic mean instead.
 // Remote tiers: a server host <tier>.server; reads traverse the shared backbone and the
-// node's own link (non-linear: the profile's curve), writes the reverse (see docs/simulator.md).
+// node's own links (non-linear, likewise), writes the reverse (see docs/simulator.md).
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
@@ -24,9 +28,18 @@ namespace mlpo::sim {
 
 namespace sg4 = simgrid::s4u;
 
+// Transfers in flight on one tier of one node. The iteration model counts them around every
+// transfer; the tier's sharing callbacks read them when SimGrid re-shares the tier (which it
+// does whenever a transfer starts or ends there, after the actors of that instant ran).
+struct TierTraffic {
+  int reads = 0;
+  int writes = 0;
+};
+
 struct TierEndpoint {
   sg4::Disk* disk = nullptr;    // node-local tier
   sg4::Host* server = nullptr;  // remote tier: transfers are communications cpu <-> server
+  TierTraffic* traffic = nullptr;  // owned by the Platform
 };
 
 struct NodePlatform {
@@ -38,6 +51,7 @@ struct NodePlatform {
 
 struct Platform {
   std::vector<NodePlatform> nodes;
+  std::vector<std::unique_ptr<TierTraffic>> traffic;  // one per node and tier
 };
 
 // Builds and seals the platform for `simulated_nodes` nodes. Shared remote backbones get

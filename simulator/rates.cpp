@@ -16,14 +16,63 @@ double peak(const std::vector<CurvePoint>& curve) {
 
 }  // namespace
 
-double TierRates::mixed_bps(double streams) const {
+double TierRates::read_bps(double streams) const {
+  const double alone = interpolate(read_curve, streams) * 1e9;
+  return measured_mixed() ? std::max(alone, interpolate(mixed_read_curve, streams) * 1e9) : alone;
+}
+
+double TierRates::write_bps(double streams) const {
+  const double alone = interpolate(write_curve, streams) * 1e9;
+  return measured_mixed() ? std::max(alone, interpolate(mixed_write_curve, streams) * 1e9) : alone;
+}
+
+double TierRates::read_bps_mixed(double streams) const {
+  return measured_mixed() ? interpolate(mixed_read_curve, streams) * 1e9 : read_bps(streams);
+}
+
+double TierRates::write_bps_mixed(double streams) const {
+  return measured_mixed() ? interpolate(mixed_write_curve, streams) * 1e9 : write_bps(streams);
+}
+
+double TierRates::shared_bps(double streams) const {
   const double r = read_bps(streams);
   const double w = write_bps(streams);
   return 2.0 * r * w / (r + w);
 }
 
-double TierRates::peak_read_bps() const { return peak(read_curve); }
-double TierRates::peak_write_bps() const { return peak(write_curve); }
+double TierRates::overlapped_seconds(double read_bytes, double write_bytes, double read_streams, double write_streams,
+                                     double cap_bps) const {
+  auto capped = [cap_bps](double bps) { return cap_bps > 0 ? std::min(bps, cap_bps) : bps; };
+  const double read_alone = capped(read_bps(read_streams));
+  const double write_alone = capped(write_bps(write_streams));
+  if (!measured_mixed()) {
+    const double shared = capped(shared_bps(read_streams + write_streams));
+    return std::max({read_bytes / read_alone, write_bytes / write_alone, (read_bytes + write_bytes) / shared});
+  }
+  const double read_mixed = capped(read_bps_mixed(read_streams));
+  const double write_mixed = capped(write_bps_mixed(write_streams));
+  const double together = std::min(read_bytes / read_mixed, write_bytes / write_mixed);
+  return together + (read_bytes - read_mixed * together) / read_alone + (write_bytes - write_mixed * together) / write_alone;
+}
+
+double TierRates::interleaved_bps(double streams) const {
+  return 2.0 / overlapped_seconds(1.0, 1.0, streams, streams);
+}
+
+TierRates tier_rates_of(const TierProfile& tier) {
+  TierRates t;
+  t.name = tier.name;
+  t.kind = tier.kind;
+  t.remote = tier.kind == TierKind::remote;
+  t.read_curve = tier.read_gbps;
+  t.write_curve = tier.write_gbps;
+  t.mixed_read_curve = tier.mixed_read_gbps;
+  t.mixed_write_curve = tier.mixed_write_gbps;
+  return t;
+}
+
+double TierRates::peak_read_bps() const { return std::max(peak(read_curve), peak(mixed_read_curve)); }
+double TierRates::peak_write_bps() const { return std::max(peak(write_curve), peak(mixed_write_curve)); }
 
 double Rates::adam_threads_per_rank() const {
   return std::max(1.0, static_cast<double>(cores) / static_cast<double>(ranks_per_node));
@@ -56,6 +105,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.warnings.push_back("profile has no GPU and no host.cpu_gemm_gflops: forward and backward are predicted as 0 s");
   }
   double remote_peak = 0;
+  std::string unmixed;  // tiers without measured read+write figures
   for (const auto& pt : plan.tiers) {
     const TierProfile* tp = profile.find_tier(pt.name);
     if (tp == nullptr) {
@@ -64,15 +114,15 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
       throw Error("plan tier '" + pt.name + "' is not in the profile (profile tiers: " + known +
                   "); re-run mlpo-tune with this profile or fix the plan's tier names");
     }
-    TierRates t;
-    t.name = tp->name;
-    t.kind = tp->kind;
-    t.remote = tp->kind == TierKind::remote;
-    t.read_curve = tp->read_gbps;
-    t.write_curve = tp->write_gbps;
+    TierRates t = tier_rates_of(*tp);
+    if (!t.measured_mixed()) unmixed += (unmixed.empty() ? "'" : ", '") + t.name + "'";
     if (t.remote) remote_peak = std::max({remote_peak, t.peak_read_bps(), t.peak_write_bps()});
     r.tiers.push_back(std::move(t));
   }
+  if (!unmixed.empty())
+    r.warnings.push_back("profile tier(s) " + unmixed + " have no mixed read+write figures (profile made before mlpo-profile "
+                         "measured them): reads and writes there are modelled as time-sharing one bandwidth; re-run "
+                         "mlpo-profile to measure how they overlap");
   r.remote_backbone_bps = remote_backbone_gbps > 0 ? remote_backbone_gbps * 1e9
                                                    : remote_peak * static_cast<double>(r.nodes);
   return r;

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "simulator/rates.hpp"
 
 namespace mlpo::tune {
 
@@ -18,12 +19,13 @@ double state_bytes_per_element(const Plan& plan) {
 
 PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind, 0.0, 0}; }
 
-// Aggregate node bandwidth of a tier when R ranks stream to it under limit k (0: none),
-// with reads and writes interleaved (the harmonic mean of the two curves).
+// Aggregate node bandwidth of a tier for the update's even read/write mix when R ranks
+// stream to it (one reader and one writer each) under a combined limit k (0: none).
 double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
-  const double streams = static_cast<double>(k > 0 ? std::min(k, 2 * ranks) : 2 * ranks);
-  const double r = t.read_at(streams), w = t.write_at(streams);
-  return 2 * r * w / (r + w) * 1e9;
+  const sim::TierRates rates = sim::tier_rates_of(t);
+  if (k == 1) return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
+  const double per_direction = k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
+  return rates.interleaved_bps(std::max(1.0, per_direction));
 }
 
 // Fractions proportional to bandwidth, capped by capacity (`cap[t]` is the largest fraction
@@ -138,13 +140,20 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
     std::vector<std::size_t> members;
     for (std::size_t t = 0; t < T; ++t)
       if (subset & (1u << t)) members.push_back(t);
-    // Every combination of limits 1..R over the member tiers.
-    std::vector<std::int64_t> limits(members.size(), 1);
+    // Every combination of limits over the member tiers: 1..R, or none (0). Each rank has a
+    // reader and a writer on a tier, so even k = R holds some of them back; with R = 1, k = 1
+    // makes the rank's reads and writes take turns.
+    std::vector<std::int64_t> limit_values;
+    for (std::int64_t k = 1; k <= R; ++k) limit_values.push_back(k);
+    limit_values.push_back(0);
+    std::vector<std::size_t> choice(members.size(), 0);
+    std::vector<std::int64_t> limits(members.size(), limit_values.front());
     for (bool more = true; more;) {
+      for (std::size_t i = 0; i < members.size(); ++i) limits[i] = limit_values[choice[i]];
       for (GradientPolicy grads : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
         Plan tiers_plan = base;
         tiers_plan.gradients = grads;
-        std::vector<double> bw, cap;
+        std::vector<double> bw, cap, full_bytes;
         for (std::size_t i = 0; i < members.size(); ++i) {
           const TierProfile& tp = profile.tiers[members[i]];
           PlanTier pt = tier_of(tp);
@@ -152,13 +161,24 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
           tiers_plan.tiers.push_back(pt);
           bw.push_back(effective_bps(tp, R, limits[i]));
           tiers_plan.tiers.back().fraction = 1.0;
-          const double full = tier_bytes_needed(a, tiers_plan, i);
-          cap.push_back(full > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full) : 1.0);
+          full_bytes.push_back(tier_bytes_needed(a, tiers_plan, i));
+          cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full_bytes.back()) : 1.0);
         }
-        const auto fractions = split(bw, cap);
-        if (!fractions) continue;
-        for (std::size_t i = 0; i < members.size(); ++i) tiers_plan.tiers[i].fraction = (*fractions)[i];
-        // Drop tiers that got nothing (cannot happen with positive bandwidths, but keep plans valid).
+        // Fractions for one candidate: by bandwidth, each tier capped by its free space, and
+        // RAM-backed tiers also by the host memory the candidate's buffers, cache and bf16
+        // copies leave (so a small budget still gets a share of /dev/shm rather than none).
+        // Empty when the tiers cannot hold the state or a tier would get (almost) nothing:
+        // the subset without it covers that.
+        auto fractions_for = [&](const Plan& p) -> std::optional<std::vector<double>> {
+          HostMemoryNeed fixed = host_memory_need(a, p);
+          const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
+          std::vector<double> capped = cap;
+          for (std::size_t i = 0; i < members.size(); ++i)
+            if (in_host_ram(p.tiers[i].kind) && full_bytes[i] > 0) capped[i] = std::clamp(room / full_bytes[i], 0.0, capped[i]);
+          auto f = split(bw, capped);
+          if (f && std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return std::nullopt;
+          return f;
+        };
         for (std::int64_t sg : subgroup_sizes) {
           const std::int64_t n = (a.params_per_rank + sg - 1) / sg;
           std::vector<std::int64_t> caches{0, (n + 15) / 16, (n + 3) / 4, n};
@@ -173,6 +193,9 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
                 p.prefetch_depth = prefetch;
                 p.order = order;
                 p.host_cache_subgroups = cache;
+                const auto fractions = fractions_for(p);
+                if (!fractions) continue;
+                for (std::size_t i = 0; i < members.size(); ++i) p.tiers[i].fraction = (*fractions)[i];
                 out.push_back(std::move(p));
               }
             }
@@ -181,8 +204,8 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
       }
       // Next limit combination.
       std::size_t i = 0;
-      while (i < limits.size() && ++limits[i] > R) limits[i++] = 1;
-      more = i < limits.size();
+      while (i < choice.size() && ++choice[i] == limit_values.size()) choice[i++] = 0;
+      more = i < choice.size();
     }
   }
   return out;

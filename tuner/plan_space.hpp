@@ -1,7 +1,7 @@
 #pragma once
 // PlanSpace: the candidate plans the tuner considers and the resources a plan must fit.
 // Dimensions: which tiers (any non-empty subset of the profile's), each tier's node-wide
-// concurrency limit (1..ranks per node), the tier fractions (proportional to each tier's
+// concurrency limit (1..ranks per node, or none), the tier fractions (proportional to each tier's
 // bandwidth at that concurrency, then capped by its free capacity), subgroup size, host cache
 // size, pinned buffers with prefetch depth, update order and gradient policy.
 // Constraints: host memory per node, each tier's free capacity, GPU memory per rank.

@@ -75,7 +75,9 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
   if (a.params.total != plan.model_params)
     throw Error("--plan: the plan is for " + std::to_string(plan.model_params) + " parameters but model '" + model.name + "' has " +
                 std::to_string(a.params.total) + "; pass the plan's model with --model");
-  r.update_only = r.measured.forward_s == 0 && r.measured.backward_s == 0;
+  // mlpo-run --update-only has no forward; it logs its gradient preparation (and the
+  // baseline's fp32 flush) as backward, which the update-only prediction leaves out.
+  r.update_only = r.measured.forward_s == 0;
   sim::SimulationOptions options;
   options.update_only = r.update_only;
   r.predicted = sim::simulate(a, profile, plan, options);

@@ -107,6 +107,19 @@ TEST(ProfileFormat, GpuGemmShapesAndAllGpuAggregatesRoundTrip) {
   EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
 }
 
+TEST(ProfileFormat, MixedReadWriteCurvesRoundTripAndAreOptional) {
+  Json j = sample_profile();
+  j["tiers"][0]["mixed_read_gbps"] = Json::array({{{"streams", 1}, {"value", measured(1.2)}}, {{"streams", 2}, {"value", measured(1.4)}}});
+  j["tiers"][0]["mixed_write_gbps"] = Json::array({{{"streams", 1}, {"value", measured(0.9)}}, {{"streams", 2}, {"value", 1.0}}});
+  const Profile p = profile_from_json(j);
+  ASSERT_TRUE(p.tiers[0].has_mixed());
+  EXPECT_DOUBLE_EQ(interpolate(p.tiers[0].mixed_read_gbps, 1.5), 1.3);
+  EXPECT_DOUBLE_EQ(interpolate(p.tiers[0].mixed_write_gbps, 2), 1.0);
+  EXPECT_FALSE(p.tiers[1].has_mixed());  // a profile made before the mixed probe still loads
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  EXPECT_FALSE(to_json(p)["tiers"][1].contains("mixed_read_gbps"));
+}
+
 TEST(PlanFormat, RoundTripsThroughJson) {
   Plan p = plan_from_json(sample_plan());
   Json once = to_json(p);
@@ -170,6 +183,20 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"NegativeWriteMedian", [](Json& j) { j["tiers"][0]["write_gbps"][0]["value"] = Json{{"median", -1}}; }, "tiers[0].write_gbps[0].value.median"},
         Malformed{"EmptyCurve", [](Json& j) { j["tiers"][0]["read_gbps"] = Json::array(); }, "tiers[0].read_gbps: must have at least one point"},
         Malformed{"UnsortedCurve", [](Json& j) { j["tiers"][0]["read_gbps"][1]["streams"] = 1; }, "tiers[0].read_gbps[1].streams: points must be in increasing order"},
+        Malformed{"MixedReadWithoutWrite", [](Json& j) { j["tiers"][0]["mixed_read_gbps"] = j["tiers"][0]["read_gbps"]; },
+                  "tiers[0].mixed_write_gbps: missing (mixed_read_gbps and mixed_write_gbps come together"},
+        Malformed{"MixedCurvesWithDifferentPoints",
+                  [](Json& j) {
+                    j["tiers"][0]["mixed_read_gbps"] = j["tiers"][0]["read_gbps"];
+                    j["tiers"][0]["mixed_write_gbps"] = j["tiers"][0]["write_gbps"];
+                  },
+                  "tiers[0].mixed_write_gbps: must have the same streams points as mixed_read_gbps"},
+        Malformed{"ZeroMixedWrite",
+                  [](Json& j) {
+                    j["tiers"][1]["mixed_read_gbps"] = j["tiers"][1]["read_gbps"];
+                    j["tiers"][1]["mixed_write_gbps"] = Json::array({{{"streams", 1}, {"value", 0}}});
+                  },
+                  "tiers[1].mixed_write_gbps[0].value: must be > 0"},
         Malformed{"DuplicateTierName", [](Json& j) { j["tiers"][1]["name"] = "nvme"; }, "tiers[1].name: duplicate tier name 'nvme'"},
         Malformed{"UnknownTierKind", [](Json& j) { j["tiers"][0]["kind"] = "tape"; }, "tiers[0].kind: 'tape' is not a tier kind"},
         Malformed{"MissingPath", [](Json& j) { j["tiers"][0].erase("path"); }, "tiers[0].path: missing"},

@@ -111,6 +111,15 @@ TEST(TierProbe, DiskCurveHasAPointPerStreamCountAndNothingIsLeftBehind) {
     EXPECT_GT(t.write_gbps[i].value.median, 0);
     EXPECT_EQ(t.read_gbps[i].value.size_bytes, static_cast<std::int64_t>(8 * MiB * plan.streams[i]));
   }
+  // Reads and writes at once, at the same stream counts.
+  ASSERT_EQ(t.mixed_read_gbps.size(), 3u);
+  ASSERT_EQ(t.mixed_write_gbps.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.mixed_read_gbps[i].streams, plan.streams[i]);
+    EXPECT_EQ(t.mixed_write_gbps[i].streams, plan.streams[i]);
+    EXPECT_GT(t.mixed_read_gbps[i].value.median, 0);
+    EXPECT_GT(t.mixed_write_gbps[i].value.median, 0);
+  }
   EXPECT_GT(t.latency_us.median, 0);
   EXPECT_TRUE(t.direct_io);  // /var/tmp is a disk file system: O_DIRECT holds
   EXPECT_TRUE(is_empty_dir(dir.path()));

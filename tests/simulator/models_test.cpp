@@ -21,6 +21,26 @@ Accounting accounting(const char* model, std::int64_t nodes, std::int64_t ranks)
   return account(find_preset(model), ClusterShape{nodes, ranks, 1, 0, 1});
 }
 
+// The I/O-bound profile with measured read+write overlap on every tier: with reads and
+// writes in flight at once, reads get `read_share` and writes `write_share` of their alone
+// bandwidth (at every stream count).
+Profile overlapping_profile(double read_share, double write_share) {
+  Profile p = io_bound_profile();
+  for (TierProfile& t : p.tiers) {
+    t.mixed_read_gbps = t.read_gbps;
+    t.mixed_write_gbps = t.write_gbps;
+    for (auto& pt : t.mixed_read_gbps) pt.value.median = pt.value.min = pt.value.max = pt.value.median * read_share;
+    for (auto& pt : t.mixed_write_gbps) pt.value.median = pt.value.min = pt.value.max = pt.value.median * write_share;
+  }
+  return p;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& l : lines)
+    if (l.find(text) != std::string::npos) return true;
+  return false;
+}
+
 TEST(SimGridModel, OneTierUpdateTakesBytesOverBandwidthWhenIoBound) {
   const Profile profile = io_bound_profile();
   const Accounting a = accounting("1b", 1, 1);
@@ -35,44 +55,94 @@ TEST(SimGridModel, OneTierUpdateTakesBytesOverBandwidthWhenIoBound) {
 }
 
 TEST(Models, AnalyticAndSimGridAgreeWithinTenPercentOnIoBoundPlans) {
-  const Profile profile = io_bound_profile();
-  const Accounting a = accounting("1b", 1, 4);
-  std::vector<Plan> plans;
-  plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 1.0)}));
-  plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 0.5), plan_tier(profile, "pfs", 0.5)}));
-  plans.push_back(plan_for("1b", a.params.total, 1, 4,
-                           {plan_tier(profile, "shm", 0.7, 2), plan_tier(profile, "nvme", 0.2, 1), plan_tier(profile, "pfs", 0.1, 1)}));
-  Plan cached = plans[1];
-  cached.host_cache_subgroups = 8;
-  plans.push_back(cached);
-  plans.push_back(mlpo::testing::baseline_of(plans[0], plans[0].tiers[0]));
-  const auto sims = simulate_all(a, profile, plans, kUpdateOnly, 2);
-  for (std::size_t i = 0; i < plans.size(); ++i) {
-    const AnalyticBreakdown an = analyze(a, profile, plans[i], kUpdateOnly);
-    EXPECT_NEAR(an.prediction.update_s / sims[i].prediction.update_s, 1.0, 0.10) << "plan " << i << " bound " << an.update_bound;
+  for (const Profile& profile : {io_bound_profile(), overlapping_profile(0.75, 0.5), overlapping_profile(0.9, 0.9)}) {
+    const Accounting a = accounting("1b", 1, 4);
+    std::vector<Plan> plans;
+    plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 1.0)}));
+    plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 0.5), plan_tier(profile, "pfs", 0.5)}));
+    plans.push_back(plan_for("1b", a.params.total, 1, 4,
+                             {plan_tier(profile, "shm", 0.7, 2), plan_tier(profile, "nvme", 0.2, 1), plan_tier(profile, "pfs", 0.1, 1)}));
+    Plan cached = plans[1];
+    cached.host_cache_subgroups = 8;
+    plans.push_back(cached);
+    plans.push_back(mlpo::testing::baseline_of(plans[0], plans[0].tiers[0]));
+    const auto sims = simulate_all(a, profile, plans, kUpdateOnly, 2);
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const AnalyticBreakdown an = analyze(a, profile, plans[i], kUpdateOnly);
+      EXPECT_NEAR(an.prediction.update_s / sims[i].prediction.update_s, 1.0, 0.10)
+          << "plan " << i << " bound " << an.update_bound << (profile.tiers[0].has_mixed() ? " (mixed curves)" : "");
+    }
   }
 }
 
-TEST(Models, MoreBandwidthNeverPredictsSlower) {
-  Profile slow = io_bound_profile();
-  const Accounting a = accounting("1b", 1, 2);
-  const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(slow, "nvme", 0.6), plan_tier(slow, "pfs", 0.4)});
-  std::vector<Profile> profiles{slow};
-  for (double factor : {1.5, 3.0}) {
-    Profile faster = slow;
-    for (auto& t : faster.tiers)
-      for (auto* curve : {&t.read_gbps, &t.write_gbps})
-        for (auto& p : *curve) p.value.median *= factor;
-    profiles.push_back(faster);
+TEST(Models, MeasuredReadWriteOverlapSetsTheOneTierUpdateTime) {
+  // Alone each direction streams at the tier's bandwidth b; together reads get 0.75 b and
+  // writes 0.5 b. Per element 12 B each way: both run at once until the reads are done
+  // (12/0.75b), the writes have then moved 0.5 x 12/0.75 = 8 B and write the last 4 B alone
+  // at b: 16/b + 4/b = 20/b per element, where time-sharing would give 24/b.
+  const Profile p = overlapping_profile(0.75, 0.5);
+  const Accounting a = accounting("1b", 1, 1);
+  const double elements = static_cast<double>(a.params_per_rank);
+  for (const char* name : {"nvme", "pfs"}) {
+    const double b = p.find_tier(name)->read_at(1) * 1e9;
+    const Plan plan = plan_for("1b", a.params.total, 1, 1, {plan_tier(p, name, 1.0)});
+    const double expected = 20.0 * elements / b;
+    EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05) << name;
+    EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05) << name;
+    // Without the mixed curves the same tier time-shares: bytes / bandwidth.
+    EXPECT_NEAR(simulate(a, io_bound_profile(), plan, kUpdateOnly).prediction.update_s / (24.0 * elements / b), 1.0, 0.05)
+        << name;
   }
-  double previous_sim = 1e30, previous_analytic = 1e30;
-  for (const Profile& p : profiles) {
-    const double sim = simulate(a, p, plan, {}).prediction.iteration_s;
-    const double an = analyze(a, p, plan, {}).prediction.iteration_s;
-    EXPECT_LE(sim, previous_sim * (1 + 1e-9));
-    EXPECT_LE(an, previous_analytic * (1 + 1e-9));
-    previous_sim = sim;
-    previous_analytic = an;
+}
+
+TEST(Models, MixedCurvesOfATimeSharingDeviceGiveTheTimeSharingPrediction) {
+  // Half of each direction's bandwidth when both are busy is what time-sharing means: the
+  // measured curves and the fallback model must then agree.
+  const Accounting a = accounting("1b", 1, 2);
+  const Profile shared = io_bound_profile();
+  const Profile measured = overlapping_profile(0.5, 0.5);
+  const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(shared, "nvme", 1.0)});
+  const auto r = simulate_all(a, shared, {plan}, kUpdateOnly, 1);
+  EXPECT_NEAR(simulate(a, measured, plan, kUpdateOnly).prediction.update_s / r[0].prediction.update_s, 1.0, 0.03);
+  EXPECT_NEAR(analyze(a, measured, plan, kUpdateOnly).prediction.update_s /
+                  analyze(a, shared, plan, kUpdateOnly).prediction.update_s,
+              1.0, 0.03);
+}
+
+TEST(Models, ProfileWithoutMixedFiguresFallsBackWithOneWarningLine) {
+  const Accounting a = accounting("small", 1, 1);
+  const Profile old = io_bound_profile();
+  const Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(old, "nvme", 0.5), plan_tier(old, "pfs", 0.5)});
+  const SimulationResult r = simulate(a, old, plan, kUpdateOnly);
+  int lines = 0;
+  for (const auto& w : r.warnings) lines += w.find("no mixed read+write figures") != std::string::npos;
+  EXPECT_EQ(lines, 1);
+  EXPECT_TRUE(mentions(r.warnings, "'nvme', 'pfs'"));
+  EXPECT_FALSE(mentions(simulate(a, overlapping_profile(0.8, 0.8), plan, kUpdateOnly).warnings, "mixed"));
+  EXPECT_TRUE(mentions(analyze(a, old, plan, kUpdateOnly).warnings, "no mixed read+write figures"));
+}
+
+TEST(Models, MoreBandwidthNeverPredictsSlower) {
+  for (const Profile& slow : {io_bound_profile(), overlapping_profile(0.7, 0.6), overlapping_profile(0.5, 1.5)}) {
+    const Accounting a = accounting("1b", 1, 2);
+    const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(slow, "nvme", 0.6), plan_tier(slow, "pfs", 0.4)});
+    std::vector<Profile> profiles{slow};
+    for (double factor : {1.5, 3.0}) {
+      Profile faster = slow;
+      for (auto& t : faster.tiers)
+        for (auto* curve : {&t.read_gbps, &t.write_gbps, &t.mixed_read_gbps, &t.mixed_write_gbps})
+          for (auto& p : *curve) p.value.median *= factor;
+      profiles.push_back(faster);
+    }
+    double previous_sim = 1e30, previous_analytic = 1e30;
+    for (const Profile& p : profiles) {
+      const double sim = simulate(a, p, plan, {}).prediction.iteration_s;
+      const double an = analyze(a, p, plan, {}).prediction.iteration_s;
+      EXPECT_LE(sim, previous_sim * (1 + 1e-9));
+      EXPECT_LE(an, previous_analytic * (1 + 1e-9));
+      previous_sim = sim;
+      previous_analytic = an;
+    }
   }
 }
 

@@ -132,5 +132,25 @@ TEST(PlanSpace, FractionsFollowBandwidthAndCapacityCapsThem) {
   EXPECT_TRUE(seen);
 }
 
+TEST(PlanSpace, RamTierShareIsCappedByTheHostMemoryTheCandidateLeaves) {
+  // /dev/shm at 8 GB/s beside NVMe at 2 GB/s would take 80 % of the state by bandwidth,
+  // 10 GB of RAM for 1b, far over the 6 GiB budget: each candidate gets what its buffers,
+  // cache and bf16 copies leave of the budget instead, and fits.
+  const Profile p = only(io_bound_profile(), {"shm", "nvme"});
+  const TuneRequest req = request_for(p);
+  const Accounting a = account(req.model, req.shape);
+  const double budget = static_cast<double>(req.host_memory_budget);
+  int seen = 0;
+  for (const Plan& plan : candidate_plans(a, req)) {
+    if (plan.tiers.size() != 2) continue;
+    ++seen;
+    EXPECT_GT(plan.tiers[0].fraction, 0.0);
+    EXPECT_LT(plan.tiers[0].fraction, 0.8);
+    EXPECT_FALSE(check_fits(a, plan, req).has_value()) << check_fits(a, plan, req)->resource;
+    EXPECT_NEAR(host_memory_need(a, plan).total() / budget, 1.0, 1e-6);  // the whole budget, no more
+  }
+  EXPECT_GT(seen, 0);
+}
+
 }  // namespace
 }  // namespace mlpo::tune

@@ -20,9 +20,9 @@ std::string write_log(const std::string& name, const std::vector<std::string>& l
   return path;
 }
 
-std::string step(int n, double update, double read_bytes) {
+std::string step(int n, double update, double read_bytes, double backward = 0) {
   return R"({"step":)" + std::to_string(n) + R"(,"loss":null,"update_s":)" + std::to_string(update) +
-         R"(,"forward_s":0,"backward_s":0,"tiers":[{"name":"nvme","read_bytes":)" + std::to_string(read_bytes) +
+         R"(,"forward_s":0,"backward_s":)" + std::to_string(backward) + R"(,"tiers":[{"name":"nvme","read_bytes":)" + std::to_string(read_bytes) +
          R"(,"write_bytes":1000,"busy_s":1.0,"slot_wait_s":0.1,"queue":"x"}],"cache_hits":0,"prefetch_stall_s":0.5,"bound_s":1.0,"extra":{"a":1}})";
 }
 
@@ -65,6 +65,26 @@ TEST(ValidateRun, ComparesUpdateOnlyRunWithTheSimulatedUpdate) {
   const std::string text = format_report(r);
   EXPECT_NE(text.find("update_s"), std::string::npos);
   EXPECT_NE(text.find("%"), std::string::npos);
+}
+
+TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {
+  // mlpo-run --update-only logs making the gradients (and the baseline's flush) as backward;
+  // without a forward phase the run is still update-only, and the baseline's predicted tier
+  // bytes are the update's alone: 16 B read and 12 B written per element.
+  const Profile profile = mlpo::testing::io_bound_profile();
+  const ModelSpec spec = find_preset("small");
+  const Accounting a = account(spec, ClusterShape{});
+  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1, {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  plan.subgroup_elements = 1 << 16;
+  plan = mlpo::testing::baseline_of(plan, plan.tiers[0]);
+  const std::string path = write_log("run5.jsonl", {step(0, 9, 0, 3.0), step(1, 1, 0, 3.0), step(2, 1, 0, 3.0)});
+  const ValidationReport r = validate_run(path, plan, profile, spec);
+  EXPECT_TRUE(r.update_only);
+  ASSERT_EQ(r.predicted.prediction.tiers.size(), 1u);
+  const double elements = static_cast<double>(a.params_per_rank);
+  EXPECT_NEAR(r.predicted.prediction.tiers[0].read_bytes / elements, 16.0, 0.01);
+  EXPECT_NEAR(r.predicted.prediction.tiers[0].write_bytes / elements, 12.0, 0.01);
+  EXPECT_EQ(r.predicted.prediction.backward_s, 0);
 }
 
 TEST(ValidateRun, PlanForAnotherModelIsAnError) {
