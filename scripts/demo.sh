@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 ./scripts/build.sh release
 bin="$PWD/build/release/cli"
 out="$PWD/out/demo"
+# Each demo run starts afresh: the previous run's checkpoints would otherwise (rightly) make
+# mlpo-run refuse to start a new run in the same checkpoint directory.
+rm -rf "$out/checkpoints"
 mkdir -p "$out/scratch"
 
 echo
