@@ -5,7 +5,8 @@
 #
 #   scripts/bench-update.sh --profile profiles/data/dev-2core-vm.json \
 #       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
-#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--invariance [--no-ablation]]
+#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--invariance [--no-ablation]]
+# --qd: I/O queue depth of every plan (1 MiB blocks in flight per transfer), baseline included.
 #       [--out out/bench-update]
 #
 # Every row runs `mlpo-run --update-only` with real tier files; the first step of each row is
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
-subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; invariance=0; ablation=1; out=out/bench-update
+subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; invariance=0; ablation=1; out=out/bench-update
 while [ $# -gt 0 ]; do
   case "$1" in
     --params) params=$2; shift 2 ;;
@@ -27,6 +28,7 @@ while [ $# -gt 0 ]; do
     --cache-bytes) cache_bytes=$2; shift 2 ;;
     --shm-fraction) shm_fraction=$2; shift 2 ;;
     --invariance) invariance=1; shift ;;
+    --qd) qd=$2; shift 2 ;;
     --no-ablation) ablation=0; shift ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
@@ -51,7 +53,8 @@ plan() {
 {"schema": "mlpo.plan/1", "model": {"name": "synthetic", "params": 1}, "cluster": {},
  "subgroup_elements": $subgroup,
  "tiers": [{"name": "disk", "kind": "nvme", "path": "$disk", "fraction": $f, "concurrency_limit": $k}$shm_part],
- "host_cache_subgroups": $c, "buffers": 4, "prefetch_depth": $prefetch, "order": "$order", "gradients": "delayed"}
+ "host_cache_subgroups": $c, "buffers": 4, "prefetch_depth": $prefetch, "order": "$order", "gradients": "delayed",
+ "io": {"queue_depth": $qd}}
 JSON
   echo "$out/$name.plan.json"
 }
