@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "core/tier_rates.hpp"
 #include "executor/io/tier_set.hpp"
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/gradient_norm.hpp"
@@ -26,12 +27,6 @@
 namespace mlpo::offload {
 
 namespace {
-
-double max_of(const std::vector<CurvePoint>& curve) {
-  double best = 0;
-  for (const auto& p : curve) best = std::max(best, p.value.median);
-  return best;
-}
 
 // Digests of the rank's chunks, in chunk order, through a staging chunk that carries
 // partial chunks across subgroup boundaries.
@@ -112,7 +107,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
 }
 
 Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t step, const std::vector<std::string>& tier_names,
-                 const std::vector<double>& tier_read_bw, const std::vector<double>& tier_write_bw, double adam_rate) {
+                 const std::vector<TierRates>& tier_rates, double adam_rate) {
   Json j;
   j["step"] = step + 1;
   double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0;
@@ -154,17 +149,17 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
       wait += rec.slot_wait_s[t];
     }
     tiers.push_back(Json{{"name", tier_names[t]}, {"read_bytes", rb}, {"write_bytes", wb}, {"busy_s", busy}, {"slot_wait_s", wait}});
-    if (tier_read_bw.empty()) continue;
-    // The least time this tier needs for its own bytes at its best measured bandwidths: it
-    // cannot read faster than R nor write faster than W. Reads and writes may overlap (they
-    // do on this project's dev VM), so the bound is max(r/R, w/W), not their sum.
-    const double read_s = static_cast<double>(rb) / (tier_read_bw[t] * 1e9);
-    const double write_s = static_cast<double>(wb) / (tier_write_bw[t] * 1e9);
-    const double tier_s = std::max(read_s, write_s);
+    if (tier_rates.empty()) continue;
+    // The least time this tier needs for its own bytes at its measured bandwidths: reads and
+    // writes overlapped at the profile's mixed rates, or one direction after the other at the
+    // alone rates, whichever is faster, at the best stream count (TierRates::least_seconds).
+    const TierRates& rates = tier_rates[t];
+    const double rbd = static_cast<double>(rb), wbd = static_cast<double>(wb);
+    const double tier_s = rates.least_seconds(rbd, wbd);
     slowest_tier_s = std::max(slowest_tier_s, tier_s);
-    bytes_total += static_cast<double>(rb + wb);
-    // The tier's effective bandwidth for this read/write mix (its mean when it moved nothing).
-    bw_total += rb + wb > 0 ? static_cast<double>(rb + wb) / tier_s : 0.5 * (tier_read_bw[t] + tier_write_bw[t]) * 1e9;
+    bytes_total += rbd + wbd;
+    // The tier's effective bandwidth for this read/write mix (its even-mix rate when it moved nothing).
+    bw_total += rb + wb > 0 ? (rbd + wbd) / tier_s : 2.0 / rates.least_seconds(1.0, 1.0);
   }
   j["tiers"] = tiers;
   if (adam_rate > 0) {
@@ -209,7 +204,7 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
   if (o.params < 1) throw Error("--params: must be >= 1");
   validate(o.plan);
   std::vector<std::string> tier_names;
-  std::vector<double> read_bw, write_bw;
+  std::vector<TierRates> tier_rates;
   double adam_rate = 0;
   for (const auto& t : o.plan.tiers) {
     if (t.kind == TierKind::memory) continue;
@@ -221,8 +216,7 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
     if (o.profile) {
       const TierProfile* tp = o.profile->find_tier(t.name);
       if (!tp) throw Error("--profile has no tier named '" + t.name + "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
-      read_bw.push_back(max_of(tp->read_gbps));
-      write_bw.push_back(max_of(tp->write_gbps));
+      tier_rates.push_back(tier_rates_of(*tp));
     }
   }
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -286,7 +280,7 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
   double sum_update = 0, sum_flush = 0, sum_bound = 0, sum_ideal = 0;
   std::int64_t counted = 0;
   for (std::int64_t s = 0; s < o.steps; ++s) {
-    Json rec = step_record(o, group, s, tier_names, read_bw, write_bw, adam_rate);
+    Json rec = step_record(o, group, s, tier_names, tier_rates, adam_rate);
     if (on_step) on_step(rec);
     if (s > 0 || o.steps == 1) {
       sum_update += rec["update_s"].get<double>();
