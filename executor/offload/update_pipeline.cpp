@@ -252,10 +252,18 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
   std::int64_t adam_pos = 0;  // steps before this one are done
   std::vector<std::optional<io::PinnedBuffer>> ready(steps.size());
 
-  // Readers: one per file tier, over that tier's misses in step order.
+  // Readers: one per file tier, over that tier's misses in step order. The prefetch window
+  // counts reads, not steps: a reader may start the read of step `pos` while fewer than
+  // prefetch_depth reads before it are still to be consumed by Adam, so cache hits and
+  // resident subgroups (at the head of an alternating iteration: the whole cache) do not
+  // hold the tiers idle.
   std::vector<std::vector<std::size_t>> misses(store_.io_tier_count());
-  for (std::size_t i = 0; i < steps.size(); ++i)
-    if (!steps[i].resident && !steps[i].hit) misses[static_cast<std::size_t>(store_.io_tier(steps[i].subgroup))].push_back(i);
+  std::vector<std::int64_t> reads_before(steps.size() + 1, 0);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const bool miss = !steps[i].resident && !steps[i].hit;
+    if (miss) misses[static_cast<std::size_t>(store_.io_tier(steps[i].subgroup))].push_back(i);
+    reads_before[i + 1] = reads_before[i] + (miss ? 1 : 0);
+  }
 
   Writers writers(*this, error);
   auto reader = [&](std::size_t t) {
@@ -264,7 +272,8 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
         std::unique_lock lock(mutex);
         // Timed waits: a writer's failure is noticed even though writers do not signal cv.
         while (!cv.wait_for(lock, std::chrono::milliseconds(10), [&] {
-          return error.failed() || static_cast<std::int64_t>(pos) < adam_pos + options_.prefetch_depth;
+          return error.failed() ||
+                 reads_before[pos] < reads_before[static_cast<std::size_t>(adam_pos)] + options_.prefetch_depth;
         })) {
         }
       }

@@ -6,9 +6,9 @@
 // either keeps the subgroup in the cache or writes it back.
 //
 // Overlap: every file tier has a reader thread and a writer thread of its own, so all
-// tiers stream at once. Readers run ahead of AdamW by at most `prefetch_depth` steps;
-// writers drain behind it; the calling thread runs AdamW (over the ThreadPool) in step
-// order. Every transfer holds one of its tier's node-wide TierSlots while in flight. All
+// tiers stream at once. Readers run ahead of AdamW by at most `prefetch_depth` reads (cache
+// hits and resident subgroups do not count); writers drain behind it; the calling thread
+// runs AdamW (over the ThreadPool) in step order. Every transfer holds one of its tier's node-wide TierSlots while in flight. All
 // buffers are leases of one PinnedBufferPool sized (buffers + cache) x subgroup buffer, so
 // memory is bounded and a cache entry is just a lease kept instead of written.
 //
