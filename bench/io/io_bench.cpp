@@ -10,7 +10,9 @@
 // iodepth, size, numjobs, direct) in the same directory, alternating which goes first.
 // With --together, all tiers are also driven at once, each given a share of the bytes in
 // proportion to its measured alone throughput (as the placement policy does), and the
-// aggregate is compared with the sum of the tiers alone. Medians, min and max of --reps.
+// aggregate is compared with the sum of the tiers alone; with --vs-fio too, fio drives all
+// tiers at once as well (one job per tier), the machine's own figure for the same question.
+// Medians, min and max of --reps.
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -221,19 +223,9 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-double run_fio(const Tier& tier, bool direct, const Options& opt, IoOp op) {
-  const std::filesystem::path dir = bench_dir(tier);
-  if (op == IoOp::write) {
-    for (unsigned s = 0; s < opt.streams; ++s) std::filesystem::remove(dir / ("fio." + std::to_string(s) + ".0"));
-  } else if (opt.drop_caches) {
-    drop_page_cache();
-  }
-  const std::string cmd = "fio --name=fio --directory=" + shell_quote(dir.string()) +
-                          " --ioengine=io_uring --direct=" + (direct ? "1" : "0") + " --rw=" + op_name(op) +
-                          " --bs=" + std::to_string(opt.bs) + " --iodepth=" + std::to_string(opt.qd) +
-                          " --size=" + std::to_string(opt.size) + " --numjobs=" + std::to_string(opt.streams) +
-                          " --fallocate=native --group_reporting --output-format=json" +
-                          (opt.fio_iomem.empty() ? std::string() : " --iomem=" + opt.fio_iomem) + " 2>/dev/null";
+// Runs one fio command line (JSON output) and returns its parsed report.
+nlohmann::json run_fio_command(const std::string& args) {
+  const std::string cmd = "fio " + args + " --output-format=json 2>/dev/null";
   std::FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) throw Error("io_bench: cannot run fio: " + errno_text(errno));
   std::string out;
@@ -245,10 +237,68 @@ double run_fio(const Tier& tier, bool direct, const Options& opt, IoOp op) {
   if (status != 0 || brace == std::string::npos) {
     throw Error("io_bench: fio failed (exit status " + std::to_string(status) + "); is fio installed? command: " + cmd);
   }
-  const nlohmann::json j = nlohmann::json::parse(out.substr(brace));
-  const auto& job = j.at("jobs").at(0);
-  if (job.value("error", 0) != 0) throw Error("io_bench: fio reported error " + std::to_string(job.value("error", 0)));
-  return job.at(op_name(op)).at("bw_bytes").get<double>() / GB;
+  nlohmann::json j = nlohmann::json::parse(out.substr(brace));
+  for (const auto& job : j.at("jobs")) {
+    if (job.value("error", 0) != 0) throw Error("io_bench: fio reported error " + std::to_string(job.value("error", 0)));
+  }
+  return j;
+}
+
+std::string fio_common(const Options& opt, IoOp op) {
+  return "--ioengine=io_uring --rw=" + std::string(op_name(op)) + " --bs=" + std::to_string(opt.bs) +
+         " --iodepth=" + std::to_string(opt.qd) + " --numjobs=" + std::to_string(opt.streams) + " --fallocate=native" +
+         (opt.fio_iomem.empty() ? std::string() : " --iomem=" + opt.fio_iomem);
+}
+
+double run_fio(const Tier& tier, bool direct, const Options& opt, IoOp op) {
+  const std::filesystem::path dir = bench_dir(tier);
+  if (op == IoOp::write) {
+    for (unsigned s = 0; s < opt.streams; ++s) std::filesystem::remove(dir / ("fio." + std::to_string(s) + ".0"));
+  } else if (opt.drop_caches) {
+    drop_page_cache();
+  }
+  const nlohmann::json j = run_fio_command(fio_common(opt, op) + " --name=fio --directory=" + shell_quote(dir.string()) +
+                                           " --direct=" + (direct ? "1" : "0") + " --size=" + std::to_string(opt.size) +
+                                           " --group_reporting");
+  return j.at("jobs").at(0).at(op_name(op)).at("bw_bytes").get<double>() / GB;
+}
+
+// fio driving every tier at once: one job (x numjobs) per tier, `bytes[t]` each, all started
+// together. Returns each tier's GB/s and the aggregate (all bytes / the slowest job's runtime),
+// the same figures run_engine gives.
+EngineRun run_fio_together(const std::vector<Tier>& tiers, const std::vector<bool>& direct, const Options& opt, IoOp op,
+                           const std::vector<std::uint64_t>& bytes) {
+  std::string args = fio_common(opt, op);
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    if (bytes[t] == 0) continue;
+    const std::filesystem::path dir = bench_dir(tiers[t]);
+    if (op == IoOp::write) {
+      for (unsigned s = 0; s < opt.streams; ++s) {
+        std::filesystem::remove(dir / ("together" + std::to_string(t) + "." + std::to_string(s) + ".0"));
+      }
+    }
+    args += " --name=together" + std::to_string(t) + " --directory=" + shell_quote(dir.string()) +
+            " --direct=" + (direct[t] ? "1" : "0") + " --size=" + std::to_string(bytes[t]);
+  }
+  const nlohmann::json j = run_fio_command(args);
+  EngineRun run;
+  run.tier_gbps.assign(tiers.size(), 0.0);
+  std::vector<double> bytes_done(tiers.size(), 0.0), runtime_ms(tiers.size(), 0.0);
+  for (const auto& job : j.at("jobs")) {
+    const std::string name = job.at("jobname").get<std::string>();
+    const std::size_t t = std::stoul(name.substr(std::string("together").size()));
+    const auto& side = job.at(op_name(op));
+    bytes_done[t] += side.at("io_bytes").get<double>();
+    runtime_ms[t] = std::max(runtime_ms[t], side.at("runtime").get<double>());
+  }
+  double total = 0, makespan_ms = 0;
+  for (std::size_t t = 0; t < tiers.size(); ++t) {
+    if (runtime_ms[t] > 0) run.tier_gbps[t] = bytes_done[t] / (runtime_ms[t] / 1e3) / GB;
+    total += bytes_done[t];
+    makespan_ms = std::max(makespan_ms, runtime_ms[t]);
+  }
+  run.aggregate_gbps = makespan_ms > 0 ? total / (makespan_ms / 1e3) / GB : 0.0;
+  return run;
 }
 
 // ---- main ----
@@ -381,22 +431,58 @@ int run(const Options& opt) {
       for (std::size_t t = 0; t < n; ++t) {
         bytes[t] = std::max<std::uint64_t>(round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * alone[t] / fastest), opt.request), opt.request);
       }
-      std::vector<double> agg;
-      std::vector<std::vector<double>> per_tier(n);
+      // fio splits the bytes by its own alone medians, so each side gets its best split.
+      std::vector<double> fio_alone(n);
+      double fio_sum = 0, fio_fastest = 0;
+      std::vector<std::uint64_t> fio_bytes(n);
+      if (opt.vs_fio) {
+        for (std::size_t t = 0; t < n; ++t) {
+          fio_alone[t] = stats_of(fio[{t, static_cast<int>(op)}]).median;
+          fio_sum += fio_alone[t];
+          fio_fastest = std::max(fio_fastest, fio_alone[t]);
+        }
+        for (std::size_t t = 0; t < n; ++t) {
+          fio_bytes[t] = std::max<std::uint64_t>(round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * fio_alone[t] / fio_fastest), opt.bs), opt.bs);
+        }
+      }
+      std::vector<double> agg, fio_agg;
+      std::vector<std::vector<double>> per_tier(n), fio_per_tier(n);
       for (unsigned rep = 0; rep < opt.reps; ++rep) {
-        if (op == IoOp::read) run_engine(tiers, pool, opt, IoOp::write, bytes);  // files of the right sizes
-        const EngineRun r = run_engine(tiers, pool, opt, op, bytes);
-        agg.push_back(r.aggregate_gbps);
-        for (std::size_t t = 0; t < n; ++t) per_tier[t].push_back(r.tier_gbps[t]);
-        std::fprintf(stderr, "rep %u  together %-5s %.3f GB/s\n", rep + 1, op_name(op), r.aggregate_gbps);
+        auto engine_pass = [&] {
+          if (op == IoOp::read) run_engine(tiers, pool, opt, IoOp::write, bytes);  // files of the right sizes
+          const EngineRun r = run_engine(tiers, pool, opt, op, bytes);
+          agg.push_back(r.aggregate_gbps);
+          for (std::size_t t = 0; t < n; ++t) per_tier[t].push_back(r.tier_gbps[t]);
+          std::fprintf(stderr, "rep %u  together %-5s engine %.3f GB/s\n", rep + 1, op_name(op), r.aggregate_gbps);
+        };
+        auto fio_pass = [&] {
+          if (op == IoOp::read) run_fio_together(tier_list, direct, opt, IoOp::write, fio_bytes);
+          const EngineRun r = run_fio_together(tier_list, direct, opt, op, fio_bytes);
+          fio_agg.push_back(r.aggregate_gbps);
+          for (std::size_t t = 0; t < n; ++t) fio_per_tier[t].push_back(r.tier_gbps[t]);
+          std::fprintf(stderr, "rep %u  together %-5s fio    %.3f GB/s\n", rep + 1, op_name(op), r.aggregate_gbps);
+        };
+        if (opt.vs_fio && rep % 2 == 1) fio_pass();
+        engine_pass();
+        if (opt.vs_fio && rep % 2 == 0) fio_pass();
       }
       const Stats a = stats_of(agg);
       char sum_text[64];
       std::snprintf(sum_text, sizeof sum_text, "%6.3f", sum);
-      std::printf("%-6s %-28s %-28s %.3f\n", op_name(op), sum_text, fmt(a).c_str(), a.median / sum);
+      std::printf("%-6s %-28s %-28s %.3f   (engine)\n", op_name(op), sum_text, fmt(a).c_str(), a.median / sum);
       for (std::size_t t = 0; t < n; ++t) {
         std::printf("         %-8s alone %6.3f, together %s (%s)\n", tier_list[t].name.c_str(), alone[t],
                     fmt(stats_of(per_tier[t])).c_str(), format_bytes(static_cast<double>(bytes[t] * opt.streams)).c_str());
+      }
+      if (opt.vs_fio) {
+        const Stats f = stats_of(fio_agg);
+        std::snprintf(sum_text, sizeof sum_text, "%6.3f", fio_sum);
+        std::printf("%-6s %-28s %-28s %.3f   (fio; engine together / fio together %.3f)\n", op_name(op), sum_text,
+                    fmt(f).c_str(), f.median / fio_sum, a.median / f.median);
+        for (std::size_t t = 0; t < n; ++t) {
+          std::printf("         %-8s alone %6.3f, together %s (%s)\n", tier_list[t].name.c_str(), fio_alone[t],
+                      fmt(stats_of(fio_per_tier[t])).c_str(), format_bytes(static_cast<double>(fio_bytes[t] * opt.streams)).c_str());
+        }
       }
     }
   }
