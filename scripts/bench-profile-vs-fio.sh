@@ -3,8 +3,9 @@
 # (docs/benchmarks.md, "Profiler vs fio"). For each stream count N of the profile's curve,
 # fio runs N jobs (numjobs=N, one file each, like the profiler's N engines) with
 # ioengine=io_uring, the same bs, iodepth, per-job size, direct=1 (0 on tmpfs, where the
-# engine runs buffered too), fallocate=native and end_fsync=1 for writes (the profiler's
-# write clock includes each file's fsync). Needs a release build and fio; python3 parses JSON.
+# engine runs buffered too) and fallocate=native. Writes are timed like the profiler's:
+# O_DIRECT writes to completion (the profiler syncs after its clock), buffered writes with
+# their fsync inside the clock (fio end_fsync=1). Needs a release build and fio; python3 parses JSON.
 # FIO_IOMEM=shmhuge gives fio huge-page buffers like the engine's pinned pool (transparent huge
 # pages), so both send the disk the same merged requests; it needs huge pages reserved
 # (echo 64 > /proc/sys/vm/nr_hugepages as root; set it back afterwards). Without it fio uses
@@ -47,7 +48,7 @@ fio_gbps() {  # op numjobs
     fi
     out=$(fio --name=$( [ "$op" = read ] && echo lay || echo job ) --directory="$fio_dir" --ioengine=io_uring \
       --direct="$direct" --rw="$op" --bs="$bs_bytes" --iodepth="$qd" --size="$bytes" --numjobs="$jobs" \
-      --fallocate=native $( [ "$op" = write ] && echo --end_fsync=1 ) ${iomem:+--iomem=$iomem} --group_reporting --output-format=json)
+      --fallocate=native $( [ "$op" = write ] && [ "$direct" = 0 ] && echo --end_fsync=1 ) ${iomem:+--iomem=$iomem} --group_reporting --output-format=json)
     python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["jobs"][0][sys.argv[1]]["bw_bytes"]/1e9)' "$op" <<<"$out"
     rm -rf "$fio_dir"
   done | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'

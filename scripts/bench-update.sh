@@ -3,11 +3,14 @@
 # mode, each row measured in the same run on the same machine, and (with --invariance) the
 # state digest of 10 steps under every plan shape at full size.
 #
-#   scripts/bench-update.sh --profile profiles/data/dev-2core-vm.json \
+#   scripts/bench-update.sh (--profile profiles/data/dev-2core-vm.json | --profile-now) \
 #       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
 #       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--invariance [--no-ablation]]
-# --qd: I/O queue depth of every plan (1 MiB blocks in flight per transfer), baseline included.
 #       [--out out/bench-update]
+# --qd: I/O queue depth of every plan (1 MiB blocks in flight per transfer), baseline included.
+# --profile-now: measure the two tiers with mlpo-profile (at the plans' queue depth) right
+#       before the rows, into OUT/profile.json, and take each row's bound from it: on a shared
+#       VM whose disk drifts by tens of percent, the bound then describes the same hour.
 #
 # Every row runs `mlpo-run --update-only` with real tier files; the first step of each row is
 # a warm-up and is not averaged. Prints a table (markdown) with each row's mean update time,
@@ -24,6 +27,7 @@ while [ $# -gt 0 ]; do
     --disk) disk=$2; shift 2 ;;
     --shm) shm=$2; shift 2 ;;
     --profile) profile=$2; shift 2 ;;
+    --profile-now) profile=now; shift ;;
     --subgroup) subgroup=$2; shift 2 ;;
     --cache-bytes) cache_bytes=$2; shift 2 ;;
     --shm-fraction) shm_fraction=$2; shift 2 ;;
@@ -31,14 +35,20 @@ while [ $# -gt 0 ]; do
     --qd) qd=$2; shift 2 ;;
     --no-ablation) ablation=0; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-[ -n "$profile" ] || { echo "bench-update: --profile FILE is required (make one with mlpo-profile)" >&2; exit 2; }
+[ -n "$profile" ] || { echo "bench-update: --profile FILE or --profile-now is required (make a profile with mlpo-profile)" >&2; exit 2; }
 run=build/release/cli/mlpo-run
 [ -x "$run" ] || ./scripts/build.sh release
 mkdir -p "$disk" "$shm" "$out"
+if [ "$profile" = now ]; then
+  profile="$out/profile.json"
+  echo "== mlpo-profile of disk=$disk and shm=$shm at queue depth $qd -> $profile" >&2
+  build/release/cli/mlpo-profile --tier "disk=$disk" --tier "shm=$shm:host" --queue-depth "$qd" --streams 4 --reps 3 \
+    --tier-size 1GiB --model tiny --out "$profile" >/dev/null
+fi
 cache_bytes=$(python3 -c "import re,sys; t=sys.argv[1]; m=re.fullmatch(r'([0-9.]+)([KMGT]?)(i?B)?', t); print(int(float(m.group(1)) * 1024**' KMGT'.index(m.group(2) or ' ')))" "$cache_bytes")
 cache=$(( cache_bytes / (subgroup * 12) ))
 
