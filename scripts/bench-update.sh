@@ -5,9 +5,12 @@
 #
 #   scripts/bench-update.sh (--profile profiles/data/dev-2core-vm.json | --profile-now) \
 #       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
-#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--invariance [--no-ablation]]
+#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--limit 2] [--invariance [--no-ablation]]
 #       [--out out/bench-update]
 # --qd: I/O queue depth of every plan (1 MiB blocks in flight per transfer), baseline included.
+# --limit: the node-wide concurrency limit k on the disk in the last row (R = 2 ranks, each
+#       with a reader and a writer: 4 transfers could be in flight; k = 2, the default, lets
+#       half of them; k = 1 makes every disk transfer of the node take turns).
 # --profile-now: measure the two tiers with mlpo-profile (at the plans' queue depth) right
 #       before the rows, into OUT/profile.json, and take each row's bound from it: on a shared
 #       VM whose disk drifts by tens of percent, the bound then describes the same hour.
@@ -19,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
-subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; invariance=0; ablation=1; out=out/bench-update
+subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; limit=2; invariance=0; ablation=1; out=out/bench-update
 while [ $# -gt 0 ]; do
   case "$1" in
     --params) params=$2; shift 2 ;;
@@ -33,9 +36,10 @@ while [ $# -gt 0 ]; do
     --shm-fraction) shm_fraction=$2; shift 2 ;;
     --invariance) invariance=1; shift ;;
     --qd) qd=$2; shift 2 ;;
+    --limit) limit=$2; shift 2 ;;
     --no-ablation) ablation=0; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -84,7 +88,7 @@ row "baseline (ZeRO-3 offload: 1 tier, fp32 grads flushed, ascending, no cache)"
 row "+ delayed bf16 gradients" "$(plan delayed 1.0 0 ascending 0 1)" 1
 row "+ host cache ($cache subgroups) & alternating order" "$(plan cache 1.0 "$cache" alternating 0 2)" 1
 row "+ second tier /dev/shm (${shm_fraction})" "$(plan twotier "$shm_f" "$cache" alternating 0 2)" 1
-row "+ concurrency limit k=1, R=2 ranks" "$(plan limit "$shm_f" $(( cache / 2 )) alternating 1 2)" 2
+row "+ concurrency limit k=$limit, R=2 ranks" "$(plan limit "$shm_f" $(( cache / 2 )) alternating "$limit" 2)" 2
 
 python3 - "$out/rows.jsonl" <<'PY'
 import json, sys
