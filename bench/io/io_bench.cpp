@@ -399,15 +399,22 @@ int run(const Options& opt) {
   std::printf("\nper tier: size %s x %u stream(s), bs %s, qd %u, %u reps; GB/s median [min..max]\n",
               format_bytes(static_cast<double>(opt.size)).c_str(), opt.streams,
               format_bytes(static_cast<double>(opt.bs)).c_str(), opt.qd, opt.reps);
-  std::printf("%-8s %-6s %-7s %-28s %-28s %-11s %s\n", "tier", "op", "direct", "engine", opt.vs_fio ? "fio" : "",
-              opt.vs_fio ? "engine/fio" : "", "device KiB/request engine|fio");
+  // engine/fio: ratio of the medians. paired: median over repetitions of engine/fio of the
+  // same repetition (the two ran back to back), which a device drifting between repetitions
+  // moves less.
+  std::printf("%-8s %-6s %-7s %-28s %-28s %-11s %-7s %s\n", "tier", "op", "direct", "engine", opt.vs_fio ? "fio" : "",
+              opt.vs_fio ? "engine/fio" : "", opt.vs_fio ? "paired" : "", "device KiB/request engine|fio");
   for (std::size_t t = 0; t < n; ++t) {
     for (IoOp op : ops) {
-      const Stats e = stats_of(engine[{t, static_cast<int>(op)}]);
+      const auto& e_reps = engine[{t, static_cast<int>(op)}];
+      const Stats e = stats_of(e_reps);
       if (opt.vs_fio) {
-        const Stats f = stats_of(fio[{t, static_cast<int>(op)}]);
-        std::printf("%-8s %-6s %-7s %-28s %-28s %-11.3f %.0f|%.0f\n", tier_list[t].name.c_str(), op_name(op),
-                    direct[t] ? "on" : "off", fmt(e).c_str(), fmt(f).c_str(), e.median / f.median,
+        const auto& f_reps = fio[{t, static_cast<int>(op)}];
+        const Stats f = stats_of(f_reps);
+        std::vector<double> paired;
+        for (std::size_t r = 0; r < e_reps.size() && r < f_reps.size(); ++r) paired.push_back(e_reps[r] / f_reps[r]);
+        std::printf("%-8s %-6s %-7s %-28s %-28s %-11.3f %-7.3f %.0f|%.0f\n", tier_list[t].name.c_str(), op_name(op),
+                    direct[t] ? "on" : "off", fmt(e).c_str(), fmt(f).c_str(), e.median / f.median, stats_of(paired).median,
                     stats_of(engine_kib[{t, static_cast<int>(op)}]).median, stats_of(fio_kib[{t, static_cast<int>(op)}]).median);
       } else {
         std::printf("%-8s %-6s %-7s %-28s\n", tier_list[t].name.c_str(), op_name(op), direct[t] ? "on" : "off", fmt(e).c_str());
