@@ -1,6 +1,5 @@
 #include "executor/train/training_loop.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "core/units.hpp"
-#include "executor/io/unique_fd.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/comm/layer_exchange.hpp"
 #include "executor/comm/single_process_communicator.hpp"
@@ -30,6 +28,7 @@
 #include "executor/train/gathered_safetensors.hpp"
 #include "executor/train/gradient_handover.hpp"
 #include "executor/train/micro_batch_gradient_sum.hpp"
+#include "executor/train/phase_trace.hpp"
 #include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
 #include "kernels/cpu/convert.hpp"
@@ -57,23 +56,6 @@ ModelShape shape_of(const ModelSpec& s) {
   m.tied_embeddings = s.tied_embeddings;
   return m;
 }
-
-// Appends "<event>\n" lines to a file with O_APPEND writes, unbuffered, so a test that kills
-// the process knows the last phase it entered. Inactive without a path.
-class PhaseTrace {
- public:
-  explicit PhaseTrace(const std::string& path) {
-    if (!path.empty()) fd_ = io::UniqueFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  }
-  void mark(const std::string& event) {
-    if (!fd_.valid()) return;
-    const std::string line = event + "\n";
-    [[maybe_unused]] ssize_t w = ::write(fd_.get(), line.data(), line.size());
-  }
-
- private:
-  io::UniqueFd fd_;
-};
 
 // The step's small collectives (losses, gradient-norm chunks, timings) over the job's
 // communicator. A communicator of GPU buffers (NCCL) gets them staged through device memory of
@@ -264,8 +246,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   offload::RankEngine engine(plan, mine, run, threads);
   offload::UpdatePipeline& pipeline = engine.pipeline();
   const Json settings = settings_of(o, lr, blas_threads, data, ranks);
-  PhaseTrace trace(ranks == 1 ? o.trace_path : o.trace_path.empty() ? "" : o.trace_path + ".rank" + std::to_string(rank));
-  if (ranks > 1) trace.mark("pid " + std::to_string(::getpid()));
+  PhaseTrace trace(o.trace_path, ranks, rank);
 
   // This rank's bf16 weights (all of them on one rank): what the update phase writes and the
   // weight provider reads. Owners of buffers that queued exchanges touch are declared before
