@@ -27,6 +27,7 @@
 #include "executor/train/gradient_handover.hpp"
 #include "executor/train/micro_batch_gradient_sum.hpp"
 #include "executor/train/phase_trace.hpp"
+#include "executor/train/resume_settings.hpp"
 #include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
 #include "executor/train/train_input_checks.hpp"
@@ -108,27 +109,6 @@ class StepCollectives {
   DeviceBuffer buffer_;
 };
 
-// What a resumed run must share with the checkpoint's to continue bitwise. grad_accum is the
-// global number of micro-batches per step (ranks x --grad-accum), the quantity that fixes the
-// numbers; "ranks" is recorded for information and not compared.
-Json settings_of(const TrainOptions& o, const LrSchedule& lr, unsigned blas_threads, const TokenData& data, int ranks) {
-  return Json{{"seq_len", o.model.seq_len},
-              {"micro_batch", o.micro_batch},
-              {"grad_accum", static_cast<std::int64_t>(o.grad_accum) * ranks},
-              {"ranks", ranks},
-              {"lr", lr.max_lr},
-              {"min_lr", lr.min_lr},
-              {"warmup_steps", lr.warmup_steps},
-              {"lr_decay_end", lr.decay_end},
-              {"beta1", o.beta1},
-              {"beta2", o.beta2},
-              {"eps", o.eps},
-              {"weight_decay", o.weight_decay},
-              {"max_grad_norm", o.max_grad_norm},
-              {"blas_threads", blas_threads},
-              {"data_tokens", data.tokens()}};
-}
-
 }  // namespace
 
 TrainResult train(const TrainOptions& o, const TrainEvents& events) {
@@ -206,7 +186,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   TierRunDirectories run_dirs(plan, run);
   offload::RankEngine engine(plan, mine, run, threads);
   offload::UpdatePipeline& pipeline = engine.pipeline();
-  const Json settings = settings_of(o, lr, blas_threads, data, ranks);
+  const Json settings = resume_settings(o, lr, blas_threads, data, ranks);
   PhaseTrace trace(o.trace_path, ranks, rank);
 
   // This rank's bf16 weights (all of them on one rank): what the update phase writes and the
@@ -250,11 +230,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   if (checkpoint) {
     pos = checkpoint->position();
     if (pos.seed != o.seed) note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " + std::to_string(o.seed) + " ignored)");
-    for (const auto& [key, value] : settings.items())
-      if (key != "ranks" && (!checkpoint->settings().contains(key) || checkpoint->settings()[key] != value))
-        note("warning: resume: " + key + " is " + value.dump() + " but the checkpoint was made with " +
-             (checkpoint->settings().contains(key) ? checkpoint->settings()[key].dump() : "none") +
-             "; the run will not match an uninterrupted one");
+    for (const std::string& warning : resume_setting_warnings(settings, checkpoint->settings())) note(warning);
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
       checkpoint->read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
       fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
