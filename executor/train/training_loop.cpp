@@ -8,7 +8,6 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
-#include "core/units.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/comm/layer_exchange.hpp"
 #include "executor/comm/single_process_communicator.hpp"
@@ -148,22 +147,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
   ComputeBackend device = open_backend(backend_choice, threads, blas_threads, comm.local_rank());
   const TrainingFootprint footprint{o.micro_batch, o.grad_accum, ranks, o.param_offload};
-  if (device.memory) {
-    const std::int64_t scratch = device.scratch_bound(shape.hidden, static_cast<std::int64_t>(o.micro_batch) * shape.heads * shape.seq_len);
-    const DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
-    std::optional<DeviceMemoryNeed> offloaded;
-    if (!o.param_offload && ranks == 1) {
-      TrainingFootprint f = footprint;
-      f.param_offload = true;
-      offloaded = training_device_memory(shape, f, scratch);
-    }
-    const bool limited = o.gpu_memory_limit > 0 && o.gpu_memory_limit < device.memory->free;
-    const std::size_t available = limited ? static_cast<std::size_t>(o.gpu_memory_limit) : device.memory->free;
-    require_training_memory(need, footprint, offloaded ? &*offloaded : nullptr, available, device.memory->total,
-                            device.description, limited ? " under --gpu-memory-limit" : "");
-    note("device: " + device.description + "; the run needs " + need.describe() + " of " +
-         format_bytes(static_cast<double>(available)) + " available" + (limited ? " (--gpu-memory-limit)" : ""));
-  }
+  if (const auto line = check_training_memory(device, shape, footprint, o.gpu_memory_limit)) note(*line);
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
