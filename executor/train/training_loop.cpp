@@ -27,6 +27,7 @@
 #include "executor/train/micro_batch_gradient_sum.hpp"
 #include "executor/train/phase_trace.hpp"
 #include "executor/train/resume_settings.hpp"
+#include "executor/train/step_collectives.hpp"
 #include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
 #include "executor/train/train_input_checks.hpp"
@@ -55,58 +56,6 @@ ModelShape shape_of(const ModelSpec& s) {
   m.tied_embeddings = s.tied_embeddings;
   return m;
 }
-
-// The step's small collectives (losses, gradient-norm chunks, timings) over the job's
-// communicator. A communicator of GPU buffers (NCCL) gets them staged through device memory of
-// the compute backend, so the step's reductions really run through it; a host one directly.
-class StepCollectives {
- public:
-  StepCollectives(comm::Communicator& comm, Backend& backend) : comm_(comm), backend_(backend) {}
-
-  template <class T>
-  void all_gather(std::span<const T> mine, std::span<T> all) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_gather(mine, all);
-    T* d_all = static_cast<T*>(staging(all.size_bytes()));
-    T* d_mine = d_all + comm_.rank() * mine.size();  // in place: the rank's own piece
-    backend_.copy_from_host(bytes_view(d_mine, mine.size_bytes()), mine.data());
-    comm_.all_gather(std::span<const T>(d_mine, mine.size()), std::span<T>(d_all, all.size()));
-    backend_.copy_to_host(all.data(), bytes_view(d_all, all.size_bytes()));
-  }
-  template <class T>
-  void all_reduce_sum(std::span<T> data) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_sum(data);
-    T* d = stage_in(data);
-    comm_.all_reduce_sum(std::span<T>(d, data.size()));
-    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
-  }
-  template <class T>
-  void all_reduce_max(std::span<T> data) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_max(data);
-    T* d = stage_in(data);
-    comm_.all_reduce_max(std::span<T>(d, data.size()));
-    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
-  }
-
- private:
-  // Every staged element type is a multiple of 4 bytes wide: viewed as i32 words for copies.
-  static Tensor bytes_view(void* p, std::size_t bytes) {
-    return Tensor(p, DType::i32, {static_cast<std::int64_t>(bytes / 4)});
-  }
-  void* staging(std::size_t bytes) {
-    if (buffer_.bytes() < bytes) buffer_ = backend_.allocate(std::max<std::size_t>(bytes, 4096));
-    return buffer_.data();
-  }
-  template <class T>
-  T* stage_in(std::span<T> data) {
-    T* d = static_cast<T*>(staging(data.size_bytes()));
-    backend_.copy_from_host(bytes_view(d, data.size_bytes()), data.data());
-    return d;
-  }
-
-  comm::Communicator& comm_;
-  Backend& backend_;
-  DeviceBuffer buffer_;
-};
 
 }  // namespace
 
