@@ -28,6 +28,7 @@
 #include "executor/train/phase_trace.hpp"
 #include "executor/train/resume_settings.hpp"
 #include "executor/train/step_collectives.hpp"
+#include "executor/train/step_record.hpp"
 #include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
 #include "executor/train/train_input_checks.hpp"
@@ -280,55 +281,20 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
       if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
 
-      // The step as the job saw it: times of the slowest rank, counts summed over ranks.
-      const std::size_t tiers = upd.tiers.size();
-      std::vector<double> times = {seconds_since(step0), forward_s, backward_s, upd.seconds, upd.adam_s,
-                                   upd.prefetch_stall_s, weights_s, checkpoint_s, gradient_wait_s};
-      std::vector<std::int64_t> counts = {upd.cache_hits, upd.reads, upd.writes, upd.elements};
-      for (const auto& t : upd.tiers) {
-        times.insert(times.end(), {t.busy_s, t.slot_wait_s});
-        counts.insert(counts.end(), {static_cast<std::int64_t>(t.read_bytes), static_cast<std::int64_t>(t.write_bytes)});
-      }
-      collectives.all_reduce_max(std::span<double>(times));
-      collectives.all_reduce_sum(std::span<std::int64_t>(counts));
-      const double step_s = times[0];
-      const double tokens = static_cast<double>(B * T * global_micro_batches);
-      tokens_total += tokens;
-      seconds_total += step_s;
-      Json rec{{"step", step},
-               {"loss", loss},
-               {"lr", adam.lr},
-               {"grad_norm", grad_norm},
-               {"clip_scale", adam.grad_scale},
-               {"tokens", tokens},
-               {"tokens_per_s", tokens / step_s},
-               {"step_s", step_s},
-               {"forward_s", times[1]},
-               {"backward_s", times[2]},
-               {"update_s", times[3]},
-               {"adam_s", times[4]},
-               {"prefetch_stall_s", times[5]},
-               {"weights_to_device_s", times[6]},
-               {"checkpoint_s", times[7]},
-               {"gradient_copy_wait_s", times[8]},
-               {"cache_hits", counts[0]},
-               {"reads", counts[1]},
-               {"writes", counts[2]},
-               {"elements", counts[3]}};
-      Json tier_records = Json::array();
-      for (std::size_t t = 0; t < tiers; ++t)
-        tier_records.push_back(Json{{"name", upd.tiers[t].name},
-                                    {"read_bytes", counts[4 + 2 * t]},
-                                    {"write_bytes", counts[5 + 2 * t]},
-                                    {"busy_s", times[9 + 2 * t]},
-                                    {"slot_wait_s", times[10 + 2 * t]}});
-      rec["tiers"] = tier_records;
+      std::optional<WeightFetches> fetches;
       if (streamed) {
-        rec["weight_fetch_bytes"] = streamed->fetched_bytes() - fetched_before;
-        rec["weight_demand_fetches"] = streamed->demand_fetches() - demand_before;
+        fetches = WeightFetches{streamed->fetched_bytes() - fetched_before, streamed->demand_fetches() - demand_before};
         fetched_before = streamed->fetched_bytes();
         demand_before = streamed->demand_fetches();
       }
+
+      // The step as the job saw it: times of the slowest rank, counts summed over ranks.
+      const double tokens = static_cast<double>(B * T * global_micro_batches);
+      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
+                             {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
+                             fetches, collectives);
+      tokens_total += tokens;
+      seconds_total += rec["step_s"].get<double>();
       if (rank0 && events.step) events.step(rec);
       result.steps.push_back(std::move(rec));
     }
