@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <thread>
 
@@ -12,10 +11,7 @@
 #include "executor/comm/layer_exchange.hpp"
 #include "executor/comm/single_process_communicator.hpp"
 #include "executor/comm/zero_partition.hpp"
-#include "executor/model/gathered_weights.hpp"
-#include "executor/model/host_streamed_weights.hpp"
 #include "executor/model/parameter_init.hpp"
-#include "executor/model/resident_weights.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/rank_engine.hpp"
@@ -26,6 +22,7 @@
 #include "executor/train/gradient_handover.hpp"
 #include "executor/train/micro_batch_gradient_sum.hpp"
 #include "executor/train/phase_trace.hpp"
+#include "executor/train/rank_weights.hpp"
 #include "executor/train/resume_settings.hpp"
 #include "executor/train/step_collectives.hpp"
 #include "executor/train/step_record.hpp"
@@ -132,32 +129,9 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   std::unique_ptr<comm::LayerExchange> exchange;
   if (ranks > 1) exchange = std::make_unique<comm::LayerExchange>(comm, partition);
   GradientHandover grads(backend, layout, partition, exchange.get());
-  std::unique_ptr<WeightProvider> provider;
-  ResidentWeights* resident = nullptr;
-  HostStreamedWeights* streamed = nullptr;
-  if (exchange) {
-    provider = std::make_unique<GatheredWeights>(backend, layout, *exchange, weights);
-  } else if (o.param_offload) {
-    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(), weight_slots(footprint));
-    streamed = p.get();
-    provider = std::move(p);
-  } else {
-    auto p = std::make_unique<ResidentWeights>(backend, layout, DType::bf16);
-    resident = p.get();
-    provider = std::move(p);
-  }
-  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)}, provider.get());
-  // Resident weights: each subgroup's new bf16 weights go to the device as soon as the update
-  // has written them, on a copy queue, while the CPU updates the next subgroups.
-  std::unique_ptr<CopyQueue> weight_uploads = resident ? backend.make_copy_queue() : nullptr;
-  auto upload_subgroup = [&](const offload::Subgroup& sg) {
-    weight_uploads->to_device(resident->flat().slice(sg.begin, {sg.elements}), weights.data() + sg.begin);
-  };
-  auto weights_to_device = [&] {  // after the update: the uploads' tail, ops ordered after them
-    if (!resident) return;
-    weight_uploads->order_compute_after_copies();
-    weight_uploads->wait();  // the host weights may be rewritten by the next update
-  };
+  // Gathered from the shards (ZeRO-3), streamed from host memory (--param-offload) or resident.
+  RankWeights model_weights(backend, layout, weights, exchange.get(), footprint);
+  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)}, model_weights.provider());
 
   // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) ---
   TrainingPosition pos{0, o.seed, 0};
@@ -182,7 +156,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       });
     });
   }
-  if (resident) resident->upload(weights.data());
+  model_weights.upload_all();
   trace.mark("started " + std::to_string(pos.step));
 
   // Rank r runs the global micro-batches r*a .. r*a+a-1 of each step (a = grad_accum), drawing
@@ -201,7 +175,6 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   TrainResult result;
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
-  std::int64_t fetched_before = 0, demand_before = 0;  // parameter offload's fetch counters at the last step
   std::int64_t checkpoints = 0;
   auto save_checkpoint = [&] {
     const auto c0 = Clock::now();
@@ -265,15 +238,14 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
       AdamWParams adam{lr.at(step), o.beta1, o.beta2, o.eps, o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm), step};
       trace.mark("update-begin " + std::to_string(step));
-      if (streamed) streamed->drop_device_copies();  // the update rewrites the host weights they read
+      model_weights.before_update();  // the update rewrites the host weights
       const offload::UpdateStats upd =
-          pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights,
-                          resident ? std::function<void(const offload::Subgroup&)>(upload_subgroup) : nullptr);
+          pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights, model_weights.on_subgroup_updated());
       trace.mark("update-end " + std::to_string(step));
 
       // New weights back to the compute device.
       t0 = Clock::now();
-      weights_to_device();
+      model_weights.after_update();
       const double weights_s = seconds_since(t0);
       pos.step = step;
 
@@ -281,18 +253,11 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
       if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
 
-      std::optional<WeightFetches> fetches;
-      if (streamed) {
-        fetches = WeightFetches{streamed->fetched_bytes() - fetched_before, streamed->demand_fetches() - demand_before};
-        fetched_before = streamed->fetched_bytes();
-        demand_before = streamed->demand_fetches();
-      }
-
       // The step as the job saw it: times of the slowest rank, counts summed over ranks.
       const double tokens = static_cast<double>(B * T * global_micro_batches);
       Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
                              {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
-                             fetches, collectives);
+                             model_weights.fetches_since_last_call(), collectives);
       tokens_total += tokens;
       seconds_total += rec["step_s"].get<double>();
       if (rank0 && events.step) events.step(rec);
