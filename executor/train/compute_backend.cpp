@@ -106,4 +106,23 @@ void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootpri
               bytes(need.total() - static_cast<std::int64_t>(available)) + "); " + fix);
 }
 
+std::optional<std::string> check_training_memory(const ComputeBackend& device, const ModelShape& shape,
+                                                 const TrainingFootprint& footprint, std::uint64_t memory_limit) {
+  if (!device.memory) return std::nullopt;
+  const std::int64_t scratch = device.scratch_bound(shape.hidden, static_cast<std::int64_t>(footprint.micro_batch) * shape.heads * shape.seq_len);
+  const DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
+  std::optional<DeviceMemoryNeed> offloaded;
+  if (!footprint.param_offload && footprint.ranks == 1) {
+    TrainingFootprint f = footprint;
+    f.param_offload = true;
+    offloaded = training_device_memory(shape, f, scratch);
+  }
+  const bool limited = memory_limit > 0 && memory_limit < device.memory->free;
+  const std::size_t available = limited ? static_cast<std::size_t>(memory_limit) : device.memory->free;
+  require_training_memory(need, footprint, offloaded ? &*offloaded : nullptr, available, device.memory->total,
+                          device.description, limited ? " under --gpu-memory-limit" : "");
+  return "device: " + device.description + "; the run needs " + need.describe() + " of " +
+         format_bytes(static_cast<double>(available)) + " available" + (limited ? " (--gpu-memory-limit)" : "");
+}
+
 }  // namespace mlpo::train

@@ -86,4 +86,12 @@ void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootpri
                              std::size_t available, std::size_t total, const std::string& device,
                              const std::string& limit_note);
 
+// The up-front check of a run of `shape` and `footprint` on `device`, as train() makes it: the
+// need (with the backend's scratch) against the device's free memory, or `memory_limit` bytes
+// when that is less (0: no limit); throws as require_training_memory, offering --param-offload
+// to a single process without it. Returns the line train() notes ("device: cuda:0 (...); the
+// run needs ... of ... available"); none on the CPU, whose memory is the host's.
+std::optional<std::string> check_training_memory(const ComputeBackend& device, const ModelShape& shape,
+                                                 const TrainingFootprint& footprint, std::uint64_t memory_limit);
+
 }  // namespace mlpo::train

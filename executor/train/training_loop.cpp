@@ -1,26 +1,17 @@
 #include "executor/train/training_loop.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <thread>
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
-#include "core/units.hpp"
-#include "executor/io/unique_fd.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/comm/layer_exchange.hpp"
 #include "executor/comm/single_process_communicator.hpp"
 #include "executor/comm/zero_partition.hpp"
-#include "executor/model/gathered_weights.hpp"
-#include "executor/model/host_streamed_weights.hpp"
 #include "executor/model/parameter_init.hpp"
-#include "executor/model/resident_weights.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/rank_engine.hpp"
@@ -30,8 +21,14 @@
 #include "executor/train/gathered_safetensors.hpp"
 #include "executor/train/gradient_handover.hpp"
 #include "executor/train/micro_batch_gradient_sum.hpp"
+#include "executor/train/phase_trace.hpp"
+#include "executor/train/rank_weights.hpp"
+#include "executor/train/resume_settings.hpp"
+#include "executor/train/step_collectives.hpp"
+#include "executor/train/step_record.hpp"
 #include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
+#include "executor/train/train_input_checks.hpp"
 #include "kernels/cpu/convert.hpp"
 
 namespace mlpo::train {
@@ -58,134 +55,6 @@ ModelShape shape_of(const ModelSpec& s) {
   return m;
 }
 
-// Appends "<event>\n" lines to a file with O_APPEND writes, unbuffered, so a test that kills
-// the process knows the last phase it entered. Inactive without a path.
-class PhaseTrace {
- public:
-  explicit PhaseTrace(const std::string& path) {
-    if (!path.empty()) fd_ = io::UniqueFd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  }
-  void mark(const std::string& event) {
-    if (!fd_.valid()) return;
-    const std::string line = event + "\n";
-    [[maybe_unused]] ssize_t w = ::write(fd_.get(), line.data(), line.size());
-  }
-
- private:
-  io::UniqueFd fd_;
-};
-
-// The step's small collectives (losses, gradient-norm chunks, timings) over the job's
-// communicator. A communicator of GPU buffers (NCCL) gets them staged through device memory of
-// the compute backend, so the step's reductions really run through it; a host one directly.
-class StepCollectives {
- public:
-  StepCollectives(comm::Communicator& comm, Backend& backend) : comm_(comm), backend_(backend) {}
-
-  template <class T>
-  void all_gather(std::span<const T> mine, std::span<T> all) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_gather(mine, all);
-    T* d_all = static_cast<T*>(staging(all.size_bytes()));
-    T* d_mine = d_all + comm_.rank() * mine.size();  // in place: the rank's own piece
-    backend_.copy_from_host(bytes_view(d_mine, mine.size_bytes()), mine.data());
-    comm_.all_gather(std::span<const T>(d_mine, mine.size()), std::span<T>(d_all, all.size()));
-    backend_.copy_to_host(all.data(), bytes_view(d_all, all.size_bytes()));
-  }
-  template <class T>
-  void all_reduce_sum(std::span<T> data) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_sum(data);
-    T* d = stage_in(data);
-    comm_.all_reduce_sum(std::span<T>(d, data.size()));
-    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
-  }
-  template <class T>
-  void all_reduce_max(std::span<T> data) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_max(data);
-    T* d = stage_in(data);
-    comm_.all_reduce_max(std::span<T>(d, data.size()));
-    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
-  }
-
- private:
-  // Every staged element type is a multiple of 4 bytes wide: viewed as i32 words for copies.
-  static Tensor bytes_view(void* p, std::size_t bytes) {
-    return Tensor(p, DType::i32, {static_cast<std::int64_t>(bytes / 4)});
-  }
-  void* staging(std::size_t bytes) {
-    if (buffer_.bytes() < bytes) buffer_ = backend_.allocate(std::max<std::size_t>(bytes, 4096));
-    return buffer_.data();
-  }
-  template <class T>
-  T* stage_in(std::span<T> data) {
-    T* d = static_cast<T*>(staging(data.size_bytes()));
-    backend_.copy_from_host(bytes_view(d, data.size_bytes()), data.data());
-    return d;
-  }
-
-  comm::Communicator& comm_;
-  Backend& backend_;
-  DeviceBuffer buffer_;
-};
-
-// What a resumed run must share with the checkpoint's to continue bitwise. grad_accum is the
-// global number of micro-batches per step (ranks x --grad-accum), the quantity that fixes the
-// numbers; "ranks" is recorded for information and not compared.
-Json settings_of(const TrainOptions& o, const LrSchedule& lr, unsigned blas_threads, const TokenData& data, int ranks) {
-  return Json{{"seq_len", o.model.seq_len},
-              {"micro_batch", o.micro_batch},
-              {"grad_accum", static_cast<std::int64_t>(o.grad_accum) * ranks},
-              {"ranks", ranks},
-              {"lr", lr.max_lr},
-              {"min_lr", lr.min_lr},
-              {"warmup_steps", lr.warmup_steps},
-              {"lr_decay_end", lr.decay_end},
-              {"beta1", o.beta1},
-              {"beta2", o.beta2},
-              {"eps", o.eps},
-              {"weight_decay", o.weight_decay},
-              {"max_grad_norm", o.max_grad_norm},
-              {"blas_threads", blas_threads},
-              {"data_tokens", data.tokens()}};
-}
-
-void check_options(const TrainOptions& o, const comm::Communicator& comm, const BackendChoice& backend) {
-  if (o.steps < 1) throw Error("--steps: must be >= 1");
-  if (o.micro_batch < 1) throw Error("--micro-batch: must be >= 1");
-  if (o.grad_accum < 1) throw Error("--grad-accum: must be >= 1");
-  if (o.checkpoint_every < 0) throw Error("--checkpoint-every: must be >= 0");
-  if (o.resume && o.checkpoint_dir.empty()) throw Error("--resume needs --checkpoint-dir (where the checkpoints are)");
-  if (comm.memory() != comm::MemorySpace::host) {
-    if (backend.kind != BackendChoice::Kind::cuda)
-      throw Error(std::string("--comm ") + comm.backend() + ": this communicator moves GPU buffers, but training runs on the "
-                  "CPU backend, whose buffers are host memory; use --comm mpi (or auto), or --backend cuda");
-    if (comm.size() > 1)
-      throw Error(std::string("--comm ") + comm.backend() + ": trains on one rank only for now (" + std::to_string(comm.size()) +
-                  " launched): the ZeRO-3 layer exchange moves host buffers; use --comm mpi (or auto) with --backend cuda");
-    if (backend.device >= 0 && backend.device != comm.local_rank())
-      throw Error("--backend " + backend.describe() + " with --comm " + comm.backend() + ": the NCCL communicator runs on the "
-                  "local rank's GPU (cuda:" + std::to_string(comm.local_rank()) + "); use --backend cuda");
-  }
-  if (o.param_offload && comm.size() > 1)
-    throw Error("--param-offload: is for a single process; with " + std::to_string(comm.size()) +
-                " ranks the weights are already sharded (ZeRO-3) and gathered one part at a time; drop --param-offload");
-  if (!o.export_safetensors.empty()) {
-    const fs::path parent = fs::absolute(o.export_safetensors).parent_path();
-    if (!fs::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
-      throw Error("--export-safetensors " + o.export_safetensors + ": directory " + parent.string() + " does not exist or is not writable");
-  }
-}
-
-void check_plan(const TrainOptions& o, const Plan& plan, std::int64_t params) {
-  validate(plan);
-  if (plan.model_params != params)
-    throw Error("--plan: made for a model of " + std::to_string(plan.model_params) + " parameters ('" + plan.model_name +
-                "'), but --model " + o.model.name + " has " + std::to_string(params) +
-                "; make a plan for this model with mlpo-tune --model " + o.model.name);
-  for (const auto& t : plan.tiers)
-    if (t.kind != TierKind::memory && !fs::is_directory(t.path))
-      throw Error("--plan: tier '" + t.name + "' (" + t.path + "): directory does not exist; create it or fix the plan's path");
-}
-
 }  // namespace
 
 TrainResult train(const TrainOptions& o, const TrainEvents& events) {
@@ -205,7 +74,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const ParameterLayout layout(shape);
   const std::int64_t params = layout.total();
   const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
-  check_options(o, job, backend_choice);
+  check_train_options(o, job, backend_choice);
   TokenData data(o.data, o.model.vocab, o.model.seq_len, o.token_bytes);
   const comm::ZeroPartition partition(params, ranks, rank);
   const offload::RankShard& mine = partition.mine();
@@ -225,22 +94,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
   ComputeBackend device = open_backend(backend_choice, threads, blas_threads, comm.local_rank());
   const TrainingFootprint footprint{o.micro_batch, o.grad_accum, ranks, o.param_offload};
-  if (device.memory) {
-    const std::int64_t scratch = device.scratch_bound(shape.hidden, static_cast<std::int64_t>(o.micro_batch) * shape.heads * shape.seq_len);
-    const DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
-    std::optional<DeviceMemoryNeed> offloaded;
-    if (!o.param_offload && ranks == 1) {
-      TrainingFootprint f = footprint;
-      f.param_offload = true;
-      offloaded = training_device_memory(shape, f, scratch);
-    }
-    const bool limited = o.gpu_memory_limit > 0 && o.gpu_memory_limit < device.memory->free;
-    const std::size_t available = limited ? static_cast<std::size_t>(o.gpu_memory_limit) : device.memory->free;
-    require_training_memory(need, footprint, offloaded ? &*offloaded : nullptr, available, device.memory->total,
-                            device.description, limited ? " under --gpu-memory-limit" : "");
-    note("device: " + device.description + "; the run needs " + need.describe() + " of " +
-         format_bytes(static_cast<double>(available)) + " available" + (limited ? " (--gpu-memory-limit)" : ""));
-  }
+  if (const auto line = check_training_memory(device, shape, footprint, o.gpu_memory_limit)) note(*line);
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
@@ -248,7 +102,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     note("plan: none given; using the default plan (one disk tier under " + o.state_dir + "):");
     note(to_json(plan).dump());
   }
-  check_plan(o, plan, params);
+  check_train_plan(o, plan, params);
   comm::check_world_matches(comm, plan.cluster);  // collective: every rank stops alike on a mismatch
   if (ranks > 1 && (ranks & (ranks - 1)) != 0)
     note("note: " + std::to_string(ranks) + " ranks is not a power of two: the run is deterministic, but its gradient sums "
@@ -263,9 +117,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   TierRunDirectories run_dirs(plan, run);
   offload::RankEngine engine(plan, mine, run, threads);
   offload::UpdatePipeline& pipeline = engine.pipeline();
-  const Json settings = settings_of(o, lr, blas_threads, data, ranks);
-  PhaseTrace trace(ranks == 1 ? o.trace_path : o.trace_path.empty() ? "" : o.trace_path + ".rank" + std::to_string(rank));
-  if (ranks > 1) trace.mark("pid " + std::to_string(::getpid()));
+  const Json settings = resume_settings(o, lr, blas_threads, data, ranks);
+  PhaseTrace trace(o.trace_path, ranks, rank);
 
   // This rank's bf16 weights (all of them on one rank): what the update phase writes and the
   // weight provider reads. Owners of buffers that queued exchanges touch are declared before
@@ -276,43 +129,16 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   std::unique_ptr<comm::LayerExchange> exchange;
   if (ranks > 1) exchange = std::make_unique<comm::LayerExchange>(comm, partition);
   GradientHandover grads(backend, layout, partition, exchange.get());
-  std::unique_ptr<WeightProvider> provider;
-  ResidentWeights* resident = nullptr;
-  HostStreamedWeights* streamed = nullptr;
-  if (exchange) {
-    provider = std::make_unique<GatheredWeights>(backend, layout, *exchange, weights);
-  } else if (o.param_offload) {
-    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(), weight_slots(footprint));
-    streamed = p.get();
-    provider = std::move(p);
-  } else {
-    auto p = std::make_unique<ResidentWeights>(backend, layout, DType::bf16);
-    resident = p.get();
-    provider = std::move(p);
-  }
-  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)}, provider.get());
-  // Resident weights: each subgroup's new bf16 weights go to the device as soon as the update
-  // has written them, on a copy queue, while the CPU updates the next subgroups.
-  std::unique_ptr<CopyQueue> weight_uploads = resident ? backend.make_copy_queue() : nullptr;
-  auto upload_subgroup = [&](const offload::Subgroup& sg) {
-    weight_uploads->to_device(resident->flat().slice(sg.begin, {sg.elements}), weights.data() + sg.begin);
-  };
-  auto weights_to_device = [&] {  // after the update: the uploads' tail, ops ordered after them
-    if (!resident) return;
-    weight_uploads->order_compute_after_copies();
-    weight_uploads->wait();  // the host weights may be rewritten by the next update
-  };
+  // Gathered from the shards (ZeRO-3), streamed from host memory (--param-offload) or resident.
+  RankWeights model_weights(backend, layout, weights, exchange.get(), footprint);
+  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)}, model_weights.provider());
 
   // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) ---
   TrainingPosition pos{0, o.seed, 0};
   if (checkpoint) {
     pos = checkpoint->position();
     if (pos.seed != o.seed) note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " + std::to_string(o.seed) + " ignored)");
-    for (const auto& [key, value] : settings.items())
-      if (key != "ranks" && (!checkpoint->settings().contains(key) || checkpoint->settings()[key] != value))
-        note("warning: resume: " + key + " is " + value.dump() + " but the checkpoint was made with " +
-             (checkpoint->settings().contains(key) ? checkpoint->settings()[key].dump() : "none") +
-             "; the run will not match an uninterrupted one");
+    for (const std::string& warning : resume_setting_warnings(settings, checkpoint->settings())) note(warning);
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
       checkpoint->read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
       fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
@@ -330,7 +156,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       });
     });
   }
-  if (resident) resident->upload(weights.data());
+  model_weights.upload_all();
   trace.mark("started " + std::to_string(pos.step));
 
   // Rank r runs the global micro-batches r*a .. r*a+a-1 of each step (a = grad_accum), drawing
@@ -349,7 +175,6 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   TrainResult result;
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
-  std::int64_t fetched_before = 0, demand_before = 0;  // parameter offload's fetch counters at the last step
   std::int64_t checkpoints = 0;
   auto save_checkpoint = [&] {
     const auto c0 = Clock::now();
@@ -413,15 +238,14 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
       AdamWParams adam{lr.at(step), o.beta1, o.beta2, o.eps, o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm), step};
       trace.mark("update-begin " + std::to_string(step));
-      if (streamed) streamed->drop_device_copies();  // the update rewrites the host weights they read
+      model_weights.before_update();  // the update rewrites the host weights
       const offload::UpdateStats upd =
-          pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights,
-                          resident ? std::function<void(const offload::Subgroup&)>(upload_subgroup) : nullptr);
+          pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights, model_weights.on_subgroup_updated());
       trace.mark("update-end " + std::to_string(step));
 
       // New weights back to the compute device.
       t0 = Clock::now();
-      weights_to_device();
+      model_weights.after_update();
       const double weights_s = seconds_since(t0);
       pos.step = step;
 
@@ -430,54 +254,12 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
 
       // The step as the job saw it: times of the slowest rank, counts summed over ranks.
-      const std::size_t tiers = upd.tiers.size();
-      std::vector<double> times = {seconds_since(step0), forward_s, backward_s, upd.seconds, upd.adam_s,
-                                   upd.prefetch_stall_s, weights_s, checkpoint_s, gradient_wait_s};
-      std::vector<std::int64_t> counts = {upd.cache_hits, upd.reads, upd.writes, upd.elements};
-      for (const auto& t : upd.tiers) {
-        times.insert(times.end(), {t.busy_s, t.slot_wait_s});
-        counts.insert(counts.end(), {static_cast<std::int64_t>(t.read_bytes), static_cast<std::int64_t>(t.write_bytes)});
-      }
-      collectives.all_reduce_max(std::span<double>(times));
-      collectives.all_reduce_sum(std::span<std::int64_t>(counts));
-      const double step_s = times[0];
       const double tokens = static_cast<double>(B * T * global_micro_batches);
+      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
+                             {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
+                             model_weights.fetches_since_last_call(), collectives);
       tokens_total += tokens;
-      seconds_total += step_s;
-      Json rec{{"step", step},
-               {"loss", loss},
-               {"lr", adam.lr},
-               {"grad_norm", grad_norm},
-               {"clip_scale", adam.grad_scale},
-               {"tokens", tokens},
-               {"tokens_per_s", tokens / step_s},
-               {"step_s", step_s},
-               {"forward_s", times[1]},
-               {"backward_s", times[2]},
-               {"update_s", times[3]},
-               {"adam_s", times[4]},
-               {"prefetch_stall_s", times[5]},
-               {"weights_to_device_s", times[6]},
-               {"checkpoint_s", times[7]},
-               {"gradient_copy_wait_s", times[8]},
-               {"cache_hits", counts[0]},
-               {"reads", counts[1]},
-               {"writes", counts[2]},
-               {"elements", counts[3]}};
-      Json tier_records = Json::array();
-      for (std::size_t t = 0; t < tiers; ++t)
-        tier_records.push_back(Json{{"name", upd.tiers[t].name},
-                                    {"read_bytes", counts[4 + 2 * t]},
-                                    {"write_bytes", counts[5 + 2 * t]},
-                                    {"busy_s", times[9 + 2 * t]},
-                                    {"slot_wait_s", times[10 + 2 * t]}});
-      rec["tiers"] = tier_records;
-      if (streamed) {
-        rec["weight_fetch_bytes"] = streamed->fetched_bytes() - fetched_before;
-        rec["weight_demand_fetches"] = streamed->demand_fetches() - demand_before;
-        fetched_before = streamed->fetched_bytes();
-        demand_before = streamed->demand_fetches();
-      }
+      seconds_total += rec["step_s"].get<double>();
       if (rank0 && events.step) events.step(rec);
       result.steps.push_back(std::move(rec));
     }

@@ -1,0 +1,59 @@
+#include "executor/train/step_record.hpp"
+
+#include <span>
+#include <vector>
+
+namespace mlpo::train {
+
+Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offload::UpdateStats& update,
+                 const std::optional<WeightFetches>& fetches, StepCollectives& collectives) {
+  // One array of times and one of counts, each reduced at once: the step's 9 times and 4
+  // counts, then each tier's 2 of each.
+  const std::size_t tiers = update.tiers.size();
+  std::vector<double> times = {mine.step_s, mine.forward_s, mine.backward_s, update.seconds, update.adam_s,
+                               update.prefetch_stall_s, mine.weights_to_device_s, mine.checkpoint_s,
+                               mine.gradient_copy_wait_s};
+  std::vector<std::int64_t> counts = {update.cache_hits, update.reads, update.writes, update.elements};
+  for (const auto& t : update.tiers) {
+    times.insert(times.end(), {t.busy_s, t.slot_wait_s});
+    counts.insert(counts.end(), {static_cast<std::int64_t>(t.read_bytes), static_cast<std::int64_t>(t.write_bytes)});
+  }
+  collectives.all_reduce_max(std::span<double>(times));
+  collectives.all_reduce_sum(std::span<std::int64_t>(counts));
+  const double step_s = times[0];
+  Json rec{{"step", outcome.step},
+           {"loss", outcome.loss},
+           {"lr", outcome.lr},
+           {"grad_norm", outcome.grad_norm},
+           {"clip_scale", outcome.clip_scale},
+           {"tokens", outcome.tokens},
+           {"tokens_per_s", outcome.tokens / step_s},
+           {"step_s", step_s},
+           {"forward_s", times[1]},
+           {"backward_s", times[2]},
+           {"update_s", times[3]},
+           {"adam_s", times[4]},
+           {"prefetch_stall_s", times[5]},
+           {"weights_to_device_s", times[6]},
+           {"checkpoint_s", times[7]},
+           {"gradient_copy_wait_s", times[8]},
+           {"cache_hits", counts[0]},
+           {"reads", counts[1]},
+           {"writes", counts[2]},
+           {"elements", counts[3]}};
+  Json tier_records = Json::array();
+  for (std::size_t t = 0; t < tiers; ++t)
+    tier_records.push_back(Json{{"name", update.tiers[t].name},
+                                {"read_bytes", counts[4 + 2 * t]},
+                                {"write_bytes", counts[5 + 2 * t]},
+                                {"busy_s", times[9 + 2 * t]},
+                                {"slot_wait_s", times[10 + 2 * t]}});
+  rec["tiers"] = tier_records;
+  if (fetches) {
+    rec["weight_fetch_bytes"] = fetches->bytes;
+    rec["weight_demand_fetches"] = fetches->demand_fetches;
+  }
+  return rec;
+}
+
+}  // namespace mlpo::train

@@ -1,0 +1,51 @@
+#pragma once
+// The job's record of one training step: the JSON object rank 0 logs (mlpo-run --log, one
+// line per step; fields in docs/formats.md, "Run log") and train() returns in
+// TrainResult::steps. step_record() builds it from what the step computed, which is the same
+// on every rank, and what this rank measured, reduced over the ranks: times (`*_s`, a tier's
+// `busy_s`, `slot_wait_s`) are the slowest rank's, counts and bytes the sum over the ranks.
+//
+// Collective: every rank calls step_record() once per step, after the step's update and
+// checkpoint (two small reductions of 9 + 2 x tiers doubles and 4 + 2 x tiers integers).
+
+#include <cstdint>
+#include <optional>
+
+#include "core/json_io.hpp"
+#include "executor/offload/update_pipeline.hpp"
+#include "executor/train/step_collectives.hpp"
+
+namespace mlpo::train {
+
+// What the step computed: the same on every rank.
+struct StepOutcome {
+  std::int64_t step = 0;
+  double loss = 0;        // mean over all ranks' micro-batches
+  float lr = 0;           // as AdamW used it
+  double grad_norm = 0;   // global, before clipping
+  float clip_scale = 1;   // the gradient multiplier from clipping
+  double tokens = 0;      // tokens of all ranks' micro-batches
+};
+
+// What this rank measured in the step, in seconds.
+struct StepTimes {
+  double step_s = 0;                // the whole step, checkpoint included
+  double forward_s = 0;             // summed over micro-batches
+  double backward_s = 0;            // summed over micro-batches, with the hand-over and the norm
+  double weights_to_device_s = 0;   // the weight uploads' tail after the update
+  double checkpoint_s = 0;          // 0 without a checkpoint in this step
+  double gradient_copy_wait_s = 0;  // part of backward_s: the hand-over that did not overlap it
+};
+
+// Weights copied to the device in the step (host-streamed weights only).
+struct WeightFetches {
+  std::int64_t bytes = 0;
+  std::int64_t demand_fetches = 0;  // parts fetched only when acquired, not ahead
+};
+
+// `update`: this rank's update phase. `fetches`: added as weight_fetch_bytes and
+// weight_demand_fetches when given (this rank's own: streamed weights run on one rank).
+Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offload::UpdateStats& update,
+                 const std::optional<WeightFetches>& fetches, StepCollectives& collectives);
+
+}  // namespace mlpo::train

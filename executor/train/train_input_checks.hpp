@@ -1,0 +1,26 @@
+#pragma once
+// The checks train() makes on its options and plan before it writes anything, each an
+// mlpo::Error that names the option at fault and the fix. Cheap: no data is read, nothing
+// is created (the data file, checkpoint and device memory are checked where train() opens
+// them).
+
+#include <cstdint>
+
+#include "core/plan.hpp"
+#include "executor/comm/communicator.hpp"
+#include "executor/train/compute_backend.hpp"
+#include "executor/train/training_loop.hpp"
+
+namespace mlpo::train {
+
+// The options alone and against the job: counts in range, --resume with a --checkpoint-dir,
+// a GPU-buffer communicator (NCCL) only with the CUDA backend, on one rank and on the local
+// rank's GPU, --param-offload only on one process, an --export-safetensors directory that
+// exists and is writable.
+void check_train_options(const TrainOptions& options, const comm::Communicator& comm, const BackendChoice& backend);
+
+// The plan is valid, made for a model of `params` parameters, and each file tier's directory
+// exists. (Its cluster shape against the launched world: comm::check_world_matches, collective.)
+void check_train_plan(const TrainOptions& options, const Plan& plan, std::int64_t params);
+
+}  // namespace mlpo::train
