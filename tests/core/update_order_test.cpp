@@ -1,8 +1,8 @@
-#include "executor/offload/update_order.hpp"
+#include "core/update_order.hpp"
 
 #include <gtest/gtest.h>
 
-namespace mlpo::offload {
+namespace mlpo {
 
 namespace {
 
@@ -85,4 +85,4 @@ TEST(CacheOrderInterplay, ResidentSubgroupsBypassTheCache) {
   EXPECT_EQ(cache.lru_order(), (std::deque<std::int64_t>{3, 5}));
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo

@@ -21,7 +21,7 @@
 
 #include "core/plan.hpp"
 
-namespace mlpo::offload {
+namespace mlpo {
 
 struct UpdateStep {
   std::int64_t subgroup = 0;
@@ -58,4 +58,4 @@ class SubgroupCache {
 // on even and descending on odd iterations.
 std::vector<std::int64_t> update_order(OrderPolicy policy, std::int64_t iteration, std::int64_t count);
 
-}  // namespace mlpo::offload
+}  // namespace mlpo

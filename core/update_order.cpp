@@ -1,8 +1,8 @@
-#include "executor/offload/update_order.hpp"
+#include "core/update_order.hpp"
 
 #include <algorithm>
 
-namespace mlpo::offload {
+namespace mlpo {
 
 bool SubgroupCache::contains(std::int64_t subgroup) const {
   return std::find(lru_.begin(), lru_.end(), subgroup) != lru_.end();
@@ -49,4 +49,4 @@ std::vector<std::int64_t> update_order(OrderPolicy policy, std::int64_t iteratio
   return order;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo
