@@ -14,9 +14,10 @@
 // executes the steps it returns, the tests and the simulator can predict hits without I/O.
 
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/plan.hpp"
@@ -37,12 +38,12 @@ class SubgroupCache {
 
   std::int64_t capacity() const { return capacity_; }
   bool contains(std::int64_t subgroup) const;
-  // Least recently updated first.
-  const std::deque<std::int64_t>& lru_order() const { return lru_; }
+  // The cached subgroups, least recently updated first (a copy).
+  std::vector<std::int64_t> lru_order() const { return {lru_.begin(), lru_.end()}; }
 
   // The steps of one iteration over `order` (every subgroup once); updates the cache's
   // contents as the steps will. Subgroups for which `resident` is true live in process
-  // memory anyway and never enter the cache.
+  // memory anyway and never enter the cache. O(1) per step, whatever the capacity.
   std::vector<UpdateStep> plan_iteration(const std::vector<std::int64_t>& order,
                                          const std::function<bool(std::int64_t)>& resident = {});
 
@@ -51,7 +52,8 @@ class SubgroupCache {
 
  private:
   std::int64_t capacity_;
-  std::deque<std::int64_t> lru_;
+  std::list<std::int64_t> lru_;  // least recently updated first
+  std::unordered_map<std::int64_t, std::list<std::int64_t>::iterator> where_;  // subgroup -> its entry in lru_
 };
 
 // The subgroups in update order for `iteration` (0-based): ascending always, or ascending
