@@ -10,8 +10,9 @@
 // iteration reaches them; alternating the direction every iteration starts each iteration
 // on exactly those subgroups, so the first `capacity` updates are hits.
 //
-// plan_iteration() is a pure function of (order, iteration, cache contents): the pipeline
-// executes the steps it returns, the tests and the simulator can predict hits without I/O.
+// plan_iteration() is a pure function of (order, iteration, cache contents): the executor's
+// UpdatePipeline executes the steps it returns, and the simulator's Workload replays an
+// iteration through it, so both predict the same hits and write-backs without I/O.
 
 #include <cstdint>
 #include <functional>
