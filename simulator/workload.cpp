@@ -1,11 +1,11 @@
 #include "simulator/workload.hpp"
 
 #include <algorithm>
-#include <list>
-#include <unordered_map>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/subgroup_placement.hpp"
+#include "core/update_order.hpp"
 
 namespace mlpo::sim {
 
@@ -37,41 +37,6 @@ std::int64_t steady_cache_hits(const Plan& plan, std::int64_t subgroups) {
   // it, always just before Adam would reach it, so nothing hits.
   return plan.order == OrderPolicy::alternating ? c : 0;
 }
-
-namespace {
-
-// Least-recently-updated cache of subgroup ids, as the executor keeps it.
-class SubgroupCache {
- public:
-  explicit SubgroupCache(std::int64_t capacity) : capacity_(capacity) {}
-  bool contains(std::int64_t s) const { return where_.count(s) != 0; }
-  // Marks `s` most recently updated; returns the evicted subgroup, or -1.
-  std::int64_t touch(std::int64_t s) {
-    if (auto it = where_.find(s); it != where_.end()) {
-      order_.erase(it->second);
-    }
-    order_.push_back(s);
-    where_[s] = std::prev(order_.end());
-    if (static_cast<std::int64_t>(order_.size()) <= capacity_) return -1;
-    const std::int64_t victim = order_.front();
-    order_.pop_front();
-    where_.erase(victim);
-    return victim;
-  }
-
- private:
-  std::int64_t capacity_;
-  std::list<std::int64_t> order_;
-  std::unordered_map<std::int64_t, std::list<std::int64_t>::iterator> where_;
-};
-
-std::vector<std::int64_t> update_order(std::int64_t n, bool descending) {
-  std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = descending ? n - 1 - i : i;
-  return order;
-}
-
-}  // namespace
 
 Workload make_workload(const Accounting& a, const Plan& plan) {
   validate(plan);
@@ -110,22 +75,26 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   w.write_bytes_per_element = static_cast<double>(kOptimizerStateBytes);
   w.grad_flush_bytes_per_element = flush ? static_cast<double>(kFp32GradBytes) : 0.0;
 
-  // Replay the previous iteration to fill the cache, then record this one.
+  // The executor's cache model (core/update_order.hpp): replay the previous iteration, an
+  // odd one (descending when alternating), to fill the cache, then record this one, an even
+  // one (ascending).
   const std::int64_t n = w.subgroups_per_rank;
-  const bool alternate = plan.order == OrderPolicy::alternating;
   SubgroupCache cache(plan.host_cache_subgroups);
-  for (std::int64_t s_id : update_order(n, alternate)) cache.touch(s_id);
-  for (std::int64_t s_id : update_order(n, false)) {
+  cache.plan_iteration(update_order(plan.order, 1, n));
+  for (const mlpo::UpdateStep& planned : cache.plan_iteration(update_order(plan.order, 2, n))) {
     UpdateStep step;
-    step.subgroup = s_id;
-    step.tier = w.placement[static_cast<std::size_t>(s_id)];
-    step.elements = w.subgroup_size(s_id);
-    step.hit = cache.contains(s_id);
-    const std::int64_t victim = plan.host_cache_subgroups == 0 ? s_id : cache.touch(s_id);
-    if (victim >= 0) {
-      step.write_subgroup = victim;
-      step.write_tier = w.placement[static_cast<std::size_t>(victim)];
-      step.write_elements = w.subgroup_size(victim);
+    step.subgroup = planned.subgroup;
+    step.tier = w.placement[static_cast<std::size_t>(step.subgroup)];
+    step.elements = w.subgroup_size(step.subgroup);
+    step.hit = planned.hit;
+    // Written after Adam: the subgroup this step evicts, or the subgroup itself when it
+    // does not stay cached (no cache).
+    std::optional<std::int64_t> written = planned.evicted;
+    if (!planned.stays_cached) written = planned.subgroup;
+    if (written) {
+      step.write_subgroup = *written;
+      step.write_tier = w.placement[static_cast<std::size_t>(*written)];
+      step.write_elements = w.subgroup_size(*written);
     }
     w.cache_hits += step.hit ? 1 : 0;
     w.steps.push_back(step);

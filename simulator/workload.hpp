@@ -8,6 +8,7 @@
 // Steady state: the simulated iteration follows one that ran in the opposite order
 // (alternating) or the same order (ascending), and the host cache starts holding the last
 // `host_cache_subgroups` subgroups that iteration updated (never written, as in the executor).
+// Order, hits and evictions come from the executor's own model, core/update_order.hpp.
 
 #include <cstdint>
 #include <string>

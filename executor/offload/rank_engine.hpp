@@ -18,7 +18,7 @@
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
-#include "executor/offload/update_order.hpp"
+#include "core/update_order.hpp"
 #include "executor/offload/update_pipeline.hpp"
 
 namespace mlpo::offload {

@@ -30,7 +30,7 @@
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/state_store.hpp"
-#include "executor/offload/update_order.hpp"
+#include "core/update_order.hpp"
 #include "kernels/cpu/adamw.hpp"
 
 namespace mlpo::offload {

@@ -1,8 +1,8 @@
-#include "executor/offload/update_order.hpp"
+#include "core/update_order.hpp"
 
 #include <gtest/gtest.h>
 
-namespace mlpo::offload {
+namespace mlpo {
 
 namespace {
 
@@ -59,6 +59,19 @@ TEST(CacheOrderInterplay, NoCacheReadsAndWritesEverything) {
   EXPECT_EQ(c.writes, 5);
 }
 
+TEST(SubgroupCacheLru, HitMakesTheSubgroupMostRecentlyUpdated) {
+  SubgroupCache cache(2);
+  auto steps = cache.plan_iteration({0, 1, 0, 2, 3});
+  EXPECT_TRUE(steps[2].hit);
+  ASSERT_TRUE(steps[3].evicted.has_value());
+  EXPECT_EQ(*steps[3].evicted, 1);  // 0 was updated again after 1
+  ASSERT_TRUE(steps[4].evicted.has_value());
+  EXPECT_EQ(*steps[4].evicted, 0);
+  EXPECT_EQ(cache.lru_order(), (std::vector<std::int64_t>{2, 3}));
+  EXPECT_FALSE(cache.contains(0));
+  EXPECT_TRUE(cache.contains(3));
+}
+
 TEST(CacheOrderInterplay, CachedSubgroupIsNeverWrittenWhileCached) {
   SubgroupCache cache(2);
   for (int it = 0; it < 4; ++it) {
@@ -82,7 +95,7 @@ TEST(CacheOrderInterplay, ResidentSubgroupsBypassTheCache) {
       EXPECT_FALSE(cache.contains(s.subgroup));
     }
   }
-  EXPECT_EQ(cache.lru_order(), (std::deque<std::int64_t>{3, 5}));
+  EXPECT_EQ(cache.lru_order(), (std::vector<std::int64_t>{3, 5}));
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo

@@ -10,18 +10,20 @@
 // iteration reaches them; alternating the direction every iteration starts each iteration
 // on exactly those subgroups, so the first `capacity` updates are hits.
 //
-// plan_iteration() is a pure function of (order, iteration, cache contents): the pipeline
-// executes the steps it returns, the tests and the simulator can predict hits without I/O.
+// plan_iteration() is a pure function of (order, iteration, cache contents): the executor's
+// UpdatePipeline executes the steps it returns, and the simulator's Workload replays an
+// iteration through it, so both predict the same hits and write-backs without I/O.
 
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "core/plan.hpp"
 
-namespace mlpo::offload {
+namespace mlpo {
 
 struct UpdateStep {
   std::int64_t subgroup = 0;
@@ -37,12 +39,12 @@ class SubgroupCache {
 
   std::int64_t capacity() const { return capacity_; }
   bool contains(std::int64_t subgroup) const;
-  // Least recently updated first.
-  const std::deque<std::int64_t>& lru_order() const { return lru_; }
+  // The cached subgroups, least recently updated first (a copy).
+  std::vector<std::int64_t> lru_order() const { return {lru_.begin(), lru_.end()}; }
 
   // The steps of one iteration over `order` (every subgroup once); updates the cache's
   // contents as the steps will. Subgroups for which `resident` is true live in process
-  // memory anyway and never enter the cache.
+  // memory anyway and never enter the cache. O(1) per step, whatever the capacity.
   std::vector<UpdateStep> plan_iteration(const std::vector<std::int64_t>& order,
                                          const std::function<bool(std::int64_t)>& resident = {});
 
@@ -51,11 +53,12 @@ class SubgroupCache {
 
  private:
   std::int64_t capacity_;
-  std::deque<std::int64_t> lru_;
+  std::list<std::int64_t> lru_;  // least recently updated first
+  std::unordered_map<std::int64_t, std::list<std::int64_t>::iterator> where_;  // subgroup -> its entry in lru_
 };
 
 // The subgroups in update order for `iteration` (0-based): ascending always, or ascending
 // on even and descending on odd iterations.
 std::vector<std::int64_t> update_order(OrderPolicy policy, std::int64_t iteration, std::int64_t count);
 
-}  // namespace mlpo::offload
+}  // namespace mlpo

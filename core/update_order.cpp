@@ -1,12 +1,10 @@
-#include "executor/offload/update_order.hpp"
+#include "core/update_order.hpp"
 
 #include <algorithm>
 
-namespace mlpo::offload {
+namespace mlpo {
 
-bool SubgroupCache::contains(std::int64_t subgroup) const {
-  return std::find(lru_.begin(), lru_.end(), subgroup) != lru_.end();
-}
+bool SubgroupCache::contains(std::int64_t subgroup) const { return where_.count(subgroup) != 0; }
 
 std::vector<UpdateStep> SubgroupCache::plan_iteration(const std::vector<std::int64_t>& order,
                                                       const std::function<bool(std::int64_t)>& resident) {
@@ -20,14 +18,18 @@ std::vector<UpdateStep> SubgroupCache::plan_iteration(const std::vector<std::int
       steps.push_back(step);
       continue;
     }
-    auto it = std::find(lru_.begin(), lru_.end(), s);
-    step.hit = it != lru_.end();
-    if (step.hit) lru_.erase(it);
+    auto it = where_.find(s);
+    step.hit = it != where_.end();
+    if (step.hit) {
+      lru_.erase(it->second);
+      where_.erase(it);
+    }
     if (capacity_ > 0) {
-      lru_.push_back(s);  // most recently updated
+      where_[s] = lru_.insert(lru_.end(), s);  // most recently updated
       step.stays_cached = true;
       if (static_cast<std::int64_t>(lru_.size()) > capacity_) {
         step.evicted = lru_.front();
+        where_.erase(lru_.front());
         lru_.pop_front();
       }
     }
@@ -39,6 +41,7 @@ std::vector<UpdateStep> SubgroupCache::plan_iteration(const std::vector<std::int
 std::vector<std::int64_t> SubgroupCache::drain() {
   std::vector<std::int64_t> out(lru_.begin(), lru_.end());
   lru_.clear();
+  where_.clear();
   return out;
 }
 
@@ -49,4 +52,4 @@ std::vector<std::int64_t> update_order(OrderPolicy policy, std::int64_t iteratio
   return order;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo
