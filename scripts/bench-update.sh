@@ -5,12 +5,15 @@
 #
 #   scripts/bench-update.sh (--profile profiles/data/dev-2core-vm.json | --profile-now) \
 #       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
-#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--limit 2] [--invariance [--no-ablation]]
+#       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--limit 2] [--repeat 1]
+#       [--invariance [--no-ablation]]
 #       [--out out/bench-update]
 # --qd: I/O queue depth of every plan (1 MiB blocks in flight per transfer), baseline included.
 # --limit: the node-wide concurrency limit k on the disk in the last row (R = 2 ranks, each
 #       with a reader and a writer: 4 transfers could be in flight; k = 2, the default, lets
 #       half of them; k = 1 makes every disk transfer of the node take turns).
+# --repeat N: run the five rows N times, each repeat starting one row later (rotating), and
+#       print per-row medians; speed-ups and achieved/bound are taken within each repeat.
 # --profile-now: measure the two tiers with mlpo-profile (at the plans' queue depth) right
 #       before the rows, into OUT/profile.json, and take each row's bound from it: on a shared
 #       VM whose disk drifts by tens of percent, the bound then describes the same hour.
@@ -22,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
-subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; limit=2; invariance=0; ablation=1; out=out/bench-update
+subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; limit=2; repeat=1; invariance=0; ablation=1; out=out/bench-update
 while [ $# -gt 0 ]; do
   case "$1" in
     --params) params=$2; shift 2 ;;
@@ -37,9 +40,10 @@ while [ $# -gt 0 ]; do
     --invariance) invariance=1; shift ;;
     --qd) qd=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
     --no-ablation) ablation=0; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -73,36 +77,60 @@ JSON
   echo "$out/$name.plan.json"
 }
 
-row() {  # row LABEL PLAN RANKS [extra mlpo-run args...]
-  local label=$1 p=$2 ranks=$3; shift 3
-  echo "== $label" >&2
+row() {  # row INDEX REPEAT LABEL PLAN RANKS [extra mlpo-run args...]
+  local index=$1 rep=$2 label=$3 p=$4 ranks=$5; shift 5
+  echo "== [repeat $rep] $label" >&2
   "$run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps "$steps" --profile "$profile" \
-    --quiet --log "$out/$(basename "$p" .plan.json).r$ranks.jsonl" "$@" | grep '^summary:' | sed 's/^summary: //' \
-    | python3 -c "import json,sys; d=json.load(sys.stdin); d['label']='''$label'''; print(json.dumps(d))" >> "$out/rows.jsonl"
+    --quiet --log "$out/$(basename "$p" .plan.json).r$ranks.rep$rep.jsonl" "$@" | grep '^summary:' | sed 's/^summary: //' \
+    | LABEL="$label" ROW="$index" REPEAT="$rep" python3 -c "import json,os,sys; d=json.load(sys.stdin); d['label']=os.environ['LABEL']; d['row']=int(os.environ['ROW']); d['repeat']=int(os.environ['REPEAT']); print(json.dumps(d))" >> "$out/rows.jsonl"
 }
 
 shm_f=$(python3 -c "print(round(1-$shm_fraction, 6))")
 if [ "$ablation" = 1 ]; then
 : > "$out/rows.jsonl"
-row "baseline (ZeRO-3 offload: 1 tier, fp32 grads flushed, ascending, no cache)" "$(plan base 1.0 0 ascending 0 1)" 1 --mode baseline
-row "+ delayed bf16 gradients" "$(plan delayed 1.0 0 ascending 0 1)" 1
-row "+ host cache ($cache subgroups) & alternating order" "$(plan cache 1.0 "$cache" alternating 0 2)" 1
-row "+ second tier /dev/shm (${shm_fraction})" "$(plan twotier "$shm_f" "$cache" alternating 0 2)" 1
-row "+ concurrency limit k=$limit, R=2 ranks" "$(plan limit "$shm_f" $(( cache / 2 )) alternating "$limit" 2)" 2
+labels=("baseline (ZeRO-3 offload: 1 tier, fp32 grads flushed, ascending, no cache)"
+        "+ delayed bf16 gradients"
+        "+ host cache ($cache subgroups) & alternating order"
+        "+ second tier /dev/shm (${shm_fraction})"
+        "+ concurrency limit k=$limit, R=2 ranks")
+plans=("$(plan base 1.0 0 ascending 0 1)" "$(plan delayed 1.0 0 ascending 0 1)" "$(plan cache 1.0 "$cache" alternating 0 2)"
+       "$(plan twotier "$shm_f" "$cache" alternating 0 2)" "$(plan limit "$shm_f" $(( cache / 2 )) alternating "$limit" 2)")
+ranks=(1 1 1 1 2)
+extra=("--mode baseline" "" "" "" "")
+# Repeat r starts at row r-1 (rotating), so a slow spell of the machine does not always hit
+# the same row.
+for rep in $(seq "$repeat"); do
+  for j in 0 1 2 3 4; do
+    i=$(( (j + rep - 1) % 5 ))
+    # shellcheck disable=SC2086
+    row "$i" "$rep" "${labels[$i]}" "${plans[$i]}" "${ranks[$i]}" ${extra[$i]}
+  done
+done
 
 python3 - "$out/rows.jsonl" <<'PY'
-import json, sys
+import json, sys, statistics
 rows = [json.loads(l) for l in open(sys.argv[1])]
-base = rows[0]["mean_update_s"]
-base_io = base + rows[0].get("mean_gradient_flush_s", 0.0)
+repeats = sorted({r["repeat"] for r in rows})
+by = {(r["row"], r["repeat"]): r for r in rows}
+med = statistics.median
+def io(r): return r["mean_update_s"] + r.get("mean_gradient_flush_s", 0.0)
+n = len(repeats)
+if n > 1:
+    print(f"medians over {n} repeats; speed-ups and achieved/bound are taken within each repeat (its own baseline), then the median")
 print("| configuration | update s | + gradient flush s | bound s (placement) | achieved/bound | ideal bound s (any placement) "
       "| speedup (update) | speedup (update + flush) |")
 print("|---|---|---|---|---|---|---|---|")
-for r in rows:
-    io = r["mean_update_s"] + r.get("mean_gradient_flush_s", 0.0)
-    print(f"| {r['label']} | {r['mean_update_s']:.2f} | {io:.2f} | {r.get('mean_bound_s', float('nan')):.2f} | "
-          f"{r.get('achieved_over_bound', float('nan')):.2f} | {r.get('mean_ideal_bound_s', float('nan')):.2f} | "
-          f"{base / r['mean_update_s']:.2f}x | {base_io / io:.2f}x |")
+for i in sorted({r["row"] for r in rows}):
+    rs = [by[(i, k)] for k in repeats]
+    bs = [by[(0, k)] for k in repeats]
+    upd = med([r["mean_update_s"] for r in rs])
+    ach = med([r.get("achieved_over_bound", float("nan")) for r in rs])
+    sp = med([b["mean_update_s"] / r["mean_update_s"] for r, b in zip(rs, bs)])
+    sp_io = med([io(b) / io(r) for r, b in zip(rs, bs)])
+    each = " (" + ", ".join(f"{r['mean_update_s']:.2f}" for r in rs) + ")" if n > 1 else ""
+    print(f"| {rs[0]['label']} | {upd:.2f}{each} | {med([io(r) for r in rs]):.2f} | "
+          f"{med([r.get('mean_bound_s', float('nan')) for r in rs]):.2f} | {ach:.2f} | "
+          f"{med([r.get('mean_ideal_bound_s', float('nan')) for r in rs]):.2f} | {sp:.2f}x | {sp_io:.2f}x |")
 PY
 fi
 
