@@ -501,6 +501,7 @@ int run(const Options& opt) {
                 c.busy_s, static_cast<unsigned long long>(c.retries), static_cast<unsigned long long>(c.errors));
     std::error_code ec;
     std::filesystem::remove_all(bench_dir(tier_list[t]), ec);
+    std::filesystem::remove(tier_list[t].path / "mlpo", ec);  // only when nothing else is in it
   }
   return 0;
 }
