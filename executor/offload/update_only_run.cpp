@@ -75,11 +75,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
     group.barrier();
     const double norm = global_norm(group.chunk_sums());
     group.barrier();  // everyone has read the sums before the next step overwrites them
-    if (fp32_grads) {
-      const auto f0 = std::chrono::steady_clock::now();
-      pipeline.flush_gradients(grads);
-      rec.gradient_flush_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
-    }
+    if (fp32_grads) rec.gradient_flush_s = pipeline.flush_gradients(grads);  // returns its seconds
     rec.backward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
 
     AdamWParams adam = o.adam;
