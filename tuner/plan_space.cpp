@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/tier_rates.hpp"
 #include "core/units.hpp"
-#include "simulator/rates.hpp"
 
 namespace mlpo::tune {
 
@@ -22,7 +22,7 @@ PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind,
 // Aggregate node bandwidth of a tier for the update's even read/write mix when R ranks
 // stream to it (one reader and one writer each) under a combined limit k (0: none).
 double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
-  const sim::TierRates rates = sim::tier_rates_of(t);
+  const TierRates rates = tier_rates_of(t);
   if (k == 1) return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
   const double per_direction = k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
   return rates.interleaved_bps(std::max(1.0, per_direction));
