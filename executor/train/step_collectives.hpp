@@ -38,21 +38,24 @@ class StepCollectives {
   // data := the element-wise sum over the ranks, on every rank.
   template <class T>
   void all_reduce_sum(std::span<T> data) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_sum(data);
-    T* d = stage_in(data);
-    comm_.all_reduce_sum(std::span<T>(d, data.size()));
-    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
+    all_reduce(data, [this](std::span<T> d) { comm_.all_reduce_sum(d); });
   }
   // data := the element-wise maximum over the ranks, on every rank.
   template <class T>
   void all_reduce_max(std::span<T> data) {
-    if (comm_.memory() == comm::MemorySpace::host) return comm_.all_reduce_max(data);
-    T* d = stage_in(data);
-    comm_.all_reduce_max(std::span<T>(d, data.size()));
-    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
+    all_reduce(data, [this](std::span<T> d) { comm_.all_reduce_max(d); });
   }
 
  private:
+  // Runs `reduce` in place on `data`, staged through device memory when the communicator
+  // needs it there.
+  template <class T, class Reduce>
+  void all_reduce(std::span<T> data, Reduce reduce) {
+    if (comm_.memory() == comm::MemorySpace::host) return reduce(data);
+    T* d = stage_in(data);
+    reduce(std::span<T>(d, data.size()));
+    backend_.copy_to_host(data.data(), bytes_view(d, data.size_bytes()));
+  }
   // Every staged element type is a multiple of 4 bytes wide: viewed as i32 words for copies.
   static Tensor bytes_view(void* p, std::size_t bytes);
   void* staging(std::size_t bytes);
