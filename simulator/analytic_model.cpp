@@ -20,6 +20,13 @@ struct Bound {
   }
 };
 
+// A remote tier's share of the cluster-wide backbone per node, each direction (0: no cap).
+double remote_share(const TierRates& tr, const Rates& rates, double nodes) {
+  return tr.remote ? rates.remote_backbone_bps / nodes : 0.0;
+}
+
+double capped_bps(double bps, double cap) { return cap > 0 ? std::min(bps, cap) : bps; }
+
 }  // namespace
 
 AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan, const SimulationOptions& options) {
@@ -98,8 +105,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
         overlap = k >= 2;  // one slot for both: a read and a write never overlap
       }
     }
-    const double share = tr.remote ? rates.remote_backbone_bps / nodes : 0;
-    auto capped = [share](double bps) { return share > 0 ? std::min(bps, share) : bps; };
+    const double share = remote_share(tr, rates, nodes);
+    auto capped = [share](double bps) { return capped_bps(bps, share); };
     term.read_bps = capped(tr.read_bps(term.read_streams));
     term.write_bps = capped(tr.write_bps(term.write_streams));
     if (term.read_bytes + term.write_bytes > 0)
@@ -135,10 +142,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     const TierRates& tr = rates.tiers[i];
     double read_bps = tr.read_bps_mixed(term.read_streams), write_bps = tr.write_bps_mixed(term.write_streams);
     if (!tr.measured_mixed()) read_bps = write_bps = tr.shared_bps(term.read_streams + term.write_streams);
-    if (tr.remote) {
-      read_bps = std::min(read_bps, rates.remote_backbone_bps / nodes);
-      write_bps = std::min(write_bps, rates.remote_backbone_bps / nodes);
-    }
+    read_bps = capped_bps(read_bps, remote_share(tr, rates, nodes));
+    write_bps = capped_bps(write_bps, remote_share(tr, rates, nodes));
     mean_read_s += f * sg_elems * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0)) /
                    (read_bps / term.read_streams);
     mean_write_s += f * sg_elems * static_cast<double>(kOptimizerStateBytes) / (write_bps / term.write_streams);
