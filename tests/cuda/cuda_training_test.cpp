@@ -18,6 +18,7 @@
 #include "executor/model/parameter_layout.hpp"
 #include "executor/train/training_loop.hpp"
 #include "kernels/cuda/device.hpp"
+#include "tests/cuda/cuda_test_util.hpp"
 #include "tests/train/train_test_util.hpp"
 
 namespace mlpo::train {
@@ -25,13 +26,7 @@ namespace {
 
 using test::TempDir;
 
-class CudaTraining : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const CudaAvailability status = cuda_available();
-    if (!status.available) GTEST_SKIP() << "skipped: " << status.reason;
-  }
-};
+using CudaTraining = mlpo::testing::CudaTest;  // skips, with the reason, where no GPU is usable
 
 struct RunResult {
   std::vector<double> losses;
