@@ -426,70 +426,68 @@ int run(const Options& opt) {
     std::printf("\nall %zu tiers at once (bytes split in proportion to each tier's alone median, the fastest gets %s)\n", n,
                 format_bytes(static_cast<double>(opt.size)).c_str());
     std::printf("%-6s %-28s %-28s %s\n", "op", "sum of tiers alone", "together (bytes/makespan)", "together/sum");
+    // One side (the engine, or fio) driving all tiers at once: each tier gets bytes in
+    // proportion to that side's own alone median, so each side gets its best split.
+    struct Side {
+      const char* name;
+      std::vector<double> alone;
+      double sum = 0;
+      std::vector<std::uint64_t> bytes;
+      std::vector<double> aggregate;
+      std::vector<std::vector<double>> per_tier;
+    };
+    auto side_of = [&](const char* name, const auto& medians, IoOp op, std::uint64_t unit) {
+      Side side{name, std::vector<double>(n), 0, std::vector<std::uint64_t>(n), {}, std::vector<std::vector<double>>(n)};
+      double fastest = 0;
+      for (std::size_t t = 0; t < n; ++t) {
+        side.alone[t] = stats_of(medians.at({t, static_cast<int>(op)})).median;
+        side.sum += side.alone[t];
+        fastest = std::max(fastest, side.alone[t]);
+      }
+      for (std::size_t t = 0; t < n; ++t) {
+        side.bytes[t] = std::max<std::uint64_t>(
+            round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * side.alone[t] / fastest), unit), unit);
+      }
+      return side;
+    };
+    auto print_side = [&](const Side& side, IoOp op, const std::string& note) {
+      const Stats a = stats_of(side.aggregate);
+      char sum_text[64];
+      std::snprintf(sum_text, sizeof sum_text, "%6.3f", side.sum);
+      std::printf("%-6s %-28s %-28s %.3f   (%s%s)\n", op_name(op), sum_text, fmt(a).c_str(), a.median / side.sum, side.name,
+                  note.c_str());
+      for (std::size_t t = 0; t < n; ++t) {
+        std::printf("         %-8s alone %6.3f, together %s (%s)\n", tier_list[t].name.c_str(), side.alone[t],
+                    fmt(stats_of(side.per_tier[t])).c_str(), format_bytes(static_cast<double>(side.bytes[t] * opt.streams)).c_str());
+      }
+    };
     for (IoOp op : ops) {
-      std::vector<double> alone(n);
-      double sum = 0, fastest = 0;
-      for (std::size_t t = 0; t < n; ++t) {
-        alone[t] = stats_of(engine[{t, static_cast<int>(op)}]).median;
-        sum += alone[t];
-        fastest = std::max(fastest, alone[t]);
-      }
-      std::vector<std::uint64_t> bytes(n);
-      for (std::size_t t = 0; t < n; ++t) {
-        bytes[t] = std::max<std::uint64_t>(round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * alone[t] / fastest), opt.request), opt.request);
-      }
-      // fio splits the bytes by its own alone medians, so each side gets its best split.
-      std::vector<double> fio_alone(n);
-      double fio_sum = 0, fio_fastest = 0;
-      std::vector<std::uint64_t> fio_bytes(n);
-      if (opt.vs_fio) {
-        for (std::size_t t = 0; t < n; ++t) {
-          fio_alone[t] = stats_of(fio[{t, static_cast<int>(op)}]).median;
-          fio_sum += fio_alone[t];
-          fio_fastest = std::max(fio_fastest, fio_alone[t]);
-        }
-        for (std::size_t t = 0; t < n; ++t) {
-          fio_bytes[t] = std::max<std::uint64_t>(round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * fio_alone[t] / fio_fastest), opt.bs), opt.bs);
-        }
-      }
-      std::vector<double> agg, fio_agg;
-      std::vector<std::vector<double>> per_tier(n), fio_per_tier(n);
+      Side mine = side_of("engine", engine, op, opt.request);
+      Side theirs = opt.vs_fio ? side_of("fio", fio, op, opt.bs) : Side{};
       for (unsigned rep = 0; rep < opt.reps; ++rep) {
+        auto pass = [&](Side& side, const auto& drive) {
+          if (op == IoOp::read) drive(IoOp::write, side.bytes);  // files of the right sizes
+          const EngineRun r = drive(op, side.bytes);
+          side.aggregate.push_back(r.aggregate_gbps);
+          for (std::size_t t = 0; t < n; ++t) side.per_tier[t].push_back(r.tier_gbps[t]);
+          std::fprintf(stderr, "rep %u  together %-5s %-6s %.3f GB/s\n", rep + 1, op_name(op), side.name, r.aggregate_gbps);
+        };
         auto engine_pass = [&] {
-          if (op == IoOp::read) run_engine(tiers, pool, opt, IoOp::write, bytes);  // files of the right sizes
-          const EngineRun r = run_engine(tiers, pool, opt, op, bytes);
-          agg.push_back(r.aggregate_gbps);
-          for (std::size_t t = 0; t < n; ++t) per_tier[t].push_back(r.tier_gbps[t]);
-          std::fprintf(stderr, "rep %u  together %-5s engine %.3f GB/s\n", rep + 1, op_name(op), r.aggregate_gbps);
+          pass(mine, [&](IoOp o, const std::vector<std::uint64_t>& b) { return run_engine(tiers, pool, opt, o, b); });
         };
         auto fio_pass = [&] {
-          if (op == IoOp::read) run_fio_together(tier_list, direct, opt, IoOp::write, fio_bytes);
-          const EngineRun r = run_fio_together(tier_list, direct, opt, op, fio_bytes);
-          fio_agg.push_back(r.aggregate_gbps);
-          for (std::size_t t = 0; t < n; ++t) fio_per_tier[t].push_back(r.tier_gbps[t]);
-          std::fprintf(stderr, "rep %u  together %-5s fio    %.3f GB/s\n", rep + 1, op_name(op), r.aggregate_gbps);
+          pass(theirs, [&](IoOp o, const std::vector<std::uint64_t>& b) { return run_fio_together(tier_list, direct, opt, o, b); });
         };
         if (opt.vs_fio && rep % 2 == 1) fio_pass();
         engine_pass();
         if (opt.vs_fio && rep % 2 == 0) fio_pass();
       }
-      const Stats a = stats_of(agg);
-      char sum_text[64];
-      std::snprintf(sum_text, sizeof sum_text, "%6.3f", sum);
-      std::printf("%-6s %-28s %-28s %.3f   (engine)\n", op_name(op), sum_text, fmt(a).c_str(), a.median / sum);
-      for (std::size_t t = 0; t < n; ++t) {
-        std::printf("         %-8s alone %6.3f, together %s (%s)\n", tier_list[t].name.c_str(), alone[t],
-                    fmt(stats_of(per_tier[t])).c_str(), format_bytes(static_cast<double>(bytes[t] * opt.streams)).c_str());
-      }
+      print_side(mine, op, "");
       if (opt.vs_fio) {
-        const Stats f = stats_of(fio_agg);
-        std::snprintf(sum_text, sizeof sum_text, "%6.3f", fio_sum);
-        std::printf("%-6s %-28s %-28s %.3f   (fio; engine together / fio together %.3f)\n", op_name(op), sum_text,
-                    fmt(f).c_str(), f.median / fio_sum, a.median / f.median);
-        for (std::size_t t = 0; t < n; ++t) {
-          std::printf("         %-8s alone %6.3f, together %s (%s)\n", tier_list[t].name.c_str(), fio_alone[t],
-                      fmt(stats_of(fio_per_tier[t])).c_str(), format_bytes(static_cast<double>(fio_bytes[t] * opt.streams)).c_str());
-        }
+        char note[96];
+        std::snprintf(note, sizeof note, "; engine together / fio together %.3f",
+                      stats_of(mine.aggregate).median / stats_of(theirs.aggregate).median);
+        print_side(theirs, op, note);
       }
     }
   }
