@@ -15,6 +15,8 @@ const char* to_string(TierKind kind) {
   return "other";
 }
 
+bool updated_in_place(TierKind kind) { return kind == TierKind::memory || kind == TierKind::host; }
+
 TierKind parse_tier_kind(const std::string& text, const std::string& field) {
   for (TierKind k : {TierKind::memory, TierKind::host, TierKind::nvme, TierKind::remote, TierKind::other})
     if (text == to_string(k)) return k;

@@ -11,8 +11,6 @@ namespace mlpo::tune {
 
 namespace {
 
-bool in_host_ram(TierKind k) { return k == TierKind::memory || k == TierKind::host; }
-
 double state_bytes_per_element(const Plan& plan) {
   return static_cast<double>(kOptimizerStateBytes + (plan.gradients == GradientPolicy::flush_fp32 ? kFp32GradBytes : 0));
 }
@@ -76,7 +74,7 @@ HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
   m.bf16_weights = R * static_cast<double>(a.weights_bf16_bytes_per_rank);
   m.bf16_grads = R * static_cast<double>(a.grads_bf16_bytes_per_rank);
   for (std::size_t t = 0; t < plan.tiers.size(); ++t)
-    if (in_host_ram(plan.tiers[t].kind)) m.state_in_memory += tier_bytes_needed(a, plan, t);
+    if (updated_in_place(plan.tiers[t].kind)) m.state_in_memory += tier_bytes_needed(a, plan, t);
   return m;
 }
 
@@ -174,7 +172,7 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
           const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
           std::vector<double> capped = cap;
           for (std::size_t i = 0; i < members.size(); ++i)
-            if (in_host_ram(p.tiers[i].kind) && full_bytes[i] > 0) capped[i] = std::clamp(room / full_bytes[i], 0.0, capped[i]);
+            if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0) capped[i] = std::clamp(room / full_bytes[i], 0.0, capped[i]);
           auto f = split(bw, capped);
           if (f && std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return std::nullopt;
           return f;
@@ -272,7 +270,7 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
   for (const auto& t : request.profile.tiers) {
     // A remote tier is shared by all nodes: each node gets its share.
     const double per_node = static_cast<double>(t.free_bytes) / (t.kind == TierKind::remote ? nodes : 1.0);
-    have += in_host_ram(t.kind) ? std::min(per_node, std::max(0.0, budget - m.total())) : per_node;
+    have += updated_in_place(t.kind) ? std::min(per_node, std::max(0.0, budget - m.total())) : per_node;
     detail += (detail.empty() ? "" : ", ") + t.name + " " + format_bytes(per_node);
   }
   if (state > have)
