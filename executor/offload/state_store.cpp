@@ -48,13 +48,16 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
       placement_(fractions_of(plan), layout_.count()),
       tiers_(tiers) {
   int next_io = 0;
-  for (const auto& t : plan.tiers) io_tier_of_plan_tier_.push_back(t.kind == TierKind::memory ? -1 : next_io++);
+  for (const auto& t : plan.tiers) {
+    io_tier_of_plan_tier_.push_back(t.kind == TierKind::memory ? -1 : next_io++);
+    in_place_.push_back(updated_in_place(t.kind));
+  }
   MLPO_CHECK(next_io == static_cast<int>(io_tier_count()), "TierSet must hold exactly the plan's file tiers");
 
-  // Resident (memory-tier) subgroups.
+  // Memory-tier subgroups: arrays of this process.
   std::int64_t resident_count = 0;
   for (std::int64_t s = 0; s < layout_.count(); ++s)
-    resident_slot_.push_back(resident(s) ? resident_count++ : -1);
+    resident_slot_.push_back(io_tier(s) < 0 ? resident_count++ : -1);
   const std::int64_t floats = floats_per_array();
   if (resident_count > 0) {
     resident_ = std::make_unique<float[]>(static_cast<std::size_t>(resident_count * 3 * floats));
@@ -77,22 +80,36 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
       const auto n = static_cast<std::uint64_t>(placement_.subgroups_on(static_cast<int>(p)));
       auto& tier = (*tiers_)[static_cast<std::size_t>(t)];
       std::string base = "mlpo/" + run + "/rank" + std::to_string(shard.rank);
-      state_files_.push_back(&tier.open_file(base + ".state", n * static_cast<std::uint64_t>(layout_.extent_bytes())));
-      grad_files_.push_back(fp32_grads ? &tier.open_file(base + ".grad", n * static_cast<std::uint64_t>(layout_.array_bytes()))
-                                       : nullptr);
+      const std::uint64_t state_bytes = n * static_cast<std::uint64_t>(layout_.extent_bytes());
+      const std::uint64_t grad_bytes = n * static_cast<std::uint64_t>(layout_.array_bytes());
+      state_files_.push_back(&tier.open_file(base + ".state", state_bytes));
+      grad_files_.push_back(fp32_grads ? &tier.open_file(base + ".grad", grad_bytes) : nullptr);
+      const bool map = in_place_[p];
+      state_maps_.push_back(map ? std::make_unique<io::MappedFile>(*state_files_.back(), state_bytes) : nullptr);
+      grad_maps_.push_back(map && fp32_grads ? std::make_unique<io::MappedFile>(*grad_files_.back(), grad_bytes) : nullptr);
     }
   }
 }
 
 float* StateStore::resident_extent(std::int64_t subgroup) {
+  MLPO_CHECK(resident(subgroup), "subgroup " + std::to_string(subgroup) + " is not resident");
+  if (const int t = io_tier(subgroup); t >= 0) {
+    std::byte* base = state_maps_[static_cast<std::size_t>(t)]->data();
+    return reinterpret_cast<float*>(base + home(subgroup).slot * layout_.extent_bytes());
+  }
   const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
-  MLPO_CHECK(slot >= 0, "subgroup " + std::to_string(subgroup) + " is not resident");
   return resident_.get() + slot * 3 * floats_per_array();
 }
 
 float* StateStore::resident_grad(std::int64_t subgroup) {
+  MLPO_CHECK(resident(subgroup), "subgroup " + std::to_string(subgroup) + " is not resident");
+  if (const int t = io_tier(subgroup); t >= 0) {
+    const auto& map = grad_maps_[static_cast<std::size_t>(t)];
+    MLPO_CHECK(map != nullptr, "no gradient file: store made without fp32 gradients");
+    return reinterpret_cast<float*>(map->data() + home(subgroup).slot * layout_.array_bytes());
+  }
   const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
-  MLPO_CHECK(slot >= 0 && resident_grads_, "subgroup " + std::to_string(subgroup) + " has no resident gradient");
+  MLPO_CHECK(resident_grads_ != nullptr, "subgroup " + std::to_string(subgroup) + " has no resident gradient");
   return resident_grads_.get() + slot * floats_per_array();
 }
 

@@ -5,8 +5,11 @@
 //   <tier path>/mlpo/<run>/rank<r>.state      extent of subgroup s at slot(s) * extent_bytes
 // and, with fp32 gradient flushing (baseline), of its gradient file
 //   <tier path>/mlpo/<run>/rank<r>.grad       extent of subgroup s at slot(s) * array_bytes.
-// Files are preallocated at construction, after a capacity check of every tier. The store
-// owns the resident arrays; the TierSet (which owns the files) must outlive it.
+// Files are preallocated at construction, after a capacity check of every tier. The files of
+// a `host` tier (a RAM-backed file system: their pages are memory already) are mapped into the
+// process, and its subgroups are resident too: AdamW updates them in place in the file, with
+// no I/O and no copy (updated_in_place(), core/tier_kind.hpp). The store owns the resident
+// arrays and the mappings; the TierSet (which owns the files) must outlive it.
 
 #include <cstdint>
 #include <memory>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "executor/io/mapped_file.hpp"
 #include "executor/io/tier_set.hpp"
 #include "executor/offload/placement_policy.hpp"
 #include "executor/offload/rank_shard.hpp"
@@ -34,14 +38,15 @@ class StateStore {
   const RankShard& shard() const { return shard_; }
   std::int64_t floats_per_array() const { return layout_.array_bytes() / 4; }
 
-  // True when the subgroup lives in process memory (memory tier).
-  bool resident(std::int64_t subgroup) const { return io_tier_of_plan_tier_[home(subgroup).tier] < 0; }
+  // True when the subgroup is updated in place in process memory (memory tier, or a host
+  // tier's mapped file): never read, written or cached by the pipeline.
+  bool resident(std::int64_t subgroup) const { return in_place_[static_cast<std::size_t>(home(subgroup).tier)]; }
   // The resident extent (p, m, v arrays, floats_per_array() apart) of a resident subgroup.
   float* resident_extent(std::int64_t subgroup);
   // Fp32 gradient array of a resident subgroup (fp32-gradient mode only).
   float* resident_grad(std::int64_t subgroup);
 
-  // TierSet index of a non-resident subgroup's tier.
+  // TierSet index of a subgroup's file tier (-1 on a memory tier).
   int io_tier(std::int64_t subgroup) const { return io_tier_of_plan_tier_[home(subgroup).tier]; }
   io::TierSet& tiers() { return *tiers_; }
   std::size_t io_tier_count() const { return tiers_ ? tiers_->size() : 0; }
@@ -61,11 +66,14 @@ class StateStore {
   PlacementPolicy placement_;
   io::TierSet* tiers_;
   std::vector<int> io_tier_of_plan_tier_;             // -1 for memory tiers
+  std::vector<bool> in_place_;                        // per plan tier: memory or mapped host tier
   std::vector<io::TierFile*> state_files_;            // per io tier
   std::vector<io::TierFile*> grad_files_;             // per io tier, fp32-gradient mode
   std::vector<std::int64_t> resident_slot_;           // per subgroup: index into resident_, or -1
   std::unique_ptr<float[]> resident_;                 // resident extents, back to back
   std::unique_ptr<float[]> resident_grads_;
+  std::vector<std::unique_ptr<io::MappedFile>> state_maps_;  // per io tier, host tiers only
+  std::vector<std::unique_ptr<io::MappedFile>> grad_maps_;   // per io tier, host tiers in fp32-gradient mode
 };
 
 // Converts the plan's file tiers (memory tiers skipped) into I/O-engine tiers.

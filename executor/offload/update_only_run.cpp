@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
@@ -103,7 +104,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
 }
 
 Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t step, const std::vector<std::string>& tier_names,
-                 const std::vector<TierRates>& tier_rates, double adam_rate) {
+                 const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate) {
   Json j;
   j["step"] = step + 1;
   double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0;
@@ -145,11 +146,15 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
       wait += rec.slot_wait_s[t];
     }
     tiers.push_back(Json{{"name", tier_names[t]}, {"read_bytes", rb}, {"write_bytes", wb}, {"busy_s", busy}, {"slot_wait_s", wait}});
-    if (tier_rates.empty()) continue;
+    // A host tier is updated in place (mapped): no bytes to move, only Adam's time, below.
+    if (tier_rates.empty() || !tier_rates[t]) {
+      if (!tier_rates.empty()) tiers.back()["in_place"] = true;
+      continue;
+    }
     // The least time this tier needs for its own bytes at its measured bandwidths: reads and
     // writes overlapped at the profile's mixed rates, or one direction after the other at the
     // alone rates, whichever is faster, at the best stream count (TierRates::least_seconds).
-    const TierRates& rates = tier_rates[t];
+    const TierRates& rates = *tier_rates[t];
     const double rbd = static_cast<double>(rb), wbd = static_cast<double>(wb);
     const double tier_s = rates.least_seconds(rbd, wbd);
     slowest_tier_s = std::max(slowest_tier_s, tier_s);
@@ -200,7 +205,7 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
   if (o.params < 1) throw Error("--params: must be >= 1");
   validate(o.plan);
   std::vector<std::string> tier_names;
-  std::vector<TierRates> tier_rates;
+  std::vector<std::optional<TierRates>> tier_rates;  // per file tier; none for one updated in place
   double adam_rate = 0;
   for (const auto& t : o.plan.tiers) {
     if (t.kind == TierKind::memory) continue;
@@ -209,7 +214,9 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
     tier_names.push_back(t.name);
     if (!std::filesystem::is_directory(t.path))
       throw Error("tier '" + t.name + "' (" + t.path + "): directory does not exist; create it or fix the plan's path");
-    if (o.profile) {
+    if (o.profile && updated_in_place(t.kind)) {
+      tier_rates.emplace_back();
+    } else if (o.profile) {
       const TierProfile* tp = o.profile->find_tier(t.name);
       if (!tp) throw Error("--profile has no tier named '" + t.name + "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
       tier_rates.push_back(tier_rates_of(*tp));

@@ -260,6 +260,9 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
   std::vector<std::vector<std::size_t>> misses(store_.io_tier_count());
   std::vector<std::int64_t> reads_before(steps.size() + 1, 0);
   for (std::size_t i = 0; i < steps.size(); ++i) {
+    MLPO_CHECK(steps[i].resident == store_.resident(steps[i].subgroup),
+               "step of subgroup " + std::to_string(steps[i].subgroup) + " disagrees with the store on residency "
+               "(plan the iteration with the store's resident() predicate)");
     const bool miss = !steps[i].resident && !steps[i].hit;
     if (miss) misses[static_cast<std::size_t>(store_.io_tier(steps[i].subgroup))].push_back(i);
     reads_before[i + 1] = reads_before[i] + (miss ? 1 : 0);

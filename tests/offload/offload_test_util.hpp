@@ -27,15 +27,17 @@ class ScratchTiers {
   std::string disk() const { return disk_.string(); }
   std::string shm() const { return shm_.string(); }
 
-  // A plan over (disk, shm) with the given split; limit applies to the disk tier.
+  // A plan over (disk, shm) with the given split; limit applies to the disk tier. The shm
+  // tier is kind `host` (mapped, updated in place) unless `shm_kind` says otherwise (`other`:
+  // streamed through the I/O engine like any file tier).
   Plan plan(double disk_fraction, std::int64_t cache, OrderPolicy order, std::int64_t limit = 0,
-            std::int64_t subgroup = 16384) const {
+            std::int64_t subgroup = 16384, TierKind shm_kind = TierKind::host) const {
     Plan p;
     p.model_name = "synthetic";
     p.model_params = 1;
     p.subgroup_elements = subgroup;
     p.tiers.push_back(PlanTier{"disk", disk(), TierKind::nvme, disk_fraction, limit});
-    if (disk_fraction < 1.0) p.tiers.push_back(PlanTier{"shm", shm(), TierKind::host, 1.0 - disk_fraction, 0});
+    if (disk_fraction < 1.0) p.tiers.push_back(PlanTier{"shm", shm(), shm_kind, 1.0 - disk_fraction, 0});
     p.host_cache_subgroups = cache;
     p.order = order;
     p.buffers = 4;

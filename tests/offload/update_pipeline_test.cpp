@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 
@@ -35,7 +36,8 @@ struct Rig {
   UpdateStats step(std::int64_t iteration) {
     AdamWParams adam;
     adam.step = iteration + 1;
-    auto steps = cache.plan_iteration(update_order(plan.order, iteration, layout.count()));
+    auto steps = cache.plan_iteration(update_order(plan.order, iteration, layout.count()),
+                                      [&](std::int64_t s) { return store.resident(s); });
     return pipeline.update(steps, grads, adam, {});
   }
   Plan plan;
@@ -55,7 +57,7 @@ struct Rig {
 
 TEST(UpdatePipelineIo, CacheHitsSkipReadsAndWrites) {
   testing::ScratchTiers dirs("hits");
-  Rig rig(dirs.plan(0.5, 3, OrderPolicy::alternating), 10 * 16384);
+  Rig rig(dirs.plan(0.5, 3, OrderPolicy::alternating, 0, 16384, TierKind::other), 10 * 16384);
   UpdateStats first = rig.step(0);
   EXPECT_EQ(first.cache_hits, 0);
   EXPECT_EQ(first.reads, 10);
@@ -67,6 +69,43 @@ TEST(UpdatePipelineIo, CacheHitsSkipReadsAndWrites) {
   std::uint64_t bytes = 0;
   for (const auto& t : second.tiers) bytes += t.read_bytes;
   EXPECT_EQ(bytes, static_cast<std::uint64_t>(7 * rig.layout.extent_bytes()));
+}
+
+TEST(UpdatePipelineIo, HostTierIsUpdatedInPlaceInItsMappedFile) {
+  testing::ScratchTiers dirs("mapped");
+  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 10 * 16384);
+  std::int64_t on_shm = 0;
+  for (std::int64_t s = 0; s < rig.layout.count(); ++s) on_shm += rig.store.resident(s) ? 1 : 0;
+  EXPECT_EQ(on_shm, 5);
+  rig.step(0);
+  UpdateStats second = rig.step(1);
+  EXPECT_EQ(second.reads, 5);  // the disk's half only
+  EXPECT_EQ(second.writes, 5);
+  ASSERT_EQ(second.tiers.size(), 2u);
+  EXPECT_EQ(second.tiers[1].name, "shm");
+  EXPECT_EQ(second.tiers[1].read_bytes, 0u);
+  EXPECT_EQ(second.tiers[1].write_bytes, 0u);
+  // The tier file holds the updated state: read it back with plain I/O and compare.
+  const auto file = std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state";
+  std::vector<float> extent(static_cast<std::size_t>(rig.layout.extent_bytes() / 4));
+  std::int64_t compared = 0;
+  rig.pipeline.visit_state([&](const Subgroup& sg, const float* p, const float* m, const float* v) {
+    if (!rig.store.resident(sg.index)) return;
+    std::FILE* f = std::fopen(file.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, static_cast<long>(rig.store.placement().home(sg.index).slot * rig.layout.extent_bytes()), SEEK_SET);
+    ASSERT_EQ(std::fread(extent.data(), 4, extent.size(), f), extent.size());
+    std::fclose(f);
+    const std::int64_t floats = rig.store.floats_per_array();
+    for (std::int64_t i = 0; i < sg.elements; ++i) {
+      ASSERT_EQ(extent[static_cast<std::size_t>(i)], p[i]);
+      ASSERT_EQ(extent[static_cast<std::size_t>(floats + i)], m[i]);
+      ASSERT_EQ(extent[static_cast<std::size_t>(2 * floats + i)], v[i]);
+    }
+    EXPECT_NE(m[0], 0.0f);  // really updated
+    ++compared;
+  });
+  EXPECT_EQ(compared, 5);
 }
 
 TEST(UpdatePipelineIo, TruncatedTierFileMidRunIsAClearErrorNotAHang) {
