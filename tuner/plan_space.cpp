@@ -234,30 +234,36 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
 }
 
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements) {
-  std::optional<Plan> best;
-  double best_bw = 0;
-  for (const TierProfile& tp : request.profile.tiers) {
-    Plan p;
-    p.model_name = a.spec.name;
-    p.model_params = a.params.total;
-    p.cluster = a.shape;
-    p.mode = PlanMode::baseline;
-    p.subgroup_elements = subgroup_elements;
-    p.tiers = {tier_of(tp)};
-    p.tiers[0].fraction = 1.0;
-    p.gradients = GradientPolicy::flush_fp32;
-    p.order = OrderPolicy::ascending;
-    p.host_cache_subgroups = 0;
-    p.buffers = 4;
-    p.prefetch_depth = 1;
-    if (check_fits(a, p, request)) continue;
-    const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
-    if (bw > best_bw) {
-      best_bw = bw;
-      best = p;
+  // ZeRO-3 offload streams its state from storage: a tier updated in place only when no
+  // streamed tier can hold it.
+  for (const bool in_place : {false, true}) {
+    std::optional<Plan> best;
+    double best_bw = 0;
+    for (const TierProfile& tp : request.profile.tiers) {
+      if (updated_in_place(tp.kind) != in_place) continue;
+      Plan p;
+      p.model_name = a.spec.name;
+      p.model_params = a.params.total;
+      p.cluster = a.shape;
+      p.mode = PlanMode::baseline;
+      p.subgroup_elements = subgroup_elements;
+      p.tiers = {tier_of(tp)};
+      p.tiers[0].fraction = 1.0;
+      p.gradients = GradientPolicy::flush_fp32;
+      p.order = OrderPolicy::ascending;
+      p.host_cache_subgroups = 0;
+      p.buffers = 4;
+      p.prefetch_depth = 1;
+      if (check_fits(a, p, request)) continue;
+      const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
+      if (bw > best_bw) {
+        best_bw = bw;
+        best = p;
+      }
     }
+    if (best) return best;
   }
-  return best;
+  return std::nullopt;
 }
 
 void report_infeasible(const Accounting& a, const TuneRequest& request) {

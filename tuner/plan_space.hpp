@@ -65,8 +65,9 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
 // Every candidate plan (before constraints), deterministic order.
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request);
 
-// The baseline plan (ZeRO-3 NVMe-offload style) on the single fastest tier that holds its
-// state and fp32 gradients; nullopt when no tier can.
+// The baseline plan (ZeRO-3 NVMe-offload style) on the single fastest streamed tier that holds
+// its state and fp32 gradients (a tier updated in place only when no streamed tier can);
+// nullopt when no tier can.
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements);
 
 // Throws an mlpo::Error saying which resource is short and by how much, for a request that

@@ -185,5 +185,21 @@ TEST(Tune, HostTierHoldsWhatHostMemoryAllowsAndMovesNothing) {
   EXPECT_NEAR(host_memory_need(a, r.chosen.plan).total() / static_cast<double>(req.host_memory_budget), 1.0, 1e-6);
 }
 
+TEST(PlanSpace, BaselineStreamsFromStorageEvenWhereAHostTierCouldHoldIt) {
+  // ZeRO-3 offload streams its state: with 256 GiB of host memory /dev/shm (8 GB/s) could
+  // hold the baseline, but it would be updated in place; NVMe is the baseline's tier. With
+  // no streamed tier at all, /dev/shm it is.
+  TuneRequest req = request_for(only(io_bound_profile(), {"shm", "nvme"}));
+  req.host_memory_budget = 0;
+  const Accounting a = account(req.model, req.shape);
+  const std::optional<Plan> base = baseline_plan(a, req, std::int64_t{1} << 22);
+  ASSERT_TRUE(base.has_value());
+  EXPECT_EQ(base->tiers[0].name, "nvme");
+  req.profile = only(io_bound_profile(), {"shm"});
+  const std::optional<Plan> shm = baseline_plan(a, req, std::int64_t{1} << 22);
+  ASSERT_TRUE(shm.has_value());
+  EXPECT_EQ(shm->tiers[0].name, "shm");
+}
+
 }  // namespace
 }  // namespace mlpo::tune
