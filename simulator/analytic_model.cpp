@@ -38,6 +38,9 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   const double ppr = static_cast<double>(a.params_per_rank);
   const double tokens = static_cast<double>(a.shape.micro_batch * a.shape.seq_len * a.shape.grad_accum);
   const bool flush = plan.gradients == GradientPolicy::flush_fp32;
+  // The schedule the SimGrid model runs too: per-tier elements read, written back and
+  // flushed, from the placement, the cache replay and the tiers updated in place.
+  const Workload w = make_workload(a, plan);
 
   // Forward and backward (hardware FLOPs = forward + 3x forward with recompute).
   if (!options.update_only) {
@@ -48,38 +51,25 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
       out.backward_compute_s = bwd_flops / rates.compute_flops_per_rank;
     }
     if (rates.d2h_bps > 0) out.grad_d2h_s = ppr * kBf16Bytes * static_cast<double>(a.shape.grad_accum) / rates.d2h_bps;
-    if (flush) {
-      const TierRates& t = rates.tiers.front();
-      double bw = t.write_bps(R);
-      if (t.remote) bw = std::min(bw, rates.remote_backbone_bps / nodes);
-      out.grad_flush_s = R * ppr * kFp32GradBytes / bw;
-    }
   }
   Bound fwd{out.forward_compute_s, rates.compute_on_gpu ? "GPU compute" : "CPU compute"};
   Bound bwd{out.backward_compute_s, fwd.what};
   bwd.consider(out.grad_d2h_s, "PCIe device-to-host (bf16 gradients)");
-  bwd.consider(out.grad_flush_s, "fp32 gradient flush to " + rates.tiers.front().name);
+  // Each streamed subgroup's fp32 gradients go to its own tier, the R ranks' at once; the
+  // slowest tier sets the flush (resident subgroups keep theirs in memory).
+  for (std::size_t i = 0; i < plan.tiers.size() && !options.update_only; ++i) {
+    if (w.flush_elements[i] <= 0) continue;
+    const TierRates& t = rates.tiers[i];
+    const double s = R * w.flush_elements[i] * kFp32GradBytes / capped_bps(t.write_bps(R), remote_share(t, rates, nodes));
+    out.grad_flush_s = std::max(out.grad_flush_s, s);
+    bwd.consider(s, "fp32 gradient flush to " + t.name);
+  }
   out.forward_bound = out.forward_compute_s > 0 ? fwd.what : "nothing (not predicted)";
   out.backward_bound = bwd.seconds > 0 ? bwd.what : "nothing (not predicted)";
 
-  // Update: per-tier bytes of one rank, from the exact placement and cache behaviour.
-  const std::int64_t n = (a.params_per_rank + plan.subgroup_elements - 1) / plan.subgroup_elements;
-  std::vector<double> fractions;
-  for (const auto& t : plan.tiers) fractions.push_back(t.fraction);
-  const std::vector<int> placement = place_subgroups(fractions, n);
-  const std::int64_t hits = steady_cache_hits(plan, n);
-  auto elements = [&](std::int64_t s) {
-    return static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank - s * plan.subgroup_elements));
-  };
-  // Steady state: the first `hits` subgroups of the order are read from the cache, and the
-  // last `hits` stay cached at the end, unwritten (see steady_cache_hits).
-  std::vector<double> read_el(plan.tiers.size(), 0), write_el(plan.tiers.size(), 0);
-  for (std::int64_t s = 0; s < n; ++s) {
-    const auto t = static_cast<std::size_t>(placement[static_cast<std::size_t>(s)]);
-    if (s >= hits) read_el[t] += elements(s);
-    if (s < n - hits) write_el[t] += elements(s);
-  }
-  out.cache_hits = hits;
+  // Update: per-tier bytes of the node's ranks, from the workload's steps. A tier updated in
+  // place moves nothing and gets no term: its subgroups cost Adam time only.
+  out.cache_hits = w.cache_hits;
 
   const double d = static_cast<double>(plan.prefetch_depth);
   Bound upd;
@@ -89,8 +79,12 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     const TierRates& tr = rates.tiers[i];
     TierTerm term;
     term.name = tr.name;
-    term.read_bytes = R * read_el[i] * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0));
-    term.write_bytes = R * write_el[i] * static_cast<double>(kOptimizerStateBytes);
+    if (w.in_place[i]) {
+      out.tiers.push_back(term);
+      continue;
+    }
+    term.read_bytes = R * w.read_elements[i] * w.read_bytes_per_element;
+    term.write_bytes = R * w.write_elements[i] * w.write_bytes_per_element;
     const double f = plan.tiers[i].fraction;
     // One reader and one writer per rank and tier (as the executor), within the slot limit.
     term.read_streams = R;
@@ -125,17 +119,20 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     upd.consider(out.h2d_s, "PCIe host-to-device (bf16 weights)");
   }
   // Pipeline bound: a rank keeps at most min(d, tiers) reads in flight (one reader per tier,
-  // at most d steps ahead of Adam) and B buffers (each held from its read through Adam to its
+  // at most d misses ahead of Adam) and B buffers (each held from its read through Adam to its
   // write), so it finishes at most min(reads / T_read, B / (T_read + T_adam + T_write))
-  // subgroups per second, T being a transfer's mean time over the tiers (by fraction) at the
-  // per-stream mixed bandwidth of its tier. (It matters for shallow pipelines over several
-  // tiers, where a rank's few reads cannot keep every tier busy; the SimGrid model captures
-  // that more closely.)
+  // misses per second, T being a transfer's mean time over the streamed tiers (by fraction)
+  // at the per-stream mixed bandwidth of its tier. (It matters for shallow pipelines over
+  // several tiers, where a rank's few reads cannot keep every tier busy; the SimGrid model
+  // captures that more closely.) Tiers updated in place stream nothing and hold no buffer.
   const double sg_elems = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
+  double streamed = 0;  // the share of subgroups on streamed tiers
+  for (std::size_t i = 0; i < plan.tiers.size(); ++i)
+    if (!w.in_place[i]) streamed += plan.tiers[i].fraction;
   double mean_read_s = 0, mean_write_s = 0;
   double tiers_used = 0;
   for (std::size_t i = 0; i < plan.tiers.size(); ++i) {
-    const double f = plan.tiers[i].fraction;
+    const double f = w.in_place[i] || streamed <= 0 ? 0.0 : plan.tiers[i].fraction / streamed;
     if (f <= 0) continue;
     tiers_used += 1;
     const TierTerm& term = out.tiers[i];
@@ -152,7 +149,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   const double reads_in_flight = std::max(1.0, std::min(d, tiers_used));
   const double adam_sg_s = sg_elems / (adam_node / R);
   const double per_subgroup_s = std::max(mean_read_s / reads_in_flight, (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
-  const double misses = static_cast<double>(n - hits);
+  double misses = 0;
+  for (const UpdateStep& s : w.steps) misses += !s.resident && !s.hit;
   upd.consider(misses * per_subgroup_s, "pipeline depth (prefetch " + std::to_string(plan.prefetch_depth) + ", " +
                                             std::to_string(plan.buffers) + " buffers)");
 
@@ -177,7 +175,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   p.iteration_s = p.forward_s + p.backward_s + p.update_s;
   for (const auto& t : out.tiers)
     p.tiers.push_back({t.name, t.read_bytes, t.write_bytes, t.seconds});
-  if (flush && !options.update_only) p.tiers.front().write_bytes += R * ppr * kFp32GradBytes;
+  if (!options.update_only)
+    for (std::size_t i = 0; i < p.tiers.size(); ++i) p.tiers[i].write_bytes += R * w.flush_elements[i] * w.grad_flush_bytes_per_element;
   return out;
 }
 

@@ -1,9 +1,10 @@
 #pragma once
 // AnalyticModel: a closed-form prediction of one iteration under a plan — each phase is the
 // largest of its bandwidth-bound terms (compute, PCIe, each tier, CPU Adam) plus a pipeline
-// fill. Costs microseconds, so the tuner prunes thousands of candidates with it, and it
-// cross-checks the SimGrid model (they agree within 10 % on I/O-bound plans; see tests).
-// docs/simulator.md gives the equations.
+// fill. Per-tier bytes come from the Workload's steps, the schedule the SimGrid model runs
+// (tiers updated in place move none). Costs microseconds, so the tuner prunes thousands of
+// candidates with it, and it cross-checks the SimGrid model (they agree within 10 % on
+// I/O-bound plans; see tests). docs/simulator.md gives the equations.
 
 #include <string>
 #include <vector>
@@ -15,7 +16,8 @@
 
 namespace mlpo::sim {
 
-// One tier's update-phase term, for one node (all its ranks).
+// One tier's update-phase term, for one node (all its ranks); all zero for a tier updated in
+// place.
 struct TierTerm {
   std::string name;
   double read_bytes = 0;
@@ -33,19 +35,19 @@ struct AnalyticBreakdown {
   double forward_compute_s = 0;
   double backward_compute_s = 0;
   double grad_d2h_s = 0;              // bf16 gradients to host over PCIe
-  double grad_flush_s = 0;            // fp32 gradients to storage (flush-fp32 only)
+  double grad_flush_s = 0;            // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
   double adam_s = 0;                  // the node's CPU, shared by its ranks
   double h2d_s = 0;                   // bf16 weights back to the GPU
   double fill_s = 0;                  // first read and last write, which nothing overlaps
   double update_bound_s = 0;          // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)
-  std::int64_t cache_hits = 0;        // per rank
+  std::int64_t cache_hits = 0;        // per rank (resident subgroups are not hits)
   std::string forward_bound;          // the resource that sets each phase's time
   std::string backward_bound;
   std::string update_bound;
   std::vector<std::string> warnings;
 };
 
-// Throws mlpo::Error when a plan tier is missing from the profile.
+// Throws mlpo::Error when a streamed plan tier is missing from the profile.
 AnalyticBreakdown analyze(const Accounting& accounting, const Profile& profile, const Plan& plan,
                           const SimulationOptions& options);
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 
+#include "core/error.hpp"
 #include "simulator/platform.hpp"
 #include "simulator/rates.hpp"
 #include "simulator/simulation_process.hpp"
@@ -177,7 +178,7 @@ void IterationModel::prefetch_actor(Rank& rank) {
   rank.start_update->acquire();
   for (std::size_t i = 0; i < w_.steps.size(); ++i) {
     const UpdateStep& s = w_.steps[i];
-    if (s.hit) continue;
+    if (s.resident || s.hit) continue;
     rank.window->acquire();
     rank.buffers->acquire();
     rank.reads[static_cast<std::size_t>(s.tier)].push(
@@ -206,8 +207,13 @@ void IterationModel::rank_actor(Rank& rank) {
       for (auto layer = w_.layers.rbegin(); layer != w_.layers.rend(); ++layer) {
         if (gpu != nullptr) execute_on(gpu, layer->backward_flops);
         if (np.pcie) rank.to_host.push({-1, layer->grad_elements * kBf16Bytes});
-        if (w_.grad_flush_bytes_per_element > 0 && micro + 1 == w_.micro_steps) {
-          rank.writes[0].push({-1, layer->grad_elements * w_.grad_flush_bytes_per_element});
+        if (w_.grad_flush_bytes_per_element == 0 || micro + 1 < w_.micro_steps) continue;
+        // Each subgroup's fp32 gradients go to its own tier (resident ones stay in memory):
+        // the layer's gradients are spread over the tiers as the shard's elements are.
+        for (std::size_t tier = 0; tier < w_.flush_elements.size(); ++tier) {
+          if (w_.flush_elements[tier] <= 0) continue;
+          const double share = w_.flush_elements[tier] / static_cast<double>(w_.params_per_rank);
+          rank.writes[tier].push({-1, layer->grad_elements * share * w_.grad_flush_bytes_per_element});
           ++flushes;
         }
       }
@@ -231,7 +237,8 @@ void IterationModel::rank_actor(Rank& rank) {
   std::int64_t writes = 0;
   for (std::size_t i = 0; i < w_.steps.size(); ++i) {
     const UpdateStep& s = w_.steps[i];
-    if (!s.hit) {
+    const bool read = !s.resident && !s.hit;  // its read was queued and holds a buffer
+    if (read) {
       const double t = sg4::Engine::get_clock();
       rank.ready[i]->acquire();
       rank.stall_s += sg4::Engine::get_clock() - t;
@@ -246,7 +253,7 @@ void IterationModel::rank_actor(Rank& rank) {
       rank.writes[static_cast<std::size_t>(s.write_tier)].push(
           {-1, static_cast<double>(s.write_elements) * w_.write_bytes_per_element, !s.hit});
       ++writes;
-    } else if (!s.hit) {
+    } else if (read) {
       rank.buffers->release();
     }
   }
@@ -291,13 +298,18 @@ SimulationResult IterationModel::run() {
 
   // Streams per rank and tier, as the executor's UpdatePipeline has them: one reader and one
   // writer, each moving one subgroup at a time (the prefetch depth bounds how far ahead the
-  // reader runs, not how many reads are in flight), none for a tier without transfers.
+  // reader runs, not how many reads are in flight), none for a tier without transfers — so
+  // none at all for a tier updated in place.
   std::vector<std::int64_t> misses(tiers, 0), writes(tiers, 0);
   for (const UpdateStep& s : w_.steps) {
-    if (!s.hit) ++misses[static_cast<std::size_t>(s.tier)];
+    if (!s.resident && !s.hit) ++misses[static_cast<std::size_t>(s.tier)];
     if (s.write_subgroup >= 0) ++writes[static_cast<std::size_t>(s.write_tier)];
   }
-  if (w_.grad_flush_bytes_per_element > 0 && !options_.update_only) writes[0] += 1;
+  if (!options_.update_only)
+    for (std::size_t t = 0; t < tiers; ++t)
+      if (w_.grad_flush_bytes_per_element > 0 && w_.flush_elements[t] > 0) ++writes[t];
+  for (std::size_t t = 0; t < tiers; ++t)  // the platform has no endpoint for them
+    MLPO_CHECK(!w_.in_place[t] || misses[t] + writes[t] == 0, "transfers on tier " + plan_.tiers[t].name + ", updated in place");
 
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(nodes * rates_.ranks_per_node));
   for (std::int64_t n = 0; n < nodes; ++n) {

@@ -3,13 +3,16 @@
 // the executor's, actor for actor (docs/simulator.md draws it):
 //   rank<r>            forward (per layer: compute), backward (per layer: compute, bf16
 //                      gradients to host over PCIe, fp32 gradient flush in flush-fp32 mode),
-//                      then the update's Adam loop: wait for subgroup i's read, CPU AdamW,
-//                      bf16 weights to the GPU, hand the write-back to the tier's writers
+//                      then the update's Adam loop: wait for subgroup i's read (a miss),
+//                      CPU AdamW, bf16 weights to the GPU, hand the write-back to the tier's
+//                      writers. Resident subgroups (on a tier updated in place: memory, host)
+//                      are neither read nor written: their steps are Adam alone.
 //   rank<r>.prefetch   walks the update order ahead of Adam: takes a prefetch-window permit
 //                      (depth d) and a pinned buffer, queues the read on the subgroup's tier
 //   rank<r>.<tier>.read<j> / .write<j>
 //                      tier streams: take the node-wide slot of that tier (an S4U semaphore
-//                      with the plan's limit k), move the bytes, give the slot back
+//                      with the plan's limit k), move the bytes, give the slot back; none on
+//                      a tier without transfers (one updated in place has none)
 // Disk I/O happens only in tier-stream actors (SimGrid 3.32 slows quadratically when one
 // actor mixes disk I/O with other activities).
 //

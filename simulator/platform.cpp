@@ -69,6 +69,10 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
       TierEndpoint ep;
       platform.traffic.push_back(std::make_unique<TierTraffic>());
       const TierTraffic* traffic = ep.traffic = platform.traffic.back().get();
+      if (updated_in_place(tr.kind)) {  // no transfers: no disk, no links
+        np.tiers.push_back(ep);
+        continue;
+      }
       // Reads (writes) follow the mixed curve while the other direction is busy too, else
       // their own; without mixed figures, the read+write constraint time-shares them.
       auto read_bw = [&tr, traffic](int k) {

@@ -15,6 +15,7 @@
 //                      is the time-sharing harmonic mean instead.
 // Remote tiers: a server host <tier>.server; reads traverse the shared backbone and the
 // node's own links (non-linear, likewise), writes the reverse (see docs/simulator.md).
+// Tiers updated in place (memory, host) move no bytes and get neither.
 
 #include <cstdint>
 #include <memory>
@@ -37,7 +38,7 @@ struct TierTraffic {
 };
 
 struct TierEndpoint {
-  sg4::Disk* disk = nullptr;    // node-local tier
+  sg4::Disk* disk = nullptr;    // node-local tier (neither this nor server: updated in place)
   sg4::Host* server = nullptr;  // remote tier: transfers are communications cpu <-> server
   TierTraffic* traffic = nullptr;  // owned by the Platform
 };

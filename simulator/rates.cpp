@@ -40,6 +40,16 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   std::string unmixed;  // tiers without measured read+write figures
   for (const auto& pt : plan.tiers) {
     const TierProfile* tp = profile.find_tier(pt.name);
+    if (updated_in_place(pt.kind)) {
+      // No I/O on this tier: its curves, when the profile has them, are never used.
+      TierRates t;
+      if (tp != nullptr) t = tier_rates_of(*tp);
+      t.name = pt.name;
+      t.kind = pt.kind;
+      t.remote = false;
+      r.tiers.push_back(std::move(t));
+      continue;
+    }
     if (tp == nullptr) {
       std::string known;
       for (const auto& t : profile.tiers) known += (known.empty() ? "" : ", ") + t.name;
@@ -47,6 +57,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
                   "); re-run mlpo-tune with this profile or fix the plan's tier names");
     }
     TierRates t = tier_rates_of(*tp);
+    t.kind = pt.kind;
     if (!t.measured_mixed()) unmixed += (unmixed.empty() ? "'" : ", '") + t.name + "'";
     if (t.remote) remote_peak = std::max({remote_peak, t.peak_read_bps(), t.peak_write_bps()});
     r.tiers.push_back(std::move(t));

@@ -26,7 +26,7 @@ struct Rates {
   double d2h_bps = 0;
   std::int64_t cores = 1;
   std::vector<CurvePoint> adam_curve;  // elements/s by threads
-  std::vector<TierRates> tiers;        // in plan order
+  std::vector<TierRates> tiers;        // in plan order; kind is the plan tier's
   double remote_backbone_bps = 0;      // cluster-wide, per direction
   std::vector<std::string> warnings;
 
@@ -36,8 +36,11 @@ struct Rates {
   double adam_node_eps(double ranks) const;
 };
 
-// Throws mlpo::Error when a plan tier is not in the profile (names the tier and the profile's
-// tiers). `remote_backbone_gbps` 0 means no cluster-wide limit beyond each node's own link.
+// Throws mlpo::Error when a streamed plan tier is not in the profile (names the tier and the
+// profile's tiers). A tier updated in place (memory, host) moves no bytes, so it needs no
+// figures: it may be missing from the profile, and its curves are never used (the tuner
+// checks its capacity and the host memory it takes). `remote_backbone_gbps` 0 means no
+// cluster-wide limit beyond each node's own link.
 Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps);
 
 }  // namespace mlpo::sim

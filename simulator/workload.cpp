@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/subgroup_placement.hpp"
+#include "core/tier_kind.hpp"
 #include "core/update_order.hpp"
 
 namespace mlpo::sim {
@@ -27,15 +28,6 @@ std::int64_t Workload::subgroup_size(std::int64_t subgroup) const {
 
 std::vector<int> place_subgroups(const std::vector<double>& fractions, std::int64_t subgroups) {
   return interleave_subgroups(fractions, subgroups);
-}
-
-std::int64_t steady_cache_hits(const Plan& plan, std::int64_t subgroups) {
-  const std::int64_t c = std::min(plan.host_cache_subgroups, subgroups);
-  if (c >= subgroups) return subgroups;
-  // Alternating: the previous iteration ended on the subgroups this one starts with.
-  // Ascending: the cache holds the tail, and every miss at the head evicts the oldest of
-  // it, always just before Adam would reach it, so nothing hits.
-  return plan.order == OrderPolicy::alternating ? c : 0;
 }
 
 Workload make_workload(const Accounting& a, const Plan& plan) {
@@ -75,27 +67,39 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   w.write_bytes_per_element = static_cast<double>(kOptimizerStateBytes);
   w.grad_flush_bytes_per_element = flush ? static_cast<double>(kFp32GradBytes) : 0.0;
 
-  // The executor's cache model (core/update_order.hpp): replay the previous iteration, an
-  // odd one (descending when alternating), to fill the cache, then record this one, an even
-  // one (ascending).
+  const std::size_t tiers = plan.tiers.size();
+  for (const auto& t : plan.tiers) w.in_place.push_back(updated_in_place(t.kind));
+  w.read_elements.assign(tiers, 0.0);
+  w.write_elements.assign(tiers, 0.0);
+  w.flush_elements.assign(tiers, 0.0);
+
+  // The executor's cache model (core/update_order.hpp), with its resident predicate: replay
+  // the previous iteration, an odd one (descending when alternating), to fill the cache, then
+  // record this one, an even one (ascending).
   const std::int64_t n = w.subgroups_per_rank;
+  auto resident = [&w](std::int64_t s) { return w.in_place[static_cast<std::size_t>(w.placement[static_cast<std::size_t>(s)])]; };
   SubgroupCache cache(plan.host_cache_subgroups);
-  cache.plan_iteration(update_order(plan.order, 1, n));
-  for (const mlpo::UpdateStep& planned : cache.plan_iteration(update_order(plan.order, 2, n))) {
+  cache.plan_iteration(update_order(plan.order, 1, n), resident);
+  for (const mlpo::UpdateStep& planned : cache.plan_iteration(update_order(plan.order, 2, n), resident)) {
     UpdateStep step;
     step.subgroup = planned.subgroup;
     step.tier = w.placement[static_cast<std::size_t>(step.subgroup)];
     step.elements = w.subgroup_size(step.subgroup);
+    step.resident = planned.resident;
     step.hit = planned.hit;
     // Written after Adam: the subgroup this step evicts, or the subgroup itself when it
-    // does not stay cached (no cache).
+    // does not stay cached (no cache). A resident subgroup neither stays cached nor evicts
+    // anything, and is not written either: Adam updated it where it lives.
     std::optional<std::int64_t> written = planned.evicted;
-    if (!planned.stays_cached) written = planned.subgroup;
+    if (!planned.resident && !planned.stays_cached) written = planned.subgroup;
     if (written) {
       step.write_subgroup = *written;
       step.write_tier = w.placement[static_cast<std::size_t>(*written)];
       step.write_elements = w.subgroup_size(*written);
+      w.write_elements[static_cast<std::size_t>(step.write_tier)] += static_cast<double>(step.write_elements);
     }
+    if (!step.resident && !step.hit) w.read_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
+    if (flush && !step.resident) w.flush_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
     w.cache_hits += step.hit ? 1 : 0;
     w.steps.push_back(step);
   }

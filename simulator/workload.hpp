@@ -5,6 +5,10 @@
 // update's steps in this iteration's order with cache hits and write-backs. Pure arithmetic;
 // both the analytic and the SimGrid model read it, so they describe the same schedule.
 //
+// Subgroups on a tier updated in place (kinds memory and host, core/tier_kind.hpp) are
+// resident: Adam updates them where they live, so their steps read and write nothing and they
+// never enter the host cache; they cost Adam time only.
+//
 // Steady state: the simulated iteration follows one that ran in the opposite order
 // (alternating) or the same order (ascending), and the host cache starts holding the last
 // `host_cache_subgroups` subgroups that iteration updated (never written, as in the executor).
@@ -27,11 +31,13 @@ struct LayerWork {
 };
 
 // One step of the update phase: the subgroup Adam works on, and the subgroup written back
-// after it (itself without a cache; the evicted least-recently-updated one with a cache).
+// after it (itself without a cache; the evicted least-recently-updated one with a cache;
+// none for a resident subgroup).
 struct UpdateStep {
   std::int64_t subgroup = 0;
   int tier = 0;                    // index into plan.tiers
   std::int64_t elements = 0;
+  bool resident = false;           // on a tier updated in place: no read, no write
   bool hit = false;                // in the host cache: no read
   std::int64_t write_subgroup = -1;  // -1: nothing written after this step
   int write_tier = 0;
@@ -48,7 +54,14 @@ struct Workload {
   std::int64_t subgroups_per_rank = 0;
   std::vector<int> placement;          // tier index of every subgroup
   std::vector<UpdateStep> steps;       // this iteration's update, in order
-  std::int64_t cache_hits = 0;
+  std::int64_t cache_hits = 0;         // steps served from the host cache (resident ones are not hits)
+  // Per tier (plan order), from the steps: elements read (misses) and written back in the
+  // update, and elements whose fp32 gradients backward writes there (flush-fp32; each
+  // subgroup's to its own tier). All zero on a tier updated in place.
+  std::vector<bool> in_place;
+  std::vector<double> read_elements;
+  std::vector<double> write_elements;
+  std::vector<double> flush_elements;
   double read_bytes_per_element = 12;  // 12, or 16 when fp32 gradients are re-read (baseline)
   double write_bytes_per_element = 12;
   double grad_flush_bytes_per_element = 0;  // 4 when fp32 gradients are flushed in backward
@@ -60,10 +73,6 @@ struct Workload {
 
 // The tier of each subgroup: core's interleave_subgroups, the executor's placement too.
 std::vector<int> place_subgroups(const std::vector<double>& fractions, std::int64_t subgroups);
-
-// Subgroups Adam finds in the host cache per iteration in steady state (closed form; the
-// step list in Workload agrees with it, see tests).
-std::int64_t steady_cache_hits(const Plan& plan, std::int64_t subgroups);
 
 // Throws mlpo::Error when the plan and the accounting disagree (e.g. subgroups larger than a
 // rank's shard are fine; zero ranks are not).

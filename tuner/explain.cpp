@@ -64,6 +64,11 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   for (const auto& t : an.tiers) total_bw += (t.read_bytes + t.write_bytes) > 0 ? (t.read_bytes + t.write_bytes) / t.seconds : 0;
   for (std::size_t i = 0; i < an.tiers.size(); ++i) {
     const auto& t = an.tiers[i];
+    if (updated_in_place(r.chosen.plan.tiers[i].kind)) {
+      add(out, "  %-10s share %5.1f %%  updated in place: no reads or writes, Adam time only\n", t.name.c_str(),
+          100 * r.chosen.plan.tiers[i].fraction);
+      continue;
+    }
     const double moved = t.read_bytes + t.write_bytes;
     const double bw = moved > 0 ? moved / t.seconds : 0;
     double busy = 0;
@@ -72,7 +77,8 @@ std::string explain(const TuneResult& r, const Profile& profile) {
         t.name.c_str(), 100 * r.chosen.plan.tiers[i].fraction, format_bytes(moved).c_str(), gbps(bw).c_str(),
         total_bw > 0 ? 100 * bw / total_bw : 0.0, 100 * busy);
   }
-  out += "  (a tier's share follows its bandwidth so all tiers finish together; capacity caps it)\n";
+  out += "  (a tier's share follows its bandwidth so all tiers finish together, a tier updated in place counting\n"
+         "   at the rate Adam consumes state; capacity and host memory cap it)\n";
 
   out += "\nwhat each principle saves (the chosen plan simulated with it switched off):\n";
   const double chosen = score(p);

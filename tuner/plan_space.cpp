@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/tier_rates.hpp"
 #include "core/units.hpp"
+#include "simulator/rates.hpp"
 
 namespace mlpo::tune {
 
@@ -24,6 +25,24 @@ double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
   if (k == 1) return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
   const double per_direction = k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
   return rates.interleaved_bps(std::max(1.0, per_direction));
+}
+
+// A tier updated in place (memory, host) moves no bytes: Adam reads and writes its
+// subgroups' p, m and v (24 B an element) where they lie. What it delivers to the update is
+// the rate at which the node's CPU Adam consumes state — R ranks on their share of the cores,
+// as the models have it (sim::Rates::adam_node_eps) — in the bytes of an even read/write mix
+// that effective_bps gives a streamed tier. That is far above any streamed tier (the dev VM:
+// 1.8e9 elements/s, 44 GB/s, against 4 GB/s of disk), so split() gives the in-place tier
+// nearly all the state, up to the host memory the candidate leaves. Proportional, the
+// streamed tiers' share takes as long to move as Adam takes on the in-place share, so they
+// are done before Adam's pass over the whole shard is: Adam bounds such a plan. The models
+// then compare it with the candidates without the in-place tier.
+double in_place_bps(const Profile& profile, std::int64_t ranks) {
+  sim::Rates node;
+  node.ranks_per_node = ranks;
+  node.cores = profile.host.cores;
+  node.adam_curve = profile.host.adam_elements_per_s;
+  return node.adam_node_eps(static_cast<double>(ranks)) * 2 * static_cast<double>(kOptimizerStateBytes);
 }
 
 // Fractions proportional to bandwidth, capped by capacity (`cap[t]` is the largest fraction
@@ -140,14 +159,18 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
       if (subset & (1u << t)) members.push_back(t);
     // Every combination of limits over the member tiers: 1..R, or none (0). Each rank has a
     // reader and a writer on a tier, so even k = R holds some of them back; with R = 1, k = 1
-    // makes the rank's reads and writes take turns.
-    std::vector<std::int64_t> limit_values;
-    for (std::int64_t k = 1; k <= R; ++k) limit_values.push_back(k);
-    limit_values.push_back(0);
+    // makes the rank's reads and writes take turns. A tier updated in place has no transfers
+    // to limit: none only.
+    std::vector<std::int64_t> streamed_limits;
+    for (std::int64_t k = 1; k <= R; ++k) streamed_limits.push_back(k);
+    streamed_limits.push_back(0);
+    std::vector<std::vector<std::int64_t>> limit_values;
+    for (std::size_t t : members)
+      limit_values.push_back(updated_in_place(profile.tiers[t].kind) ? std::vector<std::int64_t>{0} : streamed_limits);
     std::vector<std::size_t> choice(members.size(), 0);
-    std::vector<std::int64_t> limits(members.size(), limit_values.front());
+    std::vector<std::int64_t> limits(members.size(), 0);
     for (bool more = true; more;) {
-      for (std::size_t i = 0; i < members.size(); ++i) limits[i] = limit_values[choice[i]];
+      for (std::size_t i = 0; i < members.size(); ++i) limits[i] = limit_values[i][choice[i]];
       for (GradientPolicy grads : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
         Plan tiers_plan = base;
         tiers_plan.gradients = grads;
@@ -157,14 +180,15 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
           PlanTier pt = tier_of(tp);
           pt.concurrency_limit = limits[i];
           tiers_plan.tiers.push_back(pt);
-          bw.push_back(effective_bps(tp, R, limits[i]));
+          bw.push_back(updated_in_place(tp.kind) ? in_place_bps(profile, R) : effective_bps(tp, R, limits[i]));
           tiers_plan.tiers.back().fraction = 1.0;
           full_bytes.push_back(tier_bytes_needed(a, tiers_plan, i));
           cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full_bytes.back()) : 1.0);
         }
-        // Fractions for one candidate: by bandwidth, each tier capped by its free space, and
-        // RAM-backed tiers also by the host memory the candidate's buffers, cache and bf16
-        // copies leave (so a small budget still gets a share of /dev/shm rather than none).
+        // Fractions for one candidate: by bandwidth (Adam's rate for tiers updated in place),
+        // each tier capped by its free space, and RAM-backed tiers also by the host memory the
+        // candidate's buffers, cache and bf16 copies leave (so a small budget still gets a
+        // share of /dev/shm rather than none).
         // Empty when the tiers cannot hold the state or a tier would get (almost) nothing:
         // the subset without it covers that.
         auto fractions_for = [&](const Plan& p) -> std::optional<std::vector<double>> {
@@ -202,7 +226,7 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
       }
       // Next limit combination.
       std::size_t i = 0;
-      while (i < choice.size() && ++choice[i] == limit_values.size()) choice[i++] = 0;
+      while (i < choice.size() && ++choice[i] == limit_values[i].size()) choice[i++] = 0;
       more = i < choice.size();
     }
   }
@@ -210,30 +234,36 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
 }
 
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements) {
-  std::optional<Plan> best;
-  double best_bw = 0;
-  for (const TierProfile& tp : request.profile.tiers) {
-    Plan p;
-    p.model_name = a.spec.name;
-    p.model_params = a.params.total;
-    p.cluster = a.shape;
-    p.mode = PlanMode::baseline;
-    p.subgroup_elements = subgroup_elements;
-    p.tiers = {tier_of(tp)};
-    p.tiers[0].fraction = 1.0;
-    p.gradients = GradientPolicy::flush_fp32;
-    p.order = OrderPolicy::ascending;
-    p.host_cache_subgroups = 0;
-    p.buffers = 4;
-    p.prefetch_depth = 1;
-    if (check_fits(a, p, request)) continue;
-    const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
-    if (bw > best_bw) {
-      best_bw = bw;
-      best = p;
+  // ZeRO-3 offload streams its state from storage: a tier updated in place only when no
+  // streamed tier can hold it.
+  for (const bool in_place : {false, true}) {
+    std::optional<Plan> best;
+    double best_bw = 0;
+    for (const TierProfile& tp : request.profile.tiers) {
+      if (updated_in_place(tp.kind) != in_place) continue;
+      Plan p;
+      p.model_name = a.spec.name;
+      p.model_params = a.params.total;
+      p.cluster = a.shape;
+      p.mode = PlanMode::baseline;
+      p.subgroup_elements = subgroup_elements;
+      p.tiers = {tier_of(tp)};
+      p.tiers[0].fraction = 1.0;
+      p.gradients = GradientPolicy::flush_fp32;
+      p.order = OrderPolicy::ascending;
+      p.host_cache_subgroups = 0;
+      p.buffers = 4;
+      p.prefetch_depth = 1;
+      if (check_fits(a, p, request)) continue;
+      const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
+      if (bw > best_bw) {
+        best_bw = bw;
+        best = p;
+      }
     }
+    if (best) return best;
   }
-  return best;
+  return std::nullopt;
 }
 
 void report_infeasible(const Accounting& a, const TuneRequest& request) {

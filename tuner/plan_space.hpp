@@ -1,9 +1,11 @@
 #pragma once
 // PlanSpace: the candidate plans the tuner considers and the resources a plan must fit.
 // Dimensions: which tiers (any non-empty subset of the profile's), each tier's node-wide
-// concurrency limit (1..ranks per node, or none), the tier fractions (proportional to each tier's
-// bandwidth at that concurrency, then capped by its free capacity), subgroup size, host cache
-// size, pinned buffers with prefetch depth, update order and gradient policy.
+// concurrency limit (1..ranks per node, or none; none only for a tier updated in place), the
+// tier fractions (proportional to each tier's bandwidth at that concurrency — for a tier
+// updated in place, the rate CPU Adam consumes state at — then capped by its free capacity and,
+// for RAM-backed tiers, by host memory), subgroup size, host cache size, pinned buffers with
+// prefetch depth, update order and gradient policy.
 // Constraints: host memory per node, each tier's free capacity, GPU memory per rank.
 
 #include <cstdint>
@@ -63,8 +65,9 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
 // Every candidate plan (before constraints), deterministic order.
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request);
 
-// The baseline plan (ZeRO-3 NVMe-offload style) on the single fastest tier that holds its
-// state and fp32 gradients; nullopt when no tier can.
+// The baseline plan (ZeRO-3 NVMe-offload style) on the single fastest streamed tier that holds
+// its state and fp32 gradients (a tier updated in place only when no streamed tier can);
+// nullopt when no tier can.
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements);
 
 // Throws an mlpo::Error saying which resource is short and by how much, for a request that

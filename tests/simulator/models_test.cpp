@@ -193,6 +193,56 @@ TEST(Models, BaselineIsSlowerThanTheMlpPlanWhenIoBound) {
   EXPECT_NEAR(r[1].prediction.tiers[0].write_bytes, 2 * 16.0 * static_cast<double>(a.params_per_rank), 2.0);
 }
 
+TEST(Models, HostTierMovesNoBytesAndIsNoSlowerThanStreamingIt) {
+  // /dev/shm (kind host) is updated in place: no reads, writes, gradient flush or streams
+  // there. The same plan with that tier streamed (kind nvme, its 8 GB/s curves) is slower.
+  const Profile p = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 2);
+  for (GradientPolicy gradients : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
+    Plan in_place = plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "shm", 0.6), plan_tier(p, "nvme", 0.4)});
+    in_place.gradients = gradients;
+    in_place.host_cache_subgroups = 4;
+    Plan streamed = in_place;
+    streamed.tiers[0].kind = TierKind::nvme;
+    SimulationOptions timeline;
+    timeline.timeline = true;
+    const auto r = simulate_all(a, p, {in_place, streamed}, timeline, 2);
+    const AnalyticBreakdown an = analyze(a, p, in_place, {});
+    const char* policy = to_string(gradients);
+    for (const Prediction* pred : {&r[0].prediction, &an.prediction}) {
+      EXPECT_EQ(pred->tiers[0].read_bytes, 0) << pred->model << " " << policy;
+      EXPECT_EQ(pred->tiers[0].write_bytes, 0) << pred->model << " " << policy;
+      EXPECT_EQ(pred->tiers[0].busy_s, 0) << pred->model << " " << policy;
+    }
+    for (const auto& e : r[0].timeline) EXPECT_NE(e.lane, "tier shm") << policy;
+    // Both models move the same NVMe bytes: they describe the same schedule.
+    EXPECT_NEAR(r[0].prediction.tiers[1].read_bytes, an.prediction.tiers[1].read_bytes, 2.0) << policy;
+    EXPECT_NEAR(r[0].prediction.tiers[1].write_bytes, an.prediction.tiers[1].write_bytes, 2.0) << policy;
+    EXPECT_GT(r[1].prediction.tiers[0].read_bytes, 0) << policy;
+    EXPECT_LE(r[0].prediction.update_s, r[1].prediction.update_s) << policy;
+    EXPECT_LE(an.prediction.update_s, analyze(a, p, streamed, {}).prediction.update_s) << policy;
+    EXPECT_LE(r[0].prediction.iteration_s, r[1].prediction.iteration_s) << policy;
+  }
+}
+
+TEST(Models, AllStateInPlaceIsAdamBoundAndNeedsNoTierFigures) {
+  // A `memory` tier is not in the profile: it moves nothing, so it needs no figures. The
+  // update is then CPU Adam alone: R x P elements at the node's rate (4 ranks x 4 threads on
+  // 16 cores: 1e10 elements/s).
+  const Profile p = io_bound_profile();
+  const Accounting a = accounting("1b", 1, 4);
+  const Plan plan = plan_for("1b", a.params.total, 1, 4, {PlanTier{"ram", "", TierKind::memory, 0.5, 0}, plan_tier(p, "shm", 0.5)});
+  const double expected = 4.0 * static_cast<double>(a.params_per_rank) / 1e10;
+  const SimulationResult r = simulate(a, p, plan, kUpdateOnly);
+  EXPECT_NEAR(r.prediction.update_s / expected, 1.0, 0.05);
+  EXPECT_EQ(r.prediction.stall_s, 0);
+  EXPECT_EQ(r.cache_hits, 0);
+  const AnalyticBreakdown an = analyze(a, p, plan, kUpdateOnly);
+  EXPECT_NEAR(an.prediction.update_s / expected, 1.0, 0.05);
+  EXPECT_EQ(an.update_bound, "CPU Adam");
+  for (const auto& t : an.prediction.tiers) EXPECT_EQ(t.read_bytes + t.write_bytes, 0) << t.name;
+}
+
 TEST(SimGridModel, GpuForwardAndBackwardFollowFlopsAndUpdateOnlySkipsThem) {
   Profile p = io_bound_profile();
   p.gpus.push_back(mlpo::testing::gpu(2));
@@ -240,7 +290,7 @@ TEST(SimGridModel, TimelineHasRankAndTierLanes) {
   EXPECT_TRUE(lanes.count("rank 0") && lanes.count("rank 1") && lanes.count("tier nvme") && lanes.count("tier pfs"));
 }
 
-TEST(Models, PlanTierMissingFromProfileIsAnErrorNamingIt) {
+TEST(Models, StreamedPlanTierMissingFromProfileIsAnErrorNamingIt) {
   const Profile p = io_bound_profile();
   const Accounting a = accounting("small", 1, 1);
   Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "nvme", 1.0)});

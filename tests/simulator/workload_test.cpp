@@ -1,5 +1,5 @@
-// Workload: placement interleaving, steady-state cache behaviour and FLOP accounting — the
-// per-rank schedule both models simulate.
+// Workload: placement interleaving, steady-state cache behaviour, resident subgroups on tiers
+// updated in place and FLOP accounting — the per-rank schedule both models simulate.
 #include <gtest/gtest.h>
 
 #include "core/model_spec.hpp"
@@ -45,13 +45,17 @@ TEST(Workload, AscendingOrderNeverHitsAPartialCache) {
 }
 
 TEST(Workload, CacheHitsMatchClosedFormForBothOrders) {
+  // Alternating: the previous iteration ended on the subgroups this one starts with, so the
+  // first min(C, n) hit. Ascending: the cache holds the tail, and every miss at the head evicts
+  // the oldest of it just before Adam would reach it, so nothing hits unless all fit.
   const Accounting a = account(find_preset("small"), ClusterShape{});
   for (OrderPolicy order : {OrderPolicy::alternating, OrderPolicy::ascending}) {
     for (std::int64_t cache : {0, 1, 7, 60, 100, 1000}) {
       const Plan plan = cache_plan(order, cache);
       const Workload w = make_workload(a, plan);
-      EXPECT_EQ(w.cache_hits, steady_cache_hits(plan, w.subgroups_per_rank))
-          << to_string(order) << " cache " << cache << " of " << w.subgroups_per_rank;
+      const std::int64_t n = w.subgroups_per_rank;
+      const std::int64_t expected = cache >= n ? n : order == OrderPolicy::alternating ? cache : 0;
+      EXPECT_EQ(w.cache_hits, expected) << to_string(order) << " cache " << cache << " of " << n;
     }
   }
 }
@@ -79,6 +83,59 @@ TEST(Workload, WithoutCacheEverySubgroupIsReadAndWrittenOnce) {
     elements += s.elements;
   }
   EXPECT_EQ(elements, a.params_per_rank);
+}
+
+// Half the subgroups on /dev/shm (kind host, updated in place), half on NVMe.
+Plan shm_and_nvme_plan(std::int64_t cache, GradientPolicy gradients = GradientPolicy::delayed) {
+  const Profile profile = io_bound_profile();
+  Plan p = plan_for("small", 0, 1, 1, {plan_tier(profile, "shm", 0.5), plan_tier(profile, "nvme", 0.5)});
+  p.subgroup_elements = 1024 * 16;
+  p.host_cache_subgroups = cache;
+  p.gradients = gradients;
+  return p;
+}
+
+TEST(Workload, SubgroupsOnAHostTierAreResidentNeverReadWrittenOrCached) {
+  const Accounting a = account(find_preset("small"), ClusterShape{});
+  for (std::int64_t cache : {0, 5, 1000000}) {
+    const Workload w = make_workload(a, shm_and_nvme_plan(cache));
+    ASSERT_GT(w.subgroups_per_rank, 20);
+    std::int64_t streamed = 0, misses = 0, writes = 0;
+    double nvme_missed = 0;
+    for (const UpdateStep& s : w.steps) {
+      const bool on_shm = s.tier == 0;
+      EXPECT_EQ(s.resident, on_shm) << "subgroup " << s.subgroup;
+      if (on_shm) {
+        EXPECT_FALSE(s.hit) << "subgroup " << s.subgroup;
+        EXPECT_EQ(s.write_subgroup, -1) << "subgroup " << s.subgroup << " cache " << cache;  // not "itself"
+      }
+      if (s.write_subgroup >= 0) {
+        EXPECT_EQ(s.write_tier, 1) << "subgroup " << s.subgroup;
+      }
+      streamed += !on_shm;
+      misses += !on_shm && !s.hit;
+      writes += s.write_subgroup >= 0;
+      if (!on_shm && !s.hit) nvme_missed += static_cast<double>(s.elements);
+    }
+    // Hits come from the NVMe subgroups alone: the first min(C, streamed) of the order.
+    EXPECT_EQ(w.cache_hits, std::min(cache, streamed)) << "cache " << cache;
+    EXPECT_EQ(writes, misses) << "cache " << cache;
+    EXPECT_EQ(w.read_elements[0], 0);
+    EXPECT_EQ(w.write_elements[0], 0);
+    EXPECT_EQ(w.read_elements[1], nvme_missed);
+    EXPECT_TRUE(w.in_place[0]);
+    EXPECT_FALSE(w.in_place[1]);
+  }
+}
+
+TEST(Workload, Fp32GradientsOfResidentSubgroupsAreNotFlushed) {
+  const Accounting a = account(find_preset("small"), ClusterShape{});
+  const Workload w = make_workload(a, shm_and_nvme_plan(0, GradientPolicy::flush_fp32));
+  double nvme = 0;
+  for (const UpdateStep& s : w.steps)
+    if (s.tier == 1) nvme += static_cast<double>(s.elements);
+  EXPECT_EQ(w.flush_elements[0], 0);
+  EXPECT_EQ(w.flush_elements[1], nvme);
 }
 
 TEST(Workload, LayerFlopsSumToAccountingHardwareFlops) {

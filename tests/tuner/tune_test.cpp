@@ -133,9 +133,9 @@ TEST(PlanSpace, FractionsFollowBandwidthAndCapacityCapsThem) {
 }
 
 TEST(PlanSpace, RamTierShareIsCappedByTheHostMemoryTheCandidateLeaves) {
-  // /dev/shm at 8 GB/s beside NVMe at 2 GB/s would take 80 % of the state by bandwidth,
-  // 10 GB of RAM for 1b, far over the 6 GiB budget: each candidate gets what its buffers,
-  // cache and bf16 copies leave of the budget instead, and fits.
+  // /dev/shm beside NVMe at 2 GB/s would take over 99 % of the state at Adam's rate (over
+  // 80 % even by its 8 GB/s), 10+ GB of RAM for 1b, far over the 6 GiB budget: each candidate
+  // gets what its buffers, cache and bf16 copies leave of the budget instead, and fits.
   const Profile p = only(io_bound_profile(), {"shm", "nvme"});
   const TuneRequest req = request_for(p);
   const Accounting a = account(req.model, req.shape);
@@ -150,6 +150,55 @@ TEST(PlanSpace, RamTierShareIsCappedByTheHostMemoryTheCandidateLeaves) {
     EXPECT_NEAR(host_memory_need(a, plan).total() / budget, 1.0, 1e-6);  // the whole budget, no more
   }
   EXPECT_GT(seen, 0);
+}
+
+TEST(PlanSpace, TierUpdatedInPlaceCountsAtAdamsRateSoItTakesMoreThanItsBandwidthShare) {
+  // /dev/shm is updated in place: no I/O, only Adam, which consumes 1e10 elements/s on the
+  // node (2 ranks x 8 threads), 240 GB/s of state read and written, against NVMe's 2 GB/s.
+  // By its own 8 GB/s it would get 80 %; with room in host memory it gets 240 / 242 instead.
+  const Profile p = only(io_bound_profile(), {"shm", "nvme"});
+  TuneRequest req = request_for(p);
+  req.host_memory_budget = 0;  // the profile's 256 GiB: no cap
+  const Accounting a = account(req.model, req.shape);
+  int seen = 0;
+  for (const Plan& plan : candidate_plans(a, req)) {
+    if (plan.tiers.size() != 2) continue;
+    ++seen;
+    EXPECT_NEAR(plan.tiers[0].fraction, 240.0 / 242.0, 1e-6);
+    EXPECT_EQ(plan.tiers[0].concurrency_limit, 0);  // nothing to limit
+  }
+  EXPECT_GT(seen, 0);
+}
+
+TEST(Tune, HostTierHoldsWhatHostMemoryAllowsAndMovesNothing) {
+  // Room for about 4 GiB of state in host memory (of 8.6 GiB for 1b on 2 ranks).
+  TuneRequest req = request_for(only(io_bound_profile(), {"shm", "nvme"}));
+  req.host_memory_budget = std::int64_t{9} << 30;
+  const TuneResult r = tune(req);
+  ASSERT_EQ(r.chosen.plan.tiers.size(), 2u);
+  ASSERT_EQ(r.chosen.plan.tiers[0].name, "shm");
+  const Prediction& pred = r.chosen.simulated.prediction;
+  EXPECT_EQ(pred.tiers[0].read_bytes + pred.tiers[0].write_bytes, 0);
+  EXPECT_GT(pred.tiers[1].read_bytes, 0);
+  // Cache and /dev/shm share what the budget leaves: together they fill it.
+  const Accounting a = account(req.model, req.shape);
+  EXPECT_NEAR(host_memory_need(a, r.chosen.plan).total() / static_cast<double>(req.host_memory_budget), 1.0, 1e-6);
+}
+
+TEST(PlanSpace, BaselineStreamsFromStorageEvenWhereAHostTierCouldHoldIt) {
+  // ZeRO-3 offload streams its state: with 256 GiB of host memory /dev/shm (8 GB/s) could
+  // hold the baseline, but it would be updated in place; NVMe is the baseline's tier. With
+  // no streamed tier at all, /dev/shm it is.
+  TuneRequest req = request_for(only(io_bound_profile(), {"shm", "nvme"}));
+  req.host_memory_budget = 0;
+  const Accounting a = account(req.model, req.shape);
+  const std::optional<Plan> base = baseline_plan(a, req, std::int64_t{1} << 22);
+  ASSERT_TRUE(base.has_value());
+  EXPECT_EQ(base->tiers[0].name, "nvme");
+  req.profile = only(io_bound_profile(), {"shm"});
+  const std::optional<Plan> shm = baseline_plan(a, req, std::int64_t{1} << 22);
+  ASSERT_TRUE(shm.has_value());
+  EXPECT_EQ(shm->tiers[0].name, "shm");
 }
 
 }  // namespace
