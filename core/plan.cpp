@@ -1,5 +1,6 @@
 #include "core/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -91,12 +92,15 @@ void validate(const Plan& p) {
 
 Plan baseline_of(const Plan& plan) {
   Plan b = plan;
-  PlanTier tier = plan.tiers.front();
-  for (const auto& t : plan.tiers)
-    if (t.kind != TierKind::memory) {
-      tier = t;
-      break;
-    }
+  // The first streamed tier: ZeRO-3 NVMe offload moves its state over storage I/O, so a tier
+  // updated in place (a mapped host tier, memory) is the baseline's only when none streams.
+  auto first = [&](auto&& pick) {
+    auto it = std::find_if(plan.tiers.begin(), plan.tiers.end(), pick);
+    return it == plan.tiers.end() ? nullptr : &*it;
+  };
+  const PlanTier* chosen = first([](const PlanTier& t) { return !updated_in_place(t.kind); });
+  if (!chosen) chosen = first([](const PlanTier& t) { return t.kind != TierKind::memory; });
+  PlanTier tier = chosen ? *chosen : plan.tiers.front();
   tier.fraction = 1.0;
   tier.concurrency_limit = 0;
   b.tiers = {tier};

@@ -89,7 +89,7 @@ void save_plan(const Plan& plan, const std::string& path);  // atomic
 void validate(const Plan& plan);
 
 // The baseline (ZeRO-3 NVMe offload) version of a plan, for side-by-side runs: the plan's
-// first file tier alone (its first tier if all are memory), flush-fp32 gradients, ascending
+// first streamed tier alone (else its first file tier, else its first tier), flush-fp32 gradients, ascending
 // order, no host cache, no concurrency limit, prefetch depth 1; subgroup size, buffers and
 // I/O settings unchanged.
 Plan baseline_of(const Plan& plan);

@@ -34,7 +34,7 @@ std::vector<io::Tier> io_tiers_of(const Plan& plan) {
     tier.kind = io_kind(t.kind);
     tier.block_size = static_cast<std::uint64_t>(plan.io_block_size);
     tier.queue_depth = static_cast<unsigned>(plan.io_queue_depth);
-    tier.direct_io = plan.direct_io;
+    tier.direct_io = plan.direct_io && !updated_in_place(t.kind);  // a mapped file is not read or written
     tier.crc = plan.crc;
     out.push_back(tier);
   }

@@ -129,6 +129,22 @@ TEST(PlanFormat, RoundTripsThroughJson) {
   EXPECT_EQ(p.tiers[1].concurrency_limit, 0);
 }
 
+TEST(PlanFormat, BaselineStreamsFromTheFirstStreamedTier) {
+  Plan p;
+  p.model_name = "m";
+  p.model_params = 1;
+  p.tiers = {PlanTier{"ram", "", TierKind::memory, 0.2, 0}, PlanTier{"shm", "/dev/shm/x", TierKind::host, 0.3, 0},
+             PlanTier{"disk", "/var/tmp/x", TierKind::nvme, 0.5, 2}};
+  validate(p);
+  Plan b = baseline_of(p);
+  ASSERT_EQ(b.tiers.size(), 1u);
+  EXPECT_EQ(b.tiers[0].name, "disk");  // not the mapped host tier: ZeRO-3 offload does storage I/O
+  EXPECT_EQ(b.tiers[0].concurrency_limit, 0);
+  p.tiers.pop_back();
+  p.tiers[1].fraction = 0.8;
+  EXPECT_EQ(baseline_of(p).tiers[0].name, "shm");  // no streamed tier: the first file tier
+}
+
 TEST(PlanFormat, PredictionRoundTrips) {
   Json j = sample_plan();
   j["prediction"] = Json{{"iteration_s", 3.5}, {"update_s", 2.0}, {"model", "simgrid"},
