@@ -6,6 +6,7 @@
 #   scripts/bench-update.sh (--profile profiles/data/dev-2core-vm.json | --profile-now) \
 #       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
 #       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--limit 2] [--repeat 1]
+#       [--buffers 8] [--prefetch 4] [--profile-size 4GiB]
 #       [--invariance [--no-ablation]]
 #       [--out out/bench-update]
 # --qd: I/O queue depth of every plan (1 MiB blocks in flight per transfer), baseline included.
@@ -14,9 +15,15 @@
 #       half of them; k = 1 makes every disk transfer of the node take turns).
 # --repeat N: run the five rows N times, each repeat starting one row later (rotating), and
 #       print per-row medians; speed-ups and achieved/bound are taken within each repeat.
-# --profile-now: measure the two tiers with mlpo-profile (at the plans' queue depth) right
-#       before the rows, into OUT/profile.json, and take each row's bound from it: on a shared
-#       VM whose disk drifts by tens of percent, the bound then describes the same hour.
+# --buffers, --prefetch: the pinned buffers and prefetch depth of the rows from the cache row
+#       on (the tuner's deepest pipeline, 8/4, by default); the baseline and the delayed row
+#       keep the baseline's 4/1.
+# --profile-now: measure the disk tier with mlpo-profile (at the plans' queue depth,
+#       --profile-size per stream, default 4 GiB: passes of 1-2 s, as long as an update phase,
+#       so the figures are the disk's sustained rate, not a burst) right before the rows, into
+#       OUT/profile.json, and take each row's bound from it: on a shared VM whose disk drifts by
+#       tens of percent, the bound then describes the same hour. The /dev/shm tier is `host`:
+#       updated in place (no I/O), so it needs no figures.
 #
 # Every row runs `mlpo-run --update-only` with real tier files; the first step of each row is
 # a warm-up and is not averaged. Prints a table (markdown) with each row's mean update time,
@@ -26,6 +33,7 @@ cd "$(dirname "$0")/.."
 
 params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
 subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; limit=2; repeat=1; invariance=0; ablation=1; out=out/bench-update
+buffers=8; prefetch=4; profile_size=4GiB
 while [ $# -gt 0 ]; do
   case "$1" in
     --params) params=$2; shift 2 ;;
@@ -41,9 +49,12 @@ while [ $# -gt 0 ]; do
     --qd) qd=$2; shift 2 ;;
     --limit) limit=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
+    --buffers) buffers=$2; shift 2 ;;
+    --prefetch) prefetch=$2; shift 2 ;;
+    --profile-size) profile_size=$2; shift 2 ;;
     --no-ablation) ablation=0; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,16 +64,16 @@ run=build/release/cli/mlpo-run
 mkdir -p "$disk" "$shm" "$out"
 if [ "$profile" = now ]; then
   profile="$out/profile.json"
-  echo "== mlpo-profile of disk=$disk and shm=$shm at queue depth $qd -> $profile" >&2
-  build/release/cli/mlpo-profile --tier "disk=$disk" --tier "shm=$shm:host" --queue-depth "$qd" --streams 4 --reps 3 \
-    --tier-size 1GiB --model tiny --out "$profile" >/dev/null
+  echo "== mlpo-profile of disk=$disk at queue depth $qd, $profile_size per stream -> $profile" >&2
+  build/release/cli/mlpo-profile --tier "disk=$disk" --queue-depth "$qd" --streams 4 --reps 3 \
+    --tier-size "$profile_size" --model tiny --out "$profile" >/dev/null
 fi
 cache_bytes=$(python3 -c "import re,sys; t=sys.argv[1]; m=re.fullmatch(r'([0-9.]+)([KMGT]?)(i?B)?', t); print(int(float(m.group(1)) * 1024**' KMGT'.index(m.group(2) or ' ')))" "$cache_bytes")
 cache=$(( cache_bytes / (subgroup * 12) ))
 
-# plan NAME DISK_FRACTION CACHE ORDER LIMIT [PREFETCH]
+# plan NAME DISK_FRACTION CACHE ORDER LIMIT [PREFETCH] [BUFFERS]
 plan() {
-  local name=$1 f=$2 c=$3 order=$4 k=$5 prefetch=${6:-2}
+  local name=$1 f=$2 c=$3 order=$4 k=$5 prefetch=${6:-2} buffers=${7:-4}
   local shm_part=""
   if [ "$f" != "1.0" ]; then
     shm_part=", {\"name\": \"shm\", \"kind\": \"host\", \"path\": \"$shm\", \"fraction\": $(python3 -c "print(round(1-$f, 6))")}"
@@ -71,7 +82,7 @@ plan() {
 {"schema": "mlpo.plan/1", "model": {"name": "synthetic", "params": 1}, "cluster": {},
  "subgroup_elements": $subgroup,
  "tiers": [{"name": "disk", "kind": "nvme", "path": "$disk", "fraction": $f, "concurrency_limit": $k}$shm_part],
- "host_cache_subgroups": $c, "buffers": 4, "prefetch_depth": $prefetch, "order": "$order", "gradients": "delayed",
+ "host_cache_subgroups": $c, "buffers": $buffers, "prefetch_depth": $prefetch, "order": "$order", "gradients": "delayed",
  "io": {"queue_depth": $qd}}
 JSON
   echo "$out/$name.plan.json"
@@ -93,8 +104,10 @@ labels=("baseline (ZeRO-3 offload: 1 tier, fp32 grads flushed, ascending, no cac
         "+ host cache ($cache subgroups) & alternating order"
         "+ second tier /dev/shm (${shm_fraction})"
         "+ concurrency limit k=$limit, R=2 ranks")
-plans=("$(plan base 1.0 0 ascending 0 1)" "$(plan delayed 1.0 0 ascending 0 1)" "$(plan cache 1.0 "$cache" alternating 0 2)"
-       "$(plan twotier "$shm_f" "$cache" alternating 0 2)" "$(plan limit "$shm_f" $(( cache / 2 )) alternating "$limit" 2)")
+plans=("$(plan base 1.0 0 ascending 0 1)" "$(plan delayed 1.0 0 ascending 0 1)"
+       "$(plan cache 1.0 "$cache" alternating 0 "$prefetch" "$buffers")"
+       "$(plan twotier "$shm_f" "$cache" alternating 0 "$prefetch" "$buffers")"
+       "$(plan limit "$shm_f" $(( cache / 2 )) alternating "$limit" "$prefetch" "$buffers")")
 ranks=(1 1 1 1 2)
 extra=("--mode baseline" "" "" "" "")
 # Repeat r starts at row r-1 (rotating), so a slow spell of the machine does not always hit
