@@ -2,6 +2,9 @@
 // updated in place and FLOP accounting — the per-rank schedule both models simulate.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "core/model_spec.hpp"
 #include "simulator/workload.hpp"
 #include "tests/support/sample_inputs.hpp"
@@ -28,14 +31,22 @@ TEST(Placement, CountsFollowFractionsWithinOne) {
   }
 }
 
-Plan cache_plan(OrderPolicy order, std::int64_t cache) {
+// The small model over `tiers` (names of io_bound_profile's tiers, equal shares) in 16 Ki-element
+// subgroups: hundreds of them, so caches and placement have room to show.
+Plan small_plan(const std::vector<std::string>& tiers, OrderPolicy order, std::int64_t cache,
+                GradientPolicy gradients = GradientPolicy::delayed) {
   const Profile profile = io_bound_profile();
-  Plan p = plan_for("small", 0, 1, 1, {plan_tier(profile, "nvme", 1.0)});
+  std::vector<PlanTier> plan_tiers;
+  for (const auto& name : tiers) plan_tiers.push_back(plan_tier(profile, name, 1.0 / static_cast<double>(tiers.size())));
+  Plan p = plan_for("small", 0, 1, 1, plan_tiers);
   p.subgroup_elements = 1024 * 16;
   p.order = order;
   p.host_cache_subgroups = cache;
+  p.gradients = gradients;
   return p;
 }
+
+Plan cache_plan(OrderPolicy order, std::int64_t cache) { return small_plan({"nvme"}, order, cache); }
 
 TEST(Workload, AscendingOrderNeverHitsAPartialCache) {
   const Accounting a = account(find_preset("small"), ClusterShape{});
@@ -87,12 +98,7 @@ TEST(Workload, WithoutCacheEverySubgroupIsReadAndWrittenOnce) {
 
 // Half the subgroups on /dev/shm (kind host, updated in place), half on NVMe.
 Plan shm_and_nvme_plan(std::int64_t cache, GradientPolicy gradients = GradientPolicy::delayed) {
-  const Profile profile = io_bound_profile();
-  Plan p = plan_for("small", 0, 1, 1, {plan_tier(profile, "shm", 0.5), plan_tier(profile, "nvme", 0.5)});
-  p.subgroup_elements = 1024 * 16;
-  p.host_cache_subgroups = cache;
-  p.gradients = gradients;
-  return p;
+  return small_plan({"shm", "nvme"}, OrderPolicy::alternating, cache, gradients);
 }
 
 TEST(Workload, SubgroupsOnAHostTierAreResidentNeverReadWrittenOrCached) {
