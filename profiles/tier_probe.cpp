@@ -39,6 +39,17 @@ namespace fs = std::filesystem;
 constexpr std::uint64_t kPage = io::kIoAlign;
 constexpr std::uint64_t kStampMagic = 0x4d4c504f50524f46ull;  // "MLPOPROF"
 constexpr std::uint64_t kMinRequest = 16 * MiB;
+// Bytes of buffers each direction of a stream cycles through (at least two requests' worth).
+// The executor reads each subgroup into its own buffer of its pool (8 x 200 MB at 1B
+// parameters), never into memory the last transfer just used. How much memory a read lands in
+// matters on a VM: the host copies the data into guest memory, and on the dev VM a loop that
+// recycles 8 MiB of buffers (fio's iodepth x bs at qd 8) reads the disk at 10-11.5 GB/s, one
+// that cycles through 64 MiB or more at 6-6.5 GB/s (docs/benchmarks.md, "Buffer footprint").
+constexpr std::uint64_t kBufferSpan = 64 * MiB;
+
+unsigned buffers_per_direction(std::uint64_t request) {
+  return static_cast<unsigned>(std::max<std::uint64_t>(2, (kBufferSpan + request - 1) / request));
+}
 
 std::string who(const TierSpec& spec) { return "tier '" + spec.name + "' (" + spec.path.string() + ")"; }
 
@@ -98,8 +109,8 @@ std::uint64_t first_bad_page(const std::byte* buffer, std::uint64_t length, unsi
 struct Stream {
   std::unique_ptr<io::TierIo> engine;
   io::TierFile* file = nullptr;
-  io::PinnedBuffer buffers[2];        // the pass's requests (the mixed pass: its reads)
-  io::PinnedBuffer write_buffers[2];  // the mixed pass's writes
+  std::vector<io::PinnedBuffer> buffers;        // the pass's requests (the mixed pass: its reads), used in turn
+  std::vector<io::PinnedBuffer> write_buffers;  // the mixed pass's writes, used in turn
   Clock::time_point end;
   Clock::time_point write_end;        // the mixed pass: when its writes reached their bytes
   std::exception_ptr error;
@@ -134,12 +145,13 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
       Stream& st = streams[s];
       io::IoRequest in_flight[2];
       std::uint64_t issued_at[2] = {UINT64_MAX, UINT64_MAX};  // file offset of each slot's request
+      std::byte* issued_to[2] = {nullptr, nullptr};            // and its buffer
       // Waits for a slot's request; after a read, checks every page of it.
       auto finish = [&](unsigned slot) {
         in_flight[slot].wait();
         const std::uint64_t at = std::exchange(issued_at[slot], UINT64_MAX);
         if (op != io::IoOp::read || at == UINT64_MAX || !check) return;
-        verify(st, st.buffers[slot].data(), std::min(request, bytes - at), s, at);
+        verify(st, issued_to[slot], std::min(request, bytes - at), s, at);
       };
       try {
         go.wait();
@@ -148,8 +160,9 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
           const unsigned slot = k % 2;
           finish(slot);
           const std::uint64_t len = std::min(request, bytes - offset);
-          std::byte* buf = st.buffers[slot].data();
+          std::byte* buf = st.buffers[k % st.buffers.size()].data();
           issued_at[slot] = offset;
+          issued_to[slot] = buf;
           if (op == io::IoOp::write) {
             stamp(buf, len, s, offset);
             in_flight[slot] = st.engine->write(*st.file, offset, len, buf);
@@ -206,18 +219,19 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
   auto direction = [&](unsigned s, io::IoOp op, std::exception_ptr& error) {
     Stream& st = streams[s];
     const bool reads = op == io::IoOp::read;
-    io::PinnedBuffer* buffers = reads ? st.buffers : st.write_buffers;
+    std::vector<io::PinnedBuffer>& buffers = reads ? st.buffers : st.write_buffers;
     Clock::time_point& end = reads ? st.end : st.write_end;
     io::IoRequest in_flight[2];
     std::uint64_t issued_at[2] = {UINT64_MAX, UINT64_MAX};
     std::uint64_t length[2] = {0, 0};
+    std::byte* issued_to[2] = {nullptr, nullptr};
     std::uint64_t moved = 0;
     bool reached = false;
     auto finish = [&](unsigned slot) {
       in_flight[slot].wait();
       const std::uint64_t at = std::exchange(issued_at[slot], UINT64_MAX);
       if (at == UINT64_MAX) return;
-      if (reads) verify(st, buffers[slot].data(), length[slot], s, at);
+      if (reads) verify(st, issued_to[slot], length[slot], s, at);
       moved += length[slot];
       if (!reached && moved >= bytes) {
         if (!reads && !st.file->direct()) sync(st);  // as in the write pass
@@ -235,7 +249,8 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
         if (interrupt_signal() != 0 || failed.load() || (reached && arrived.load() == directions)) break;
         length[slot] = std::min(request, bytes - offset);
         issued_at[slot] = offset;
-        std::byte* buf = buffers[slot].data();
+        std::byte* buf = buffers[k % buffers.size()].data();
+        issued_to[slot] = buf;
         if (reads) {
           in_flight[slot] = st.engine->read(*st.file, offset, length[slot], buf);
         } else {
@@ -411,7 +426,8 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
 
   const unsigned max_streams = plan.streams.back();
   ScratchDir scratch(spec);  // declared first: removed last, after every engine closed its files
-  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 4 * plan.request_bytes + kPage);
+  const unsigned per_direction = buffers_per_direction(plan.request_bytes);
+  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 2 * per_direction * plan.request_bytes + kPage);
   io::Tier tier;
   tier.name = spec.name;
   tier.path = scratch.path();
@@ -428,8 +444,10 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
     for (unsigned s = 0; s < n; ++s) {
       streams[s].engine = std::make_unique<io::TierIo>(tier, &pool, warn);
       streams[s].file = &streams[s].engine->open_file("stream-" + std::to_string(s) + ".bin", bytes);
-      for (auto& b : streams[s].buffers) b = pool.acquire(plan.request_bytes);
-      for (auto& b : streams[s].write_buffers) b = pool.acquire(plan.request_bytes);
+      for (unsigned b = 0; b < per_direction; ++b) {
+        streams[s].buffers.push_back(pool.acquire(plan.request_bytes));
+        streams[s].write_buffers.push_back(pool.acquire(plan.request_bytes));
+      }
       direct = direct && streams[s].file->direct();
     }
     std::vector<double> write_gbps, read_gbps, mixed_read_gbps, mixed_write_gbps;
