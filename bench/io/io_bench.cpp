@@ -2,6 +2,7 @@
 //
 //   io_bench --tier disk=/var/tmp/mlpo-bench --tier shm=/dev/shm/mlpo-bench
 //            --size 2GiB --bs 1MiB --qd 8 --streams 1 --direct on --reps 3 --vs-fio --together
+//   io_bench --tier disk=/var/tmp/mlpo-bench --request 1MiB --buffer-span 8MiB   (fio's footprint)
 //
 // Per tier and repetition: a sequential write of `streams` fresh files of `size` bytes each
 // (preallocated, like fio's fallocate=native), then a sequential read of them. The engine gets
@@ -58,6 +59,7 @@ struct Options {
   bool small_pages = false;
   std::string fio_iomem;
   std::uint64_t request = 64 * MiB;
+  std::uint64_t buffer_span = 0;  // bytes of buffers a stream cycles through (0: just enough)
 };
 
 struct Stats {
@@ -92,6 +94,15 @@ void drop_page_cache() {
   } else {
     std::fprintf(stderr, "io_bench: warning: cannot drop the page cache (needs root); reads may hit it\n");
   }
+}
+
+// Buffers (requests outstanding) per stream: enough to keep qd x bs in flight plus two, or
+// more when --buffer-span asks the stream to cycle through that many bytes of buffers. The
+// ring still keeps at most qd operations in the kernel; extra requests wait in the engine.
+unsigned buffers_per_stream(const Options& opt) {
+  const std::uint64_t keep = 2 + (opt.bs * opt.qd + opt.request - 1) / opt.request;
+  const std::uint64_t span = (opt.buffer_span + opt.request - 1) / opt.request;
+  return static_cast<unsigned>(std::max(keep, span));
 }
 
 // Average size of the requests the block device saw during a pass (0 when the tier is not
@@ -147,8 +158,7 @@ EngineRun run_engine(TierSet& tiers, PinnedBufferPool& pool, const Options& opt,
     Clock::time_point end;
   };
   std::vector<Stream> streams;
-  const unsigned outstanding =
-      2 + static_cast<unsigned>((opt.bs * opt.qd + opt.request - 1) / opt.request);  // keeps qd x bs in flight
+  const unsigned outstanding = buffers_per_stream(opt);
   for (std::size_t t = 0; t < n; ++t) {
     if (bytes_per_stream[t] == 0) continue;
     for (unsigned s = 0; s < opt.streams; ++s) {
@@ -328,7 +338,7 @@ std::vector<Tier> parse_tiers(const Options& opt) {
 int run(const Options& opt) {
   std::vector<Tier> tier_list = parse_tiers(opt);
   const std::size_t n = tier_list.size();
-  const unsigned outstanding = 2 + static_cast<unsigned>((opt.bs * opt.qd + opt.request - 1) / opt.request);
+  const unsigned outstanding = buffers_per_stream(opt);
   PinnedBufferPool pool(static_cast<std::uint64_t>(n) * opt.streams * outstanding * round_up(opt.request, kIoAlign),
                         mlock_hooks(), /*huge_pages=*/!opt.small_pages);
   TierSet tiers(tier_list, {&pool, stderr_warnings()});
@@ -510,7 +520,7 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   using namespace mlpo;
   io::Options opt;
-  std::string size = "2GiB", bs = "1MiB", request = "64MiB", direct = "on";
+  std::string size = "2GiB", bs = "1MiB", request = "64MiB", direct = "on", buffer_span = "0";
   CLI::App app{"io_bench: sequential write-then-read throughput of the tier I/O engine (and fio)"};
   app.add_option("--tier", opt.tier_specs, "NAME=PATH of a tier directory (repeatable)")->required();
   app.add_option("--size", size, "bytes per stream file (default 2GiB)");
@@ -520,6 +530,9 @@ int main(int argc, char** argv) {
   app.add_option("--direct", direct, "O_DIRECT on|off (tmpfs always runs buffered)")->check(CLI::IsMember({"on", "off"}));
   app.add_option("--reps", opt.reps, "repetitions (default 3)");
   app.add_option("--request", request, "bytes per engine request, like a subgroup (default 64MiB)");
+  app.add_option("--buffer-span", buffer_span,
+                 "bytes of buffers each stream cycles through, e.g. 8MiB (fio's iodepth x bs) vs 256MiB (default: just "
+                 "the requests needed in flight); how much memory reads land in matters on a VM");
   app.add_flag("--vs-fio", opt.vs_fio, "also run fio with the same parameters and print engine/fio");
   app.add_flag("--together", opt.together, "also drive all tiers at once and compare with the sum alone");
   app.add_flag("--crc", opt.crc, "record and verify CRC32C per request (engine only)");
@@ -531,6 +544,7 @@ int main(int argc, char** argv) {
     opt.size = parse_bytes(size, "--size");
     opt.bs = parse_bytes(bs, "--bs");
     opt.request = std::max(parse_bytes(request, "--request"), opt.bs);
+    opt.buffer_span = parse_bytes(buffer_span, "--buffer-span");
     opt.direct = direct == "on";
     if (opt.qd == 0 || opt.streams == 0 || opt.reps == 0) throw Error("--qd, --streams and --reps must be at least 1");
     if (opt.size % opt.bs != 0) throw Error("--size must be a multiple of --bs, as fio needs");
