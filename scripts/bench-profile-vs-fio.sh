@@ -13,8 +13,11 @@
 # at every point, so both tools see the same minutes of a VM whose disk drifts; the table
 # gives each tool's median and the median of the per-round ratios.
 # FIO_IOMEM=shmhuge gives fio huge-page buffers like the engine's pinned pool (transparent huge
-# pages), so both send the disk the same merged requests; it needs huge pages reserved
-# (echo 64 > /proc/sys/vm/nr_hugepages as root; set it back afterwards). Without it fio uses
+# pages), so both send the disk the same merged requests; it needs STREAMS x QD x BS of huge
+# pages reserved (64 at the defaults, 256 at qd 64: echo 256 > /proc/sys/vm/nr_hugepages as
+# root; set it back afterwards). fio reads into iodepth x bs of buffers, used over and over;
+# the profiler and the executor cycle through 64 MiB or more, and on a VM that costs reads
+# (docs/benchmarks.md, "Buffer footprint"): compare reads at a qd where iodepth x bs >= 64 MiB. Without it fio uses
 # malloc'd 4 KiB pages and its 1 MiB blocks are split on virtio (see docs/benchmarks.md).
 # Needs a release build and fio; python3 parses JSON.
 #   ./scripts/bench-profile-vs-fio.sh DIR [SIZE_PER_STREAM] [STREAMS] [REPS] [BS] [QD]
@@ -46,14 +49,23 @@ fio_once() {
   local op="$1" jobs="$2" async=0 out
   [ "$op" = read ] && [ "$direct" = 0 ] && async=1
   mkdir -p "$fio_dir"
+  if [ "$iomem" = shmhuge ]; then
+    local need free
+    need=$(( jobs * qd * bs_bytes / (2 * 1024 * 1024) ))
+    free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+    if [ "$free" -lt "$need" ]; then
+      echo "bench-profile-vs-fio: fio needs $need free huge pages at $jobs job(s) x qd $qd x bs $bs_bytes, $free are; reserve them (echo $need > /proc/sys/vm/nr_hugepages)" >&2
+      return 1
+    fi
+  fi
   if [ "$op" = read ]; then
     fio --name=lay --directory="$fio_dir" --ioengine=io_uring --direct="$direct" --rw=write --bs="$bs_bytes" \
-      --iodepth="$qd" --size="$bytes" --numjobs="$jobs" --fallocate=native --end_fsync=1 ${iomem:+--iomem=$iomem} >/dev/null
+      --iodepth="$qd" --size="$bytes" --numjobs="$jobs" --fallocate=native --end_fsync=1 ${iomem:+--iomem=$iomem} >/dev/null || { rm -rf "$fio_dir"; return 1; }
   fi
   out=$(fio --name=$( [ "$op" = read ] && echo lay || echo job ) --directory="$fio_dir" --ioengine=io_uring \
     --direct="$direct" --rw="$op" --bs="$bs_bytes" --iodepth="$qd" --size="$bytes" --numjobs="$jobs" \
     --fixedbufs=1 --force_async="$async" --fallocate=native $( [ "$op" = write ] && [ "$direct" = 0 ] && echo --end_fsync=1 ) \
-    ${iomem:+--iomem=$iomem} --group_reporting --output-format=json)
+    ${iomem:+--iomem=$iomem} --group_reporting --output-format=json) || { rm -rf "$fio_dir"; return 1; }
   rm -rf "$fio_dir"
   python3 -c 'import json,sys; print(json.loads(sys.stdin.read())["jobs"][0][sys.argv[1]]["bw_bytes"]/1e9)' "$op" <<<"$out"
 }
@@ -72,7 +84,8 @@ for r in $(seq "$reps"); do
   for n in $counts; do
     for op in write read; do
       mine=$(field "$work/profile.$r.json" "next(p['value']['median'] for p in t['${op}_gbps'] if p['streams']==$n)")
-      echo "$r $n $op $mine $(fio_once "$op" "$n")" >>"$work/pairs"
+      theirs=$(fio_once "$op" "$n") || { echo "bench-profile-vs-fio: fio failed at $n stream(s), $op" >&2; exit 1; }
+      echo "$r $n $op $mine $theirs" >>"$work/pairs"
     done
   done
 done
