@@ -6,7 +6,7 @@
 #   scripts/bench-update.sh (--profile profiles/data/dev-2core-vm.json | --profile-now) \
 #       [--params 1B] [--steps 4] [--disk /var/tmp/mlpo-bench] [--shm /dev/shm/mlpo-bench] \
 #       [--subgroup 16777216] [--cache-bytes 2GiB] [--shm-fraction 0.3] [--qd 8] [--limit 2] [--repeat 1]
-#       [--buffers 8] [--prefetch 4] [--profile-size 4GiB]
+#       [--buffers 8] [--prefetch 4] [--profile-size 4GiB] [--profile-each-row]
 #       [--invariance [--no-ablation]]
 #       [--out out/bench-update]
 # --qd: I/O queue depth of every plan (1 MiB blocks in flight per transfer), baseline included.
@@ -24,6 +24,11 @@
 #       OUT/profile.json, and take each row's bound from it: on a shared VM whose disk drifts by
 #       tens of percent, the bound then describes the same hour. The /dev/shm tier is `host`:
 #       updated in place (no I/O), so it needs no figures.
+# --profile-each-row: with --profile-now, also profile the disk again right before every row
+#       (up to 2 streams, 2 repetitions, --profile-size per stream, 256 MiB host probes; about
+#       25 s each) into OUT/profile.NAME.repR.json, and take that row's bound from it. A row
+#       then is compared with the disk of the same minute; the VM's disk drifts by 15-30 %
+#       within the quarter hour a run takes, which a single profile at the start cannot see.
 #
 # Every row runs `mlpo-run --update-only` with real tier files; the first step of each row is
 # a warm-up and is not averaged. Prints a table (markdown) with each row's mean update time,
@@ -33,7 +38,7 @@ cd "$(dirname "$0")/.."
 
 params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
 subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; limit=2; repeat=1; invariance=0; ablation=1; out=out/bench-update
-buffers=8; prefetch=4; profile_size=4GiB
+buffers=8; prefetch=4; profile_size=4GiB; each_row=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --params) params=$2; shift 2 ;;
@@ -42,6 +47,7 @@ while [ $# -gt 0 ]; do
     --shm) shm=$2; shift 2 ;;
     --profile) profile=$2; shift 2 ;;
     --profile-now) profile=now; shift ;;
+    --profile-each-row) each_row=1; shift ;;
     --subgroup) subgroup=$2; shift 2 ;;
     --cache-bytes) cache_bytes=$2; shift 2 ;;
     --shm-fraction) shm_fraction=$2; shift 2 ;;
@@ -54,11 +60,12 @@ while [ $# -gt 0 ]; do
     --profile-size) profile_size=$2; shift 2 ;;
     --no-ablation) ablation=0; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 [ -n "$profile" ] || { echo "bench-update: --profile FILE or --profile-now is required (make a profile with mlpo-profile)" >&2; exit 2; }
+[ "$each_row" = 0 ] || [ "$profile" = now ] || { echo "bench-update: --profile-each-row needs --profile-now" >&2; exit 2; }
 run=build/release/cli/mlpo-run
 [ -x "$run" ] || ./scripts/build.sh release
 mkdir -p "$disk" "$shm" "$out"
@@ -90,8 +97,15 @@ JSON
 
 row() {  # row INDEX REPEAT LABEL PLAN RANKS [extra mlpo-run args...]
   local index=$1 rep=$2 label=$3 p=$4 ranks=$5; shift 5
+  local row_profile="$profile"
+  if [ "$each_row" = 1 ]; then
+    row_profile="$out/profile.$(basename "$p" .plan.json).rep$rep.json"
+    echo "== [repeat $rep] mlpo-profile of disk=$disk right before the row -> $row_profile" >&2
+    build/release/cli/mlpo-profile --tier "disk=$disk" --queue-depth "$qd" --streams 2 --reps 2 \
+      --tier-size "$profile_size" --host-size 256MiB --model tiny --out "$row_profile" >/dev/null
+  fi
   echo "== [repeat $rep] $label" >&2
-  "$run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps "$steps" --profile "$profile" \
+  "$run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps "$steps" --profile "$row_profile" \
     --quiet --log "$out/$(basename "$p" .plan.json).r$ranks.rep$rep.jsonl" "$@" | grep '^summary:' | sed 's/^summary: //' \
     | LABEL="$label" ROW="$index" REPEAT="$rep" python3 -c "import json,os,sys; d=json.load(sys.stdin); d['label']=os.environ['LABEL']; d['row']=int(os.environ['ROW']); d['repeat']=int(os.environ['REPEAT']); print(json.dumps(d))" >> "$out/rows.jsonl"
 }
