@@ -56,6 +56,15 @@ TierSlots::TierSlots(const Tier& tier, unsigned k, SlotScope scope, TierCounters
   for (int p = 0; p < pool_count; ++p) {
     auto pool = std::make_unique<Pool>();
     pool->taken = std::vector<std::atomic<bool>>(k_);
+    pool->waiting = directory_ / (std::string(names[p]) + "-waiting.lock");
+    {
+      UniqueFd probe(::open(pool->waiting.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+      if (!probe.valid()) {
+        const int err = errno;
+        throw Error(who_ + ": cannot open " + pool->waiting.string() + ": " + errno_text(err) +
+                    "; make the tier directory writable");
+      }
+    }
     for (unsigned i = 0; i < k_; ++i) {
       const std::filesystem::path file = directory_ / (std::string(names[p]) + "-" + std::to_string(i) + ".lock");
       UniqueFd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
@@ -98,16 +107,44 @@ std::optional<TierSlot> TierSlots::try_acquire(SlotUse use) {
   return slot;
 }
 
+bool TierSlots::others_waiting(int pool) const {
+  UniqueFd fd(::open(pools_[pool]->waiting.c_str(), O_RDWR | O_CLOEXEC));
+  if (!fd.valid()) return false;  // removed under us: nobody can be waiting on it
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return false;  // closing fd drops the probe's lock
+  return errno == EWOULDBLOCK;
+}
+
+UniqueFd TierSlots::join_waiters(int pool) const {
+  UniqueFd fd(::open(pools_[pool]->waiting.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+  if (!fd.valid()) {
+    const int err = errno;
+    throw Error(who_ + ": cannot open " + pools_[pool]->waiting.string() + ": " + errno_text(err));
+  }
+  // Shared locks never conflict with each other; this waits only out another thread's probe.
+  while (::flock(fd.get(), LOCK_SH) != 0) {
+    const int err = errno;
+    if (err != EINTR) throw Error(who_ + ": flock on " + pools_[pool]->waiting.string() + " failed: " + errno_text(err));
+  }
+  return fd;
+}
+
 TierSlot TierSlots::acquire(SlotUse use) {
   TierSlot slot;
   if (k_ == 0) return slot;
   const int p = pool_of(use);
+  constexpr auto kLongestBackoff = std::chrono::microseconds(250);
   const auto start = std::chrono::steady_clock::now();
-  auto backoff = std::chrono::microseconds(50);
-  int index;
-  while ((index = try_take(*pools_[p])) < 0) {
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::microseconds(1000));
+  const bool queue = others_waiting(p);
+  int index = queue ? -1 : try_take(*pools_[p]);
+  if (index < 0) {
+    const UniqueFd waiting = join_waiters(p);
+    // Behind earlier waiters: let each of them poll once before this thread does.
+    if (queue) std::this_thread::sleep_for(2 * kLongestBackoff);
+    auto backoff = std::chrono::microseconds(50);
+    while ((index = try_take(*pools_[p])) < 0) {
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, kLongestBackoff);
+    }
   }
   const auto waited = std::chrono::steady_clock::now() - start;
   slot.owner_ = this;

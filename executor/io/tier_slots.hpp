@@ -7,10 +7,19 @@
 // share the lock file's open description, where flock would not exclude) off the same slot.
 // Every process must use the same k and scope for a tier (the plan's values).
 //
-// acquire() polls the k slots with try-locks, backing off from 50 us to 1 ms while all are
-// taken: a freed slot is noticed within ~1 ms, which is small next to a subgroup transfer
-// (tens of ms), and waiting costs one flock() per slot per poll. The wait is returned in the
-// TierSlot and added to the tier's counters (slot_wait_s).
+// acquire() polls the k slots with try-locks, backing off from 50 us to 250 us while all are
+// taken: a freed slot is noticed within 0.25 ms, small next to a subgroup transfer (tens of
+// ms); waiting costs one flock() per slot per poll. The wait is returned in the TierSlot and
+// added to the tier's counters (slot_wait_s).
+//
+// Waiters go first. A waiting thread holds a shared flock on <pool>-waiting.lock (its own
+// open file, so it counts in its own process too). A thread that finds waiters there does not
+// try the slots at once: it joins them and sleeps twice the longest backoff before its first
+// try. Without this, a thread that releases a slot and asks again at once (a rank's writer
+// with more write-backs queued) wins every time against threads asleep in their backoff. On
+// the dev VM that let one of R = 2 ranks finish its update up to 0.7 s before the other
+// (docs/benchmarks.md). The order among waiters is whoever polls first: fair on average, not
+// FIFO. A killed waiter's flock goes with it.
 
 #include <atomic>
 #include <cstdint>
@@ -78,12 +87,17 @@ class TierSlots {
   friend class TierSlot;
   struct Pool {
     std::vector<UniqueFd> files;
+    std::filesystem::path waiting;         // <name>-waiting.lock: shared-locked by every waiting thread
     std::vector<std::atomic<bool>> taken;  // held by a thread of this process
     std::atomic<unsigned> next{0};         // where the next scan starts (spreads threads)
   };
   int pool_of(SlotUse use) const { return scope_ == SlotScope::separate && use == SlotUse::write ? 1 : 0; }
   int try_take(Pool& pool);
   void give_back(int pool, int index);
+  // Whether some thread, in any process, is waiting for a slot of `pool`.
+  bool others_waiting(int pool) const;
+  // Opens `pool`'s waiting file and holds a shared flock on it: this thread waits.
+  UniqueFd join_waiters(int pool) const;
 
   std::string who_;
   unsigned k_;

@@ -223,6 +223,37 @@ TEST(TierSlots, WaitTimeIsRecordedInTheSlotAndTheTierCounters) {
   EXPECT_EQ(counters.snapshot().slot_acquisitions, 2u);
 }
 
+TEST(TierSlots, AWaiterGetsTheSlotBeforeAHolderThatAsksAgainAtOnce) {
+  // A process that releases its slot and asks again at once (a rank with write-backs queued)
+  // must not keep the slot from a process already waiting. Without the waiters' turn, the
+  // waiter wins only when its poll lands in the microseconds between release and re-take.
+  TempDir dir("/var/tmp");
+  const Tier tier{"nvme", dir.path(), TierKind::nvme};
+  SharedPage shared;
+  ASSERT_NE(shared.get(), nullptr);
+  constexpr int kMaxCycles = 200;
+  const pid_t holder = fork_child([&] {
+    TierSlots slots(tier, 1);
+    for (int n = 0; n < kMaxCycles && shared->in_flight.load() == 0; ++n) {
+      TierSlot slot = slots.acquire(SlotUse::write);
+      shared->started.store(1);
+      shared->transfers.store(n + 1);  // cycles the holder has begun
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+  });
+  while (shared->started.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  TierSlots slots(tier, 1);
+  const int asked_at = shared->transfers.load();
+  TierSlot mine = slots.acquire(SlotUse::write);
+  const int got_at = shared->transfers.load();
+  shared->in_flight.store(1);  // tells the holder to stop
+  mine.release();
+  EXPECT_EQ(wait_exit_code(holder), 0);
+  // Next turn, or a few later on a loaded machine; not the holder's remaining ~200 cycles.
+  EXPECT_LE(got_at - asked_at, 10) << "the waiter got the slot only after " << got_at - asked_at << " of the holder's cycles";
+}
+
 TEST(TierSlots, MissingTierDirectoryIsAClearError) {
   const Tier tier{"nvme", "/var/tmp/mlpo-no-such-tier-dir", TierKind::nvme};
   try {
