@@ -109,8 +109,10 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   j["step"] = step + 1;
   double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0;
   std::int64_t hits = 0, reads = 0, writes = 0, elements = 0;
+  Json rank_update_s = Json::array();  // each rank's own update time: the step waits for the slowest
   for (int r = 0; r < o.ranks; ++r) {
     const auto& rec = group.record(r, step);
+    rank_update_s.push_back(rec.update_s);
     update_s = std::max(update_s, rec.update_s);
     backward_s = std::max(backward_s, rec.backward_s);
     flush_s = std::max(flush_s, rec.gradient_flush_s);
@@ -125,6 +127,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   j["forward_s"] = 0.0;
   j["backward_s"] = backward_s;
   j["update_s"] = update_s;
+  if (o.ranks > 1) j["rank_update_s"] = rank_update_s;
   j["gradient_flush_s"] = flush_s;
   j["adam_s"] = adam_s;
   j["prefetch_stall_s"] = stall;
