@@ -112,7 +112,7 @@ struct Stream {
   std::vector<io::PinnedBuffer> buffers;        // the pass's requests (the mixed pass: its reads), used in turn
   std::vector<io::PinnedBuffer> write_buffers;  // the mixed pass's writes, used in turn
   Clock::time_point end;
-  Clock::time_point write_end;        // the mixed pass: when its writes reached their bytes
+  Clock::time_point write_end;  // the mixed pass: when its writes reached their bytes
   std::exception_ptr error;
 };
 
@@ -130,6 +130,40 @@ void sync(const Stream& st) {
   if (::fsync(st.file->fd()) != 0) throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
 }
 
+// One request of a pass in flight: where it reads or writes. Each direction of a stream keeps
+// two, so its ring never drains between requests.
+struct Issued {
+  io::IoRequest request;
+  std::uint64_t at = UINT64_MAX;  // file offset; UINT64_MAX while nothing is issued here
+  std::uint64_t length = 0;
+  std::byte* buffer = nullptr;
+};
+
+// Issues request number k of stream s's direction `op` at `offset`, into (or, stamped, from)
+// the next of `buffers` in turn.
+void issue(Stream& st, unsigned s, io::IoOp op, std::vector<io::PinnedBuffer>& buffers, unsigned k,
+           std::uint64_t offset, std::uint64_t length, Issued& slot) {
+  slot.at = offset;
+  slot.length = length;
+  slot.buffer = buffers[k % buffers.size()].data();
+  if (op == io::IoOp::write) {
+    stamp(slot.buffer, length, s, offset);
+    slot.request = st.engine->write(*st.file, offset, length, slot.buffer);
+  } else {
+    slot.request = st.engine->read(*st.file, offset, length, slot.buffer);
+  }
+}
+
+// After a failure: lets both requests finish (their buffers stay in use until then).
+void drain(Issued (&slots)[2]) {
+  for (auto& slot : slots) {
+    try {
+      slot.request.wait();
+    } catch (...) {
+    }
+  }
+}
+
 // One sequential pass (write, or read, checking every page when `check`) of every stream at once; returns GB/s over
 // all streams, or throws (I/O error, mismatch, interruption) once every stream stopped. A
 // write's clock stops when the data has left this host's memory: when the last O_DIRECT
@@ -143,46 +177,31 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
   for (unsigned s = 0; s < streams.size(); ++s) {
     threads.emplace_back([&, s] {
       Stream& st = streams[s];
-      io::IoRequest in_flight[2];
-      std::uint64_t issued_at[2] = {UINT64_MAX, UINT64_MAX};  // file offset of each slot's request
-      std::byte* issued_to[2] = {nullptr, nullptr};            // and its buffer
+      Issued slots[2];
       // Waits for a slot's request; after a read, checks every page of it.
-      auto finish = [&](unsigned slot) {
-        in_flight[slot].wait();
-        const std::uint64_t at = std::exchange(issued_at[slot], UINT64_MAX);
+      auto finish = [&](Issued& slot) {
+        slot.request.wait();
+        const std::uint64_t at = std::exchange(slot.at, UINT64_MAX);
         if (op != io::IoOp::read || at == UINT64_MAX || !check) return;
-        verify(st, issued_to[slot], std::min(request, bytes - at), s, at);
+        verify(st, slot.buffer, slot.length, s, at);
       };
       try {
         go.wait();
         std::uint64_t offset = 0;
         for (unsigned k = 0; offset < bytes && interrupt_signal() == 0; ++k) {
-          const unsigned slot = k % 2;
+          Issued& slot = slots[k % 2];
           finish(slot);
           const std::uint64_t len = std::min(request, bytes - offset);
-          std::byte* buf = st.buffers[k % st.buffers.size()].data();
-          issued_at[slot] = offset;
-          issued_to[slot] = buf;
-          if (op == io::IoOp::write) {
-            stamp(buf, len, s, offset);
-            in_flight[slot] = st.engine->write(*st.file, offset, len, buf);
-          } else {
-            in_flight[slot] = st.engine->read(*st.file, offset, len, buf);
-          }
+          issue(st, s, op, st.buffers, k, offset, len, slot);
           offset += len;
         }
-        finish(0);
-        finish(1);
+        finish(slots[0]);
+        finish(slots[1]);
         if (op == io::IoOp::write && !st.file->direct()) sync(st);
         st.end = Clock::now();
         if (op == io::IoOp::write && st.file->direct()) sync(st);
       } catch (...) {
-        for (auto& r : in_flight) {
-          try {
-            r.wait();
-          } catch (...) {
-          }
-        }
+        drain(slots);
         st.error = std::current_exception();
         st.end = Clock::now();
       }
@@ -221,18 +240,15 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
     const bool reads = op == io::IoOp::read;
     std::vector<io::PinnedBuffer>& buffers = reads ? st.buffers : st.write_buffers;
     Clock::time_point& end = reads ? st.end : st.write_end;
-    io::IoRequest in_flight[2];
-    std::uint64_t issued_at[2] = {UINT64_MAX, UINT64_MAX};
-    std::uint64_t length[2] = {0, 0};
-    std::byte* issued_to[2] = {nullptr, nullptr};
+    Issued slots[2];
     std::uint64_t moved = 0;
     bool reached = false;
-    auto finish = [&](unsigned slot) {
-      in_flight[slot].wait();
-      const std::uint64_t at = std::exchange(issued_at[slot], UINT64_MAX);
+    auto finish = [&](Issued& slot) {
+      slot.request.wait();
+      const std::uint64_t at = std::exchange(slot.at, UINT64_MAX);
       if (at == UINT64_MAX) return;
-      if (reads) verify(st, issued_to[slot], length[slot], s, at);
-      moved += length[slot];
+      if (reads) verify(st, slot.buffer, slot.length, s, at);
+      moved += slot.length;
       if (!reached && moved >= bytes) {
         if (!reads && !st.file->direct()) sync(st);  // as in the write pass
         reached = true;
@@ -244,32 +260,19 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
       go.wait();
       std::uint64_t offset = reads ? 0 : bytes / 2 / block_size * block_size;
       for (unsigned k = 0;; ++k) {
-        const unsigned slot = k % 2;
+        Issued& slot = slots[k % 2];
         finish(slot);
         if (interrupt_signal() != 0 || failed.load() || (reached && arrived.load() == directions)) break;
-        length[slot] = std::min(request, bytes - offset);
-        issued_at[slot] = offset;
-        std::byte* buf = buffers[k % buffers.size()].data();
-        issued_to[slot] = buf;
-        if (reads) {
-          in_flight[slot] = st.engine->read(*st.file, offset, length[slot], buf);
-        } else {
-          stamp(buf, length[slot], s, offset);
-          in_flight[slot] = st.engine->write(*st.file, offset, length[slot], buf);
-        }
-        offset += length[slot];
+        const std::uint64_t len = std::min(request, bytes - offset);
+        issue(st, s, op, buffers, k, offset, len, slot);
+        offset += len;
         if (offset >= bytes) offset = 0;
       }
-      finish(0);
-      finish(1);
+      finish(slots[0]);
+      finish(slots[1]);
       if (!reads && st.file->direct()) sync(st);
     } catch (...) {
-      for (auto& r : in_flight) {
-        try {
-          r.wait();
-        } catch (...) {
-        }
-      }
+      drain(slots);
       failed.store(true);
       error = std::current_exception();
     }
