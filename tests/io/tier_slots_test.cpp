@@ -35,6 +35,8 @@ struct Shared {
   std::atomic<int> transfers{0};
   std::atomic<int> started{0};  // start barrier, so the processes really compete
   std::atomic<std::int64_t> acquired_at_ns[8];
+  std::atomic<int> cycles{0};  // the fairness test: cycles its holder has begun
+  std::atomic<bool> stop{false};
 };
 
 class SharedPage {
@@ -234,20 +236,19 @@ TEST(TierSlots, AWaiterGetsTheSlotBeforeAHolderThatAsksAgainAtOnce) {
   constexpr int kMaxCycles = 200;
   const pid_t holder = fork_child([&] {
     TierSlots slots(tier, 1);
-    for (int n = 0; n < kMaxCycles && shared->in_flight.load() == 0; ++n) {
+    for (int n = 0; n < kMaxCycles && !shared->stop.load(); ++n) {
       TierSlot slot = slots.acquire(SlotUse::write);
-      shared->started.store(1);
-      shared->transfers.store(n + 1);  // cycles the holder has begun
+      shared->cycles.store(n + 1);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return true;
   });
-  while (shared->started.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  while (shared->cycles.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
   TierSlots slots(tier, 1);
-  const int asked_at = shared->transfers.load();
+  const int asked_at = shared->cycles.load();
   TierSlot mine = slots.acquire(SlotUse::write);
-  const int got_at = shared->transfers.load();
-  shared->in_flight.store(1);  // tells the holder to stop
+  const int got_at = shared->cycles.load();
+  shared->stop.store(true);
   mine.release();
   EXPECT_EQ(wait_exit_code(holder), 0);
   // Next turn, or a few later on a loaded machine; not the holder's remaining ~200 cycles.
