@@ -69,11 +69,16 @@ done
 run=build/release/cli/mlpo-run
 [ -x "$run" ] || ./scripts/build.sh release
 mkdir -p "$disk" "$shm" "$out"
+# profile_disk OUT [mlpo-profile args...]: the disk tier at the plans' queue depth, --profile-size per stream.
+profile_disk() {
+  local file=$1; shift
+  build/release/cli/mlpo-profile --tier "disk=$disk" --queue-depth "$qd" --tier-size "$profile_size" --model tiny \
+    --out "$file" "$@" >/dev/null
+}
 if [ "$profile" = now ]; then
   profile="$out/profile.json"
   echo "== mlpo-profile of disk=$disk at queue depth $qd, $profile_size per stream -> $profile" >&2
-  build/release/cli/mlpo-profile --tier "disk=$disk" --queue-depth "$qd" --streams 4 --reps 3 \
-    --tier-size "$profile_size" --model tiny --out "$profile" >/dev/null
+  profile_disk "$profile" --streams 4 --reps 3
 fi
 cache_bytes=$(python3 -c "import re,sys; t=sys.argv[1]; m=re.fullmatch(r'([0-9.]+)([KMGT]?)(i?B)?', t); print(int(float(m.group(1)) * 1024**' KMGT'.index(m.group(2) or ' ')))" "$cache_bytes")
 cache=$(( cache_bytes / (subgroup * 12) ))
@@ -101,8 +106,7 @@ row() {  # row INDEX REPEAT LABEL PLAN RANKS [extra mlpo-run args...]
   if [ "$each_row" = 1 ]; then
     row_profile="$out/profile.$(basename "$p" .plan.json).rep$rep.json"
     echo "== [repeat $rep] mlpo-profile of disk=$disk right before the row -> $row_profile" >&2
-    build/release/cli/mlpo-profile --tier "disk=$disk" --queue-depth "$qd" --streams 2 --reps 2 \
-      --tier-size "$profile_size" --host-size 256MiB --model tiny --out "$row_profile" >/dev/null
+    profile_disk "$row_profile" --streams 2 --reps 2 --host-size 256MiB
   fi
   echo "== [repeat $rep] $label" >&2
   "$run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps "$steps" --profile "$row_profile" \
