@@ -60,6 +60,7 @@ struct Options {
   std::string fio_iomem;
   std::uint64_t request = 64 * MiB;
   std::uint64_t buffer_span = 0;  // bytes of buffers a stream cycles through (0: just enough)
+  bool one_at_a_time = false;     // wait for each request before the next, as an update pipeline's reader does
 };
 
 struct Stats {
@@ -195,6 +196,7 @@ EngineRun run_engine(TierSet& tiers, PinnedBufferPool& pool, const Options& opt,
         const std::uint64_t len = std::min(opt.request, total - offset);
         std::byte* buf = st.buffers[slot].data();
         in_flight[slot] = op == IoOp::write ? tio.write(*st.file, offset, len, buf) : tio.read(*st.file, offset, len, buf);
+        if (opt.one_at_a_time) in_flight[slot].wait();
         offset += len;
       }
       for (IoRequest& r : in_flight) r.wait();
@@ -533,6 +535,9 @@ int main(int argc, char** argv) {
   app.add_option("--buffer-span", buffer_span,
                  "bytes of buffers each stream cycles through, e.g. 8MiB (fio's iodepth x bs) vs 256MiB (default: just "
                  "the requests needed in flight); how much memory reads land in matters on a VM");
+  app.add_flag("--one-at-a-time", opt.one_at_a_time,
+               "wait for each request before issuing the next, as the update pipeline's readers and writers do: the "
+               "queue drains at the end of every request (compare with the default, which keeps it full)");
   app.add_flag("--vs-fio", opt.vs_fio, "also run fio with the same parameters and print engine/fio");
   app.add_flag("--together", opt.together, "also drive all tiers at once and compare with the sum alone");
   app.add_flag("--crc", opt.crc, "record and verify CRC32C per request (engine only)");
