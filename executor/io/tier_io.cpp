@@ -33,9 +33,6 @@ std::string hex32(std::uint32_t v) {
 
 const char* op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
 
-// Index of a direction's pending queue and free operation slots.
-std::size_t direction(IoOp op) { return op == IoOp::read ? 0 : 1; }
-
 }  // namespace
 
 TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
@@ -46,9 +43,8 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
     const int err = errno;
     throw Error("tier '" + tier_.name + "': cannot create an eventfd: " + errno_text(err));
   }
-  ops_.resize(2 * static_cast<std::size_t>(tier_.queue_depth));
-  for (unsigned d = 0; d < 2; ++d)
-    for (unsigned i = tier_.queue_depth; i-- > 0;) free_ops_[d].push_back(d * tier_.queue_depth + i);
+  ops_.resize(tier_.queue_depth);
+  for (unsigned i = tier_.queue_depth; i-- > 0;) free_ops_.push_back(i);
 
   // The ring is created on the I/O thread, the only thread that ever touches it.
   std::promise<void> started;
@@ -56,7 +52,7 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
   thread_ = std::thread([this, &started] {
     std::optional<IoRing> ring;
     try {
-      ring.emplace(2 * tier_.queue_depth + 1, "tier '" + tier_.name + "' (" + tier_.path.string() + ")");
+      ring.emplace(tier_.queue_depth + 1, "tier '" + tier_.name + "' (" + tier_.path.string() + ")");
       if (pool_ != nullptr) {
         std::string error;
         fixed_buffers_ = ring->register_buffers(pool_->region(), error);
@@ -170,13 +166,13 @@ void TierIo::run(IoRing& ring) {
     {
       std::lock_guard lock(queue_mutex_);
       while (!incoming_.empty()) {
-        pending_[direction(incoming_.front()->op)].push_back(std::move(incoming_.front()));
+        pending_.push_back(std::move(incoming_.front()));
         incoming_.pop_front();
       }
       stop = stopping_;
     }
     hand_out(ring);
-    if (stop && pending_[0].empty() && pending_[1].empty() && in_flight_ == 0) break;
+    if (stop && pending_.empty() && in_flight_ == 0) break;
 
     const int rc = io_uring_submit_and_wait(ring.get(), 1);
     MLPO_CHECK(rc >= 0 || rc == -EINTR || rc == -EAGAIN || rc == -EBUSY,
@@ -199,37 +195,33 @@ void TierIo::run(IoRing& ring) {
 }
 
 void TierIo::hand_out(IoRing& ring) {
-  for (std::size_t d = 0; d < 2; ++d) {
-    auto& pending = pending_[d];
-    auto& free_ops = free_ops_[d];
-    while (!free_ops.empty() && !pending.empty()) {
-      detail::RequestState& req = *pending.front();
-      if (req.next_chunk >= req.padded) {  // fully handed out, or failed
-        pending.pop_front();
-        continue;
-      }
-      const unsigned index = free_ops.back();
-      free_ops.pop_back();
-      Operation& op = ops_[index];
-      const std::uint64_t len = std::min<std::uint64_t>(tier_.block_size, req.padded - req.next_chunk);
-      op.request = pending.front();
-      op.file_offset = req.offset + req.next_chunk;
-      op.buffer = req.buffer + req.next_chunk;
-      op.length = static_cast<std::uint32_t>(len);
-      op.done = 0;
-      op.fixed = ring.fixed_index(op.buffer, len);
-      req.next_chunk += len;
-      ++req.in_flight;
-      if (in_flight_++ == 0) busy_since_ns_ = now_ns();
-      prepare(ring, index);
+  while (!free_ops_.empty() && !pending_.empty()) {
+    detail::RequestState& req = *pending_.front();
+    if (req.next_chunk >= req.padded) {  // fully handed out, or failed
+      pending_.pop_front();
+      continue;
     }
+    const unsigned index = free_ops_.back();
+    free_ops_.pop_back();
+    Operation& op = ops_[index];
+    const std::uint64_t len = std::min<std::uint64_t>(tier_.block_size, req.padded - req.next_chunk);
+    op.request = pending_.front();
+    op.file_offset = req.offset + req.next_chunk;
+    op.buffer = req.buffer + req.next_chunk;
+    op.length = static_cast<std::uint32_t>(len);
+    op.done = 0;
+    op.fixed = ring.fixed_index(op.buffer, len);
+    req.next_chunk += len;
+    ++req.in_flight;
+    if (in_flight_++ == 0) busy_since_ns_ = now_ns();
+    prepare(ring, index);
   }
 }
 
 void TierIo::prepare(IoRing& ring, unsigned index) {
   Operation& op = ops_[index];
   io_uring_sqe* sqe = io_uring_get_sqe(ring.get());
-  if (sqe == nullptr) {  // cannot happen with 2 x queue_depth + 1 entries, but be safe
+  if (sqe == nullptr) {  // cannot happen with queue_depth + 1 entries, but be safe
     io_uring_submit(ring.get());
     sqe = io_uring_get_sqe(ring.get());
     MLPO_CHECK(sqe != nullptr, "io_uring submission queue full");
@@ -331,7 +323,7 @@ void TierIo::finish_operation(unsigned index) {
   Operation& op = ops_[index];
   std::shared_ptr<detail::RequestState> request = std::move(op.request);
   op.request.reset();
-  free_ops_[direction(request->op)].push_back(index);
+  free_ops_.push_back(index);
   if (--in_flight_ == 0) counters_.add_busy_ns(now_ns() - busy_since_ns_);
   if (--request->in_flight == 0 && request->next_chunk >= request->padded) finish_request(*request);
 }

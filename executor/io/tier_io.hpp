@@ -2,12 +2,9 @@
 // TierIo: the I/O engine of one tier. Owns one io_uring and one I/O thread (which alone
 // touches the ring), plus the tier's open files. read()/write() may be called from any
 // thread: they queue the request and wake the I/O thread through an eventfd, which splits
-// the request into block_size operations and keeps at most queue_depth reads and, at the same
-// time, at most queue_depth writes of them in the kernel (per direction over all requests of
-// this tier, oldest request first). Reads and writes never queue behind each other: an
-// update streams both at once, and a disk moves more that way than one direction after the
-// other (the profile's mixed figures) only if each direction keeps its own depth. Tiers never
-// wait on each other: each has its own ring and thread.
+// the request into block_size operations and keeps at most queue_depth of them (over all
+// requests of this tier, oldest request first) in the kernel. Tiers never wait on each other:
+// each has its own ring and thread.
 //
 // Guarantees per request: short transfers are resubmitted for the rest, EINTR/EAGAIN are
 // retried, any other failure fails the request with an mlpo::Error naming the tier, file,
@@ -114,11 +111,9 @@ class TierIo {
   bool stopping_ = false;
 
   // I/O-thread state.
-  // Per direction (index static_cast<int>(IoOp)): requests not yet fully handed out, and
-  // free operation slots (queue_depth each; ops_ holds 2 x queue_depth).
-  std::deque<std::shared_ptr<detail::RequestState>> pending_[2];
+  std::deque<std::shared_ptr<detail::RequestState>> pending_;  // not yet fully handed out
   std::vector<Operation> ops_;                                 // queue_depth slots
-  std::vector<unsigned> free_ops_[2];
+  std::vector<unsigned> free_ops_;
   unsigned in_flight_ = 0;
   std::uint64_t busy_since_ns_ = 0;
   std::uint64_t wake_value_ = 0;  // target of the eventfd read kept armed in the ring

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -274,29 +273,6 @@ TEST(TierIo, CompletionCallbackRunsBeforeWaitReturns) {
   EXPECT_EQ(seen.op, IoOp::write);
   EXPECT_EQ(seen.length, buf.size());
   EXPECT_TRUE(seen.error.empty());
-}
-
-// Reads and writes each have their own queue_depth: a write submitted behind a long read
-// goes to the kernel at once instead of after the read's last operation. With one depth for
-// both (oldest request first), the write here would finish only after all 16384 of the
-// read's operations.
-TEST(TierIo, AWriteDoesNotQueueBehindALongRead) {
-  TempDir shm("/dev/shm");
-  TierIo tio({"shm", shm.path(), TierKind::host, 4 * KiB, 1, false}, nullptr, {});
-  constexpr std::uint64_t kLong = 64 * MiB;
-  TierFile& big = tio.open_file("big.bin", kLong);
-  TierFile& small = tio.open_file("small.bin", 4 * KiB);
-  std::vector<std::byte> read_buf(kLong), write_buf(4 * KiB);
-  tio.write(big, 0, kLong, read_buf.data()).wait();
-
-  std::atomic<int> finished{0};
-  int read_rank = 0, write_rank = 0;
-  IoRequest read = tio.read(big, 0, kLong, read_buf.data(), [&](const IoResult&) { read_rank = ++finished; });
-  IoRequest write = tio.write(small, 0, write_buf.size(), write_buf.data(), [&](const IoResult&) { write_rank = ++finished; });
-  write.wait();
-  read.wait();
-  EXPECT_EQ(write_rank, 1) << "the 4 KiB write waited for the 64 MiB read";
-  EXPECT_EQ(read_rank, 2);
 }
 
 TEST(TierIo, TwoTiersStreamConcurrentlyFromSeveralThreads) {
