@@ -38,6 +38,7 @@ const char* op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
 TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
     : tier_(std::move(tier)), pool_(pool), warn_(std::move(warn)) {
   validate(tier_);
+  device_ = BlockDeviceStats::of(tier_.path);
   wake_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC));
   if (!wake_fd_.valid()) {
     const int err = errno;

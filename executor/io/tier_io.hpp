@@ -28,11 +28,13 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "executor/io/block_device_stats.hpp"
 #include "executor/io/io_request.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier.hpp"
@@ -72,6 +74,8 @@ class TierIo {
   TierCounters& counters() { return counters_; }
   TierCounterSnapshot counter_snapshot() const { return counters_.snapshot(); }
   bool fixed_buffers() const { return fixed_buffers_; }  // pool registered with the ring
+  // The block device under the tier's directory (node-wide counters), if it has one.
+  const std::optional<BlockDeviceStats>& device() const { return device_; }
 
  private:
   // One block_size piece of a request while it is in the kernel.
@@ -100,6 +104,7 @@ class TierIo {
   TierCounters counters_;
   UniqueFd wake_fd_;
   bool fixed_buffers_ = false;
+  std::optional<BlockDeviceStats> device_;
 
   std::mutex files_mutex_;
   std::vector<std::unique_ptr<TierFile>> files_;

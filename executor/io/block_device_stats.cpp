@@ -1,0 +1,57 @@
+#include "executor/io/block_device_stats.hpp"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace mlpo::io {
+namespace {
+
+// Fields of /sys/block/<dev>/stat (Documentation/block/stat.rst), 0-based.
+constexpr std::size_t kSectorsRead = 2;
+constexpr std::size_t kSectorsWritten = 6;
+constexpr std::size_t kIoTicks = 9;
+constexpr std::uint64_t kSector = 512;
+
+std::optional<std::vector<std::uint64_t>> read_fields(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) return std::nullopt;
+  std::vector<std::uint64_t> fields;
+  std::uint64_t v;
+  while (in >> v) fields.push_back(v);
+  if (fields.size() <= kIoTicks) return std::nullopt;
+  return fields;
+}
+
+}  // namespace
+
+std::optional<BlockDeviceStats> BlockDeviceStats::of(const std::filesystem::path& directory) {
+  // A directory not made yet will live on its nearest existing ancestor's device.
+  struct stat st {};
+  std::error_code ec;
+  std::filesystem::path at = std::filesystem::absolute(directory, ec);
+  if (ec) return std::nullopt;
+  while (::stat(at.c_str(), &st) != 0) {
+    if (at == at.root_path()) return std::nullopt;
+    at = at.parent_path();
+  }
+  if (major(st.st_dev) == 0) return std::nullopt;  // anonymous: tmpfs, overlay, btrfs, NFS, FUSE
+  const std::filesystem::path dev =
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  const std::filesystem::path real = std::filesystem::canonical(dev, ec);
+  if (ec || !read_fields(real / "stat")) return std::nullopt;
+  return BlockDeviceStats(real / "stat", real.filename().string());
+}
+
+BlockDeviceSnapshot BlockDeviceStats::snapshot() const {
+  const auto fields = read_fields(stat_file_);
+  if (!fields) throw Error("block device '" + name_ + "': cannot read its counters from " + stat_file_.string());
+  return BlockDeviceSnapshot{(*fields)[kIoTicks], (*fields)[kSectorsRead] * kSector, (*fields)[kSectorsWritten] * kSector};
+}
+
+}  // namespace mlpo::io
