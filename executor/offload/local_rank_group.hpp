@@ -24,6 +24,9 @@ struct RankStepRecord {
   std::int64_t cache_hits = 0, reads = 0, writes = 0, elements = 0;
   std::uint64_t read_bytes[kMaxStatTiers] = {}, write_bytes[kMaxStatTiers] = {};
   double busy_s[kMaxStatTiers] = {}, slot_wait_s[kMaxStatTiers] = {};
+  // The tier's block device over this rank's update (node-wide counters); busy < 0: no device.
+  double device_busy_s[kMaxStatTiers] = {};
+  std::uint64_t device_read_bytes[kMaxStatTiers] = {}, device_write_bytes[kMaxStatTiers] = {};
 };
 
 class LocalRankGroup {

@@ -97,6 +97,10 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
       rec.write_bytes[t] = st.tiers[t].write_bytes;
       rec.busy_s[t] = st.tiers[t].busy_s;
       rec.slot_wait_s[t] = st.tiers[t].slot_wait_s;
+      const auto& device = st.tiers[t].device;
+      rec.device_busy_s[t] = device ? static_cast<double>(device->busy_ms) / 1e3 : -1.0;
+      rec.device_read_bytes[t] = device ? device->read_bytes : 0;
+      rec.device_write_bytes[t] = device ? device->write_bytes : 0;
     }
     group.barrier();  // the step's records are complete
   }
@@ -139,16 +143,24 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   Json tiers = Json::array();
   double bytes_total = 0, bw_total = 0, slowest_tier_s = 0;
   for (std::size_t t = 0; t < tier_names.size(); ++t) {
-    std::uint64_t rb = 0, wb = 0;
-    double busy = 0, wait = 0;
+    std::uint64_t rb = 0, wb = 0, device_rb = 0, device_wb = 0;
+    double busy = 0, wait = 0, device_busy = -1;
     for (int r = 0; r < o.ranks; ++r) {
       const auto& rec = group.record(r, step);
       rb += rec.read_bytes[t];
       wb += rec.write_bytes[t];
       busy = std::max(busy, rec.busy_s[t]);
       wait += rec.slot_wait_s[t];
+      // Node-wide counters over each rank's own (nearly equal) span: the longest span's.
+      if (rec.device_busy_s[t] > device_busy) {
+        device_busy = rec.device_busy_s[t];
+        device_rb = rec.device_read_bytes[t];
+        device_wb = rec.device_write_bytes[t];
+      }
     }
     tiers.push_back(Json{{"name", tier_names[t]}, {"read_bytes", rb}, {"write_bytes", wb}, {"busy_s", busy}, {"slot_wait_s", wait}});
+    if (device_busy >= 0)
+      tiers.back()["device"] = Json{{"busy_s", device_busy}, {"read_bytes", device_rb}, {"write_bytes", device_wb}};
     // A host tier is updated in place (mapped): no bytes to move, only Adam's time, below.
     if (tier_rates.empty() || !tier_rates[t]) {
       if (!tier_rates.empty()) tiers.back()["in_place"] = true;

@@ -171,8 +171,10 @@ io::PinnedBuffer UpdatePipeline::acquire_buffer() { return pool_.acquire(buffer_
 std::vector<TierIterationStats> UpdatePipeline::tier_snapshot() const {
   std::vector<TierIterationStats> out;
   for (std::size_t t = 0; t < store_.io_tier_count(); ++t) {
-    auto s = store_.tiers()[t].counter_snapshot();
-    out.push_back(TierIterationStats{store_.tiers()[t].tier().name, s.bytes_read, s.bytes_written, s.busy_s, s.slot_wait_s});
+    const io::TierIo& tier = store_.tiers()[t];
+    auto s = tier.counter_snapshot();
+    out.push_back(TierIterationStats{tier.tier().name, s.bytes_read, s.bytes_written, s.busy_s, s.slot_wait_s, std::nullopt});
+    if (tier.device()) out.back().device = tier.device()->snapshot();
   }
   return out;
 }
@@ -388,6 +390,13 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     d.write_bytes -= before[t].write_bytes;
     d.busy_s -= before[t].busy_s;
     d.slot_wait_s -= before[t].slot_wait_s;
+    if (d.device && before[t].device) {
+      d.device->busy_ms -= before[t].device->busy_ms;
+      d.device->read_bytes -= before[t].device->read_bytes;
+      d.device->write_bytes -= before[t].device->write_bytes;
+    } else {
+      d.device.reset();
+    }
     stats.tiers.push_back(d);
   }
   return stats;

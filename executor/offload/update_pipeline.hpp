@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "core/bf16.hpp"
 #include "core/plan.hpp"
 #include "core/thread_pool.hpp"
+#include "executor/io/block_device_stats.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/state_store.hpp"
@@ -41,6 +43,10 @@ struct TierIterationStats {
   std::uint64_t write_bytes = 0;
   double busy_s = 0;
   double slot_wait_s = 0;
+  // The tier's block device over the same span (node-wide: every process's I/O to it), when
+  // the tier has one (io::BlockDeviceStats): busy_s near the phase's seconds means the device
+  // was the limit; less means the pipeline left it idle.
+  std::optional<io::BlockDeviceSnapshot> device;
 };
 
 struct UpdateStats {

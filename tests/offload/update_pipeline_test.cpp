@@ -71,6 +71,22 @@ TEST(UpdatePipelineIo, CacheHitsSkipReadsAndWrites) {
   EXPECT_EQ(bytes, static_cast<std::uint64_t>(7 * rig.layout.extent_bytes()));
 }
 
+// Each file tier's stats carry its block device's counters over the phase, when it has one:
+// node-wide, so at least the bytes this update wrote with O_DIRECT (the tmpfs tier has none).
+TEST(UpdatePipelineIo, FileTiersReportTheirBlockDevicesCounters) {
+  testing::ScratchTiers dirs("device");
+  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending, 0, 16384, TierKind::other), 10 * 16384);
+  const UpdateStats st = rig.step(0);
+  ASSERT_EQ(st.tiers.size(), 2u);
+  EXPECT_FALSE(st.tiers[1].device.has_value()) << "the shm tier is on tmpfs";
+  if (!rig.tiers[0].device()) GTEST_SKIP() << dirs.disk() << " is not on a block device";
+  ASSERT_TRUE(st.tiers[0].device.has_value());
+  EXPECT_GT(st.tiers[0].write_bytes, 0u);
+  if (rig.tiers[0].tier().direct_io) {
+    EXPECT_GE(st.tiers[0].device->write_bytes, st.tiers[0].write_bytes) << "O_DIRECT writes reach the device";
+  }
+}
+
 TEST(UpdatePipelineIo, HostTierIsUpdatedInPlaceInItsMappedFile) {
   testing::ScratchTiers dirs("mapped");
   Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 10 * 16384);
