@@ -4,10 +4,7 @@
 #include <sys/sysmacros.h>
 
 #include <fstream>
-#include <sstream>
 #include <vector>
-
-#include "core/error.hpp"
 
 namespace mlpo::io {
 namespace {
@@ -48,9 +45,9 @@ std::optional<BlockDeviceStats> BlockDeviceStats::of(const std::filesystem::path
   return BlockDeviceStats(real / "stat", real.filename().string());
 }
 
-BlockDeviceSnapshot BlockDeviceStats::snapshot() const {
+std::optional<BlockDeviceSnapshot> BlockDeviceStats::snapshot() const {
   const auto fields = read_fields(stat_file_);
-  if (!fields) throw Error("block device '" + name_ + "': cannot read its counters from " + stat_file_.string());
+  if (!fields) return std::nullopt;
   return BlockDeviceSnapshot{(*fields)[kIoTicks], (*fields)[kSectorsRead] * kSector, (*fields)[kSectorsWritten] * kSector};
 }
 

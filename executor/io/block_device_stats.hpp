@@ -28,9 +28,9 @@ class BlockDeviceStats {
   // existing ancestor), or nullopt when there is none to read.
   static std::optional<BlockDeviceStats> of(const std::filesystem::path& directory);
 
-  // Reads the counters now (one small read of the stat file). Throws mlpo::Error if the file
-  // went away or no longer parses.
-  BlockDeviceSnapshot snapshot() const;
+  // Reads the counters now (one small read of the stat file); nullopt if the file went away
+  // (the device was removed) or no longer parses. A diagnostic never fails the I/O it watches.
+  std::optional<BlockDeviceSnapshot> snapshot() const;
 
   // The kernel's name of the device, e.g. "vda" or "nvme0n1p2".
   const std::string& name() const { return name_; }

@@ -174,7 +174,7 @@ std::vector<TierIterationStats> UpdatePipeline::tier_snapshot() const {
     const io::TierIo& tier = store_.tiers()[t];
     auto s = tier.counter_snapshot();
     out.push_back(TierIterationStats{tier.tier().name, s.bytes_read, s.bytes_written, s.busy_s, s.slot_wait_s, std::nullopt});
-    if (tier.device()) out.back().device = tier.device()->snapshot();
+    if (tier.device()) out.back().device = tier.device()->snapshot();  // nullopt if unreadable now
   }
   return out;
 }

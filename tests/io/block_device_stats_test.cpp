@@ -42,12 +42,13 @@ TEST(BlockDeviceStats, CountsATiersDirectWrites) {
   if (!file.direct()) GTEST_SKIP() << disk.path() << " refuses O_DIRECT: writes would stay in the page cache";
   PinnedBuffer buf = pool.acquire(16 * MiB);
   std::memset(buf.data(), 7, buf.size());
-  const BlockDeviceSnapshot before = tio.device()->snapshot();
+  const auto before = tio.device()->snapshot();
   tio.write(file, 0, buf.size(), buf.data()).wait();
-  const BlockDeviceSnapshot after = tio.device()->snapshot();
-  EXPECT_GE(after.write_bytes - before.write_bytes, 16 * MiB) << "device " << tio.device()->name();
-  EXPECT_GE(after.busy_ms, before.busy_ms);
-  EXPECT_GE(after.read_bytes, before.read_bytes);
+  const auto after = tio.device()->snapshot();
+  ASSERT_TRUE(before && after);
+  EXPECT_GE(after->write_bytes - before->write_bytes, 16 * MiB) << "device " << tio.device()->name();
+  EXPECT_GE(after->busy_ms, before->busy_ms);
+  EXPECT_GE(after->read_bytes, before->read_bytes);
   EXPECT_FALSE(tio.device()->name().empty());
 }
 
