@@ -57,14 +57,7 @@ TierSlots::TierSlots(const Tier& tier, unsigned k, SlotScope scope, TierCounters
     auto pool = std::make_unique<Pool>();
     pool->taken = std::vector<std::atomic<bool>>(k_);
     pool->waiting = directory_ / (std::string(names[p]) + "-waiting.lock");
-    {
-      UniqueFd probe(::open(pool->waiting.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
-      if (!probe.valid()) {
-        const int err = errno;
-        throw Error(who_ + ": cannot open " + pool->waiting.string() + ": " + errno_text(err) +
-                    "; make the tier directory writable");
-      }
-    }
+    open_waiting(*pool);  // made now, so others_waiting() finds it
     for (unsigned i = 0; i < k_; ++i) {
       const std::filesystem::path file = directory_ / (std::string(names[p]) + "-" + std::to_string(i) + ".lock");
       UniqueFd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
@@ -114,12 +107,18 @@ bool TierSlots::others_waiting(int pool) const {
   return errno == EWOULDBLOCK;
 }
 
-UniqueFd TierSlots::join_waiters(int pool) const {
-  UniqueFd fd(::open(pools_[pool]->waiting.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
+UniqueFd TierSlots::open_waiting(const Pool& pool) const {
+  UniqueFd fd(::open(pool.waiting.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
   if (!fd.valid()) {
     const int err = errno;
-    throw Error(who_ + ": cannot open " + pools_[pool]->waiting.string() + ": " + errno_text(err));
+    throw Error(who_ + ": cannot open " + pool.waiting.string() + ": " + errno_text(err) +
+                "; make the tier directory writable");
   }
+  return fd;
+}
+
+UniqueFd TierSlots::join_waiters(int pool) const {
+  UniqueFd fd = open_waiting(*pools_[pool]);
   // Shared locks never conflict with each other; this waits only out another thread's probe.
   while (::flock(fd.get(), LOCK_SH) != 0) {
     const int err = errno;

@@ -96,6 +96,8 @@ class TierSlots {
   void give_back(int pool, int index);
   // Whether some thread, in any process, is waiting for a slot of `pool`.
   bool others_waiting(int pool) const;
+  // Opens (creating) a pool's waiting file; throws mlpo::Error naming it when it cannot.
+  UniqueFd open_waiting(const Pool& pool) const;
   // Opens `pool`'s waiting file and holds a shared flock on it: this thread waits.
   UniqueFd join_waiters(int pool) const;
 
