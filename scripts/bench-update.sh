@@ -109,9 +109,11 @@ row() {  # row INDEX REPEAT LABEL PLAN RANKS [extra mlpo-run args...]
     profile_disk "$row_profile" --streams 2 --reps 2 --host-size 256MiB
   fi
   echo "== [repeat $rep] $label" >&2
+  local log
+  log="$out/$(basename "$p" .plan.json).r$ranks.rep$rep.jsonl"
   "$run" --update-only --params "$params" --plan "$p" --ranks "$ranks" --steps "$steps" --profile "$row_profile" \
-    --quiet --log "$out/$(basename "$p" .plan.json).r$ranks.rep$rep.jsonl" "$@" | grep '^summary:' | sed 's/^summary: //' \
-    | LABEL="$label" ROW="$index" REPEAT="$rep" python3 -c "import json,os,sys; d=json.load(sys.stdin); d['label']=os.environ['LABEL']; d['row']=int(os.environ['ROW']); d['repeat']=int(os.environ['REPEAT']); print(json.dumps(d))" >> "$out/rows.jsonl"
+    --quiet --log "$log" "$@" | grep '^summary:' | sed 's/^summary: //' \
+    | LABEL="$label" ROW="$index" REPEAT="$rep" LOG="$log" python3 -c "import json,os,sys; d=json.load(sys.stdin); d['label']=os.environ['LABEL']; d['row']=int(os.environ['ROW']); d['repeat']=int(os.environ['REPEAT']); d['log']=os.environ['LOG']; print(json.dumps(d))" >> "$out/rows.jsonl"
 }
 
 shm_f=$(python3 -c "print(round(1-$shm_fraction, 6))")
@@ -159,9 +161,36 @@ for i in sorted({r["row"] for r in rows}):
     sp = med([b["mean_update_s"] / r["mean_update_s"] for r, b in zip(rs, bs)])
     sp_io = med([io(b) / io(r) for r, b in zip(rs, bs)])
     each = " (" + ", ".join(f"{r['mean_update_s']:.2f}" for r in rs) + ")" if n > 1 else ""
+    each_ach = " (" + ", ".join(f"{r.get('achieved_over_bound', float('nan')):.2f}" for r in rs) + ")" if n > 1 else ""
     print(f"| {rs[0]['label']} | {upd:.2f}{each} | {med([io(r) for r in rs]):.2f} | "
-          f"{med([r.get('mean_bound_s', float('nan')) for r in rs]):.2f} | {ach:.2f} | "
+          f"{med([r.get('mean_bound_s', float('nan')) for r in rs]):.2f} | {ach:.2f}{each_ach} | "
           f"{med([r.get('mean_ideal_bound_s', float('nan')) for r in rs]):.2f} | {sp:.2f}x | {sp_io:.2f}x |")
+
+# The disk's own counters (tiers[0].device in the per-step logs, present when the disk tier is
+# on a block device): did the update leave the device idle, or did the device move less than
+# its profile said? Steps 2..S of every repeat, as the summary averages.
+device = {}
+for i in sorted({r["row"] for r in rows}):
+    for k in repeats:
+        log = by[(i, k)].get("log")
+        if not log:
+            continue
+        recs = [json.loads(l) for l in open(log)]
+        for rec in recs[1:] if len(recs) > 1 else recs:
+            disk = rec["tiers"][0]
+            d = disk.get("device")
+            if d and d["busy_s"] > 0 and rec["update_s"] > 0:
+                moved = (disk["read_bytes"] + disk["write_bytes"]) / 1e9
+                device.setdefault(i, []).append((d["busy_s"] / rec["update_s"], moved / d["busy_s"], rec.get("adam_s", 0.0)))
+if device:
+    print()
+    print("disk device counters, steps 2..S of every repeat (docs/offload.md, tiers[].device)")
+    print("| configuration | device busy / update: median [min-max] | disk GB/s while busy: median [min-max] | AdamW s per step: median [max] |")
+    print("|---|---|---|---|")
+    for i, v in device.items():
+        busy, rate, adam = ([x[j] for x in v] for j in range(3))
+        print(f"| {by[(i, repeats[0])]['label']} | {med(busy):.2f} [{min(busy):.2f}-{max(busy):.2f}] | "
+              f"{med(rate):.2f} [{min(rate):.2f}-{max(rate):.2f}] | {med(adam):.2f} [{max(adam):.2f}] |")
 PY
 fi
 
