@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does a tier's throughput depend on the CPU being idle? (docs/benchmarks.md, "The disk needs
-# idle vCPUs"). The update phase streams a tier while AdamW keeps the cores busy, and the
+# an idle vCPU"). The update phase streams a tier while AdamW keeps the cores busy, and the
 # physical bound (docs/offload.md) takes the two as independent. On a VM whose storage is
 # emulated by host threads that share physical cores with the vCPUs, they are not.
 #
