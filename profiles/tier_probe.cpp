@@ -1,10 +1,8 @@
 #include "profiles/tier_probe.hpp"
 
 #include <linux/magic.h>
-#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "executor/io/block_device_stats.hpp"
 #include "executor/io/capacity.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_io.hpp"
@@ -331,12 +330,8 @@ TierKind detect_tier_kind(const fs::path& path) {
       return TierKind::remote;
     default: break;
   }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return TierKind::other;
-  std::error_code ec;
-  const fs::path dev = fs::canonical("/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                                         std::to_string(minor(st.st_dev)), ec);
-  if (!ec && dev.string().find("/nvme") != std::string::npos) return TierKind::nvme;
+  const auto device = io::BlockDeviceStats::of(path);
+  if (device && device->name().starts_with("nvme")) return TierKind::nvme;
   return TierKind::other;
 }
 

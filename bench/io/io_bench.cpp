@@ -15,8 +15,6 @@
 // tiers at once as well (one job per tier), the machine's own figure for the same question.
 // Medians, min and max of --reps.
 
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -35,6 +34,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "executor/io/block_device_stats.hpp"
 #include "executor/io/crc32c.hpp"
 #include "executor/io/tier_file.hpp"
 #include "executor/io/tier_set.hpp"
@@ -110,33 +110,22 @@ unsigned buffers_per_stream(const Options& opt) {
 // on a block device, e.g. tmpfs): shows whether transfers were split or merged below us.
 class DeviceRequests {
  public:
-  DeviceRequests(const std::filesystem::path& dir, IoOp op) : op_(op) {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) return;
-    path_ = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev)) + "/stat";
-    before_ = sample();
+  DeviceRequests(const std::filesystem::path& dir, IoOp op) : op_(op), device_(BlockDeviceStats::of(dir)) {
+    if (device_) before_ = device_->snapshot();
   }
   double average_kib() const {
-    const auto after = sample();
-    const double ios = static_cast<double>(after.first - before_.first);
-    return ios > 0 ? static_cast<double>(after.second - before_.second) * 512.0 / ios / 1024.0 : 0.0;
+    const auto after = device_ ? device_->snapshot() : std::nullopt;
+    if (!after || !before_) return 0.0;
+    const BlockDeviceSnapshot d = *after - *before_;
+    const auto ios = static_cast<double>(op_ == IoOp::read ? d.read_requests : d.write_requests);
+    const auto bytes = static_cast<double>(op_ == IoOp::read ? d.read_bytes : d.write_bytes);
+    return ios > 0 ? bytes / ios / 1024.0 : 0.0;
   }
 
  private:
-  std::pair<std::uint64_t, std::uint64_t> sample() const {  // (requests, sectors) of op_
-    std::uint64_t f[8] = {};
-    if (std::FILE* in = std::fopen(path_.c_str(), "r")) {
-      for (auto& v : f) {
-        unsigned long long x = 0;
-        if (std::fscanf(in, "%llu", &x) == 1) v = x;
-      }
-      std::fclose(in);
-    }
-    return op_ == IoOp::read ? std::make_pair(f[0], f[2]) : std::make_pair(f[4], f[6]);
-  }
   IoOp op_;
-  std::string path_;
-  std::pair<std::uint64_t, std::uint64_t> before_{};
+  std::optional<BlockDeviceStats> device_;
+  std::optional<BlockDeviceSnapshot> before_;
 };
 
 // ---- the engine ----

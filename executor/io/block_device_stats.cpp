@@ -10,7 +10,9 @@ namespace mlpo::io {
 namespace {
 
 // Fields of /sys/block/<dev>/stat (Documentation/block/stat.rst), 0-based.
+constexpr std::size_t kReadsCompleted = 0;
 constexpr std::size_t kSectorsRead = 2;
+constexpr std::size_t kWritesCompleted = 4;
 constexpr std::size_t kSectorsWritten = 6;
 constexpr std::size_t kIoTicks = 9;
 constexpr std::uint64_t kSector = 512;
@@ -48,7 +50,15 @@ std::optional<BlockDeviceStats> BlockDeviceStats::of(const std::filesystem::path
 std::optional<BlockDeviceSnapshot> BlockDeviceStats::snapshot() const {
   const auto fields = read_fields(stat_file_);
   if (!fields) return std::nullopt;
-  return BlockDeviceSnapshot{(*fields)[kIoTicks], (*fields)[kSectorsRead] * kSector, (*fields)[kSectorsWritten] * kSector};
+  const auto& f = *fields;
+  return BlockDeviceSnapshot{f[kIoTicks], f[kSectorsRead] * kSector, f[kSectorsWritten] * kSector, f[kReadsCompleted],
+                             f[kWritesCompleted]};
+}
+
+BlockDeviceSnapshot operator-(const BlockDeviceSnapshot& after, const BlockDeviceSnapshot& before) {
+  return BlockDeviceSnapshot{after.busy_ms - before.busy_ms, after.read_bytes - before.read_bytes,
+                             after.write_bytes - before.write_bytes, after.read_requests - before.read_requests,
+                             after.write_requests - before.write_requests};
 }
 
 }  // namespace mlpo::io

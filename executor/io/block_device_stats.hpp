@@ -17,10 +17,15 @@
 namespace mlpo::io {
 
 struct BlockDeviceSnapshot {
-  std::uint64_t busy_ms = 0;      // io_ticks: time with at least one request in the device
-  std::uint64_t read_bytes = 0;   // sectors read x 512
-  std::uint64_t write_bytes = 0;  // sectors written x 512
+  std::uint64_t busy_ms = 0;         // io_ticks: time with at least one request in the device
+  std::uint64_t read_bytes = 0;      // sectors read x 512
+  std::uint64_t write_bytes = 0;     // sectors written x 512
+  std::uint64_t read_requests = 0;   // reads completed (after the block layer's merging)
+  std::uint64_t write_requests = 0;  // writes completed
 };
+
+// The counters' growth from `before` to `after` (both of the same device).
+BlockDeviceSnapshot operator-(const BlockDeviceSnapshot& after, const BlockDeviceSnapshot& before);
 
 class BlockDeviceStats {
  public:

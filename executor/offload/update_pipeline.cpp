@@ -390,13 +390,10 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     d.write_bytes -= before[t].write_bytes;
     d.busy_s -= before[t].busy_s;
     d.slot_wait_s -= before[t].slot_wait_s;
-    if (d.device && before[t].device) {
-      d.device->busy_ms -= before[t].device->busy_ms;
-      d.device->read_bytes -= before[t].device->read_bytes;
-      d.device->write_bytes -= before[t].device->write_bytes;
-    } else {
+    if (d.device && before[t].device)
+      d.device = *d.device - *before[t].device;
+    else
       d.device.reset();
-    }
     stats.tiers.push_back(d);
   }
   return stats;
