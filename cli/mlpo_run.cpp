@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
       "positions drawn from --seed; tokens >= the model's vocab are an error.\n"
       "No --plan: a default plan is made and printed (one disk tier under --state-dir, ./mlpo-state).\n"
       "Schedule: linear warm-up over --warmup-steps to --lr, cosine decay to --min-lr at\n"
-      "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay, applied to every weight).\n"
+      "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay on every matrix, not on the\n"
+      "RMSNorm gains; --weight-decay-on all decays those too).\n"
       "Checkpoints (--checkpoint-dir): every --checkpoint-every steps and at the end: HF-named\n"
       "safetensors + fp32 p, m, v (one file set per rank, each a range of the global order) +\n"
       "step, seed and data position, written to a temp directory, fsync'd, renamed; the previous\n"
@@ -141,6 +142,10 @@ int main(int argc, char** argv) {
   app.add_option("--beta2", t.beta2, "AdamW beta2")->capture_default_str();
   app.add_option("--eps", t.eps, "AdamW epsilon")->capture_default_str();
   app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+  app.add_option("--weight-decay-on", t.weight_decay_on,
+                 "Weights the decay applies to: matrices (all but the RMSNorm gains, as Hugging Face and Megatron) or all")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"matrices", "all"}));
   app.add_option("--checkpoint-dir", t.checkpoint_dir, "Directory of checkpoints (ckpt-<step>/ and a `latest` pointer)");
   app.add_option("--checkpoint-every", t.checkpoint_every, "Checkpoint every K steps (0 = only at the end)")->capture_default_str();
   app.add_flag("--resume", t.resume, "Continue from the latest checkpoint in --checkpoint-dir (under this plan)");
