@@ -15,6 +15,7 @@
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
 #include "executor/offload/update_only_run.hpp"
+#include "executor/train/run_report.hpp"
 #include "executor/train/token_data.hpp"
 #include "executor/train/training_loop.hpp"
 
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
       "over micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v)\n"
       "from every storage tier, and the new bf16 weights back to the device.\n\n"
       "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin\n"
+      "  mlpo-run report run.jsonl --out report.svg|report.html [--title TEXT]\n"
       "  mlpo-run --model NAME|FILE --data tokens.bin [--plan plan.json] [--steps N] [--micro-batch B]\n"
       "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
       "           [--checkpoint-every K] [--resume] [--export-safetensors FILE] [--param-offload]\n"
@@ -107,6 +109,13 @@ int main(int argc, char** argv) {
   std::string prepare_out;
   prepare->add_option("--input", prepare_inputs, "Files or directories (recursively, sorted by path), concatenated in order")->required();
   prepare->add_option("--out", prepare_out, "Token file to write (llm.c shard v1, uint16 tokens; written atomically)")->required();
+
+  // report
+  auto* report = app.add_subcommand("report", "Draw a run log as one chart: loss (and eval_loss), tokens/s, phase seconds, tier GB and GB/s");
+  std::string report_log, report_out, report_title;
+  report->add_option("log", report_log, "Run log: the JSON-lines file of mlpo-run --log")->required();
+  report->add_option("--out", report_out, "Report to write: .svg, or .html (the SVG in a page)")->required();
+  report->add_option("--title", report_title, "Title line, e.g. the model and plan (default: the log's file name)");
 
   // shared
   std::string plan_path, log_path;
@@ -190,6 +199,11 @@ int main(int argc, char** argv) {
       auto r = mlpo::train::prepare_data(prepare_inputs, prepare_out);
       std::printf("prepare-data: %lld files, %lld tokens (byte-level, vocab 256) -> %s\n", static_cast<long long>(r.files),
                   static_cast<long long>(r.tokens), prepare_out.c_str());
+      return 0;
+    }
+    if (report->parsed()) {
+      mlpo::train::write_run_report(report_log, report_out, report_title);
+      std::printf("report: %s\n", report_out.c_str());
       return 0;
     }
     const bool tty = ::isatty(STDOUT_FILENO) && !quiet;
