@@ -27,8 +27,8 @@
 #include "executor/train/step_collectives.hpp"
 #include "executor/train/step_record.hpp"
 #include "executor/train/tier_run_directories.hpp"
-#include "executor/train/token_data.hpp"
 #include "executor/train/train_input_checks.hpp"
+#include "executor/train/training_data.hpp"
 #include "kernels/cpu/convert.hpp"
 
 namespace mlpo::train {
@@ -75,7 +75,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const std::int64_t params = layout.total();
   const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
   check_train_options(o, job, backend_choice);
-  TokenData data(o.data, o.model.vocab, o.model.seq_len, o.token_bytes);
+  const TrainingData run_data = open_training_data(o);
+  const TokenData& data = run_data.train;
   const comm::ZeroPartition partition(params, ranks, rank);
   const offload::RankShard& mine = partition.mine();
   std::optional<Checkpoint> checkpoint;
@@ -173,6 +174,9 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const std::int64_t chunks = (params + offload::kNormChunk - 1) / offload::kNormChunk;
   std::vector<double> chunk_sums(static_cast<std::size_t>(chunks));
   TrainResult result;
+  if (run_data.validation)
+    note("eval: validation loss on " + run_data.validation->description() + " every " +
+         (o.eval_every > 0 ? std::to_string(o.eval_every) + " steps and " : std::string()) + "after the last step");
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
   std::int64_t checkpoints = 0;
@@ -249,6 +253,13 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       const double weights_s = seconds_since(t0);
       pos.step = step;
 
+      // Validation loss of the new weights: forward only, the optimizer and data position untouched.
+      std::optional<double> eval_loss;
+      t0 = Clock::now();
+      if (run_data.validation && evaluation_due(o.eval_every, step, o.steps))
+        eval_loss = run_data.validation->loss(model, collectives, rank, ranks);
+      const double eval_s = seconds_since(t0);
+
       double checkpoint_s = 0;
       const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
       if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
@@ -258,6 +269,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
                              {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
                              model_weights.fetches_since_last_call(), collectives);
+      if (eval_loss) {
+        rec["eval_loss"] = *eval_loss;
+        rec["eval_s"] = eval_s;
+      }
       tokens_total += tokens;
       seconds_total += rec["step_s"].get<double>();
       if (rank0 && events.step) events.step(rec);
@@ -289,6 +304,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   if (!result.steps.empty()) {
     result.summary["first_loss"] = result.steps.front()["loss"];
     result.summary["last_loss"] = result.steps.back()["loss"];
+    if (result.steps.back().contains("eval_loss")) result.summary["last_eval_loss"] = result.steps.back()["eval_loss"];
   }
   if (!o.export_safetensors.empty()) result.summary["export"] = o.export_safetensors;
   trace.mark("finished " + std::to_string(pos.step));

@@ -21,6 +21,7 @@
 //       rank's host weights
 //     new bf16 weights -> device (resident; each subgroup as soon as it is updated, on a copy
 //       queue), or forget the streamed copies
+//     every eval_every steps and at the end: validation loss (forward only, fixed held-out set)
 //     log the step (rank 0; timings are the slowest rank's); every checkpoint_every steps
 //     and at the end: checkpoint (per-rank files + manifest)
 //   export safetensors (rank 0, gathered)
@@ -55,7 +56,11 @@ struct TrainOptions {
   ModelSpec model;                   // its seq_len is the training sequence length
   std::optional<Plan> plan;          // none: default_plan() under state_dir
   std::string state_dir = "mlpo-state";
-  std::string data;                  // token file
+  std::vector<std::string> data;     // token files and directories of them, one data set (token_data.hpp)
+  std::string tokenizer;             // the data's SentencePiece model, checked against model and data; "": not given
+  std::vector<std::string> eval_data;  // held-out token files (evaluation.hpp); empty: no validation loss
+  std::int64_t eval_every = 0;       // validation loss every N steps (0: only after the last step)
+  std::int64_t eval_tokens = 0;      // predicted tokens of the held-out set (0: all of eval_data)
   int token_bytes = 2;               // flat token files: 2 (uint16) or 4 (uint32)
   std::int64_t steps = 100;
   int micro_batch = 1;               // sequences per forward/backward

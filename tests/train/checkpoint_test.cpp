@@ -18,7 +18,7 @@ using test::TempDir;
 TrainOptions tiny_options(const TempDir& dir, const std::string& data) {
   TrainOptions o;
   o.model = test::tiny_model();
-  o.data = data;
+  o.data = {data};
   o.steps = 3;
   o.micro_batch = 2;
   o.lr = LrSchedule{1e-3, 1e-4, 1, 6};
