@@ -253,13 +253,6 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       const double weights_s = seconds_since(t0);
       pos.step = step;
 
-      // Validation loss of the new weights: forward only, the optimizer and data position untouched.
-      std::optional<double> eval_loss;
-      t0 = Clock::now();
-      if (run_data.validation && evaluation_due(o.eval_every, step, o.steps))
-        eval_loss = run_data.validation->loss(model, collectives, rank, ranks);
-      const double eval_s = seconds_since(t0);
-
       double checkpoint_s = 0;
       const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
       if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
@@ -269,9 +262,12 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
                              {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
                              model_weights.fetches_since_last_call(), collectives);
-      if (eval_loss) {
-        rec["eval_loss"] = *eval_loss;
-        rec["eval_s"] = eval_s;
+      // Validation loss of the new weights (not part of step_s): forward only, the optimizer
+      // and the data position untouched.
+      if (run_data.validation && evaluation_due(o.eval_every, step, o.steps)) {
+        t0 = Clock::now();
+        rec["eval_loss"] = run_data.validation->loss(model, collectives, rank, ranks);
+        rec["eval_s"] = seconds_since(t0);
       }
       tokens_total += tokens;
       seconds_total += rec["step_s"].get<double>();
