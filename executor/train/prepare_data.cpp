@@ -177,7 +177,7 @@ PrepareDataResult prepare_data(const PrepareDataOptions& o) {
   const std::optional<std::int32_t> document_start = tokenizer.document_start();
   std::uint64_t done = 0;
   for (;;) {
-    const std::vector<Piece> batch = cursor.next_batch(4 * pool.size() * o.piece_bytes);
+    const std::vector<Piece> batch = cursor.next_batch(32 * pool.size() * o.piece_bytes);
     if (batch.empty()) break;
     std::vector<std::vector<std::int32_t>> tokens(batch.size());
     pool.parallel_for(batch.size(), 1, [&](std::size_t begin, std::size_t end) {

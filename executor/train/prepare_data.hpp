@@ -5,7 +5,7 @@
 // Order: the inputs in the order given, a directory's regular files recursively in byte-wise
 // sorted path order (files_of_inputs), with no separator between files; with a SentencePiece
 // model that has a BOS token, each file starts with it. A file is tokenized in pieces of
-// whole lines: a piece ends at the first line end at or after `piece_bytes` (1 MiB) past its
+// whole lines: a piece ends at the first line end at or after `piece_bytes` (64 KiB) past its
 // start, or at the end of the file, so where pieces end depends on the text alone. Each
 // piece is encoded on its own (for SentencePiece, as it encodes one sentence: a model that
 // adds a dummy prefix marks the piece's first word as a word start). Pieces are encoded on
@@ -33,7 +33,7 @@ struct PrepareDataOptions {
   std::string tokenizer;            // SentencePiece model file; empty: byte-level
   std::optional<ModelSpec> model;   // when given, the tokenizer's vocab must fit the model's
   unsigned threads = 0;             // 0: all cores
-  std::size_t piece_bytes = std::size_t{1} << 20;
+  std::size_t piece_bytes = std::size_t{1} << 16;  // 64 KiB: SentencePiece's cost grows faster than a piece's length
   // Called after each batch with the bytes of text tokenized so far and in all (may be empty).
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
