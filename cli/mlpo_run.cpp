@@ -15,6 +15,7 @@
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
 #include "executor/offload/update_only_run.hpp"
+#include "executor/train/run_log.hpp"
 #include "executor/train/token_data.hpp"
 #include "executor/train/training_loop.hpp"
 
@@ -27,26 +28,6 @@ std::string eta_text(double seconds) {
   else std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
   return buf;
 }
-
-// Opens the JSON-lines log on the first record, so a run that fails its input checks leaves
-// an existing log untouched; appends when resuming.
-class RunLog {
- public:
-  RunLog(std::string path, bool append) : path_(std::move(path)), append_(append) {}
-  void write(const mlpo::Json& rec) {
-    if (path_.empty()) return;
-    if (!out_.is_open()) {
-      out_.open(path_, append_ ? std::ios::app : std::ios::trunc);
-      if (!out_) throw mlpo::Error("--log " + path_ + ": cannot open for writing; check the directory exists and is writable");
-    }
-    out_ << rec.dump() << "\n" << std::flush;
-  }
-
- private:
-  std::string path_;
-  bool append_;
-  std::ofstream out_;
-};
 
 }  // namespace
 
@@ -202,7 +183,7 @@ int main(int argc, char** argv) {
       u.threads = threads;
       u.max_grad_norm = max_grad_norm;
       if (lr > 0) u.adam.lr = static_cast<float>(lr);
-      RunLog log(log_path, false);
+      mlpo::train::RunLog log(log_path, false);
       auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
         log.write(rec);
         if (!quiet) {
@@ -242,7 +223,7 @@ int main(int argc, char** argv) {
     t.comm = comm.get();
     const bool rank0 = comm->rank() == 0;
     auto body = [&] {
-      RunLog log(rank0 ? log_path : std::string(), t.resume);
+      mlpo::train::RunLog log(rank0 ? log_path : std::string(), t.resume);
       double elapsed = 0;
       std::int64_t done = 0;
       mlpo::train::TrainEvents events;

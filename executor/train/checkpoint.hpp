@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <span>
 #include <string>
@@ -84,12 +85,17 @@ class Checkpoint {
   const std::string& path() const { return path_; }  // DIR/ckpt-<step>
   const TrainingPosition& position() const { return position_; }
   const Json& settings() const { return settings_; }
+  // Lines for the user ("warning: resume: ..."): a missing `latest`, a manifest of an older
+  // format without its own checksum.
+  const std::vector<std::string>& notes() const { return notes_; }
   int ranks() const { return static_cast<int>(pieces_.size()); }  // ranks of the job that wrote it
 
   // Fills the state of global elements [begin, begin + n) from the state files covering them.
   void read_state(std::int64_t begin, std::int64_t n, float* p, float* m, float* v) const;
 
  private:
+  static Checkpoint open_checkpoint(const std::filesystem::path& root, const std::string& name, const ModelSpec& model,
+                                    std::int64_t params, const CheckpointScope& scope);
   struct StateFile {
     std::string name;
     std::uint64_t bytes = 0;
@@ -104,6 +110,7 @@ class Checkpoint {
   Json settings_;
   std::int64_t params_ = 0;
   std::vector<StatePiece> pieces_;
+  std::vector<std::string> notes_;
 };
 
 }  // namespace mlpo::train

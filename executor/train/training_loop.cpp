@@ -1,6 +1,7 @@
 #include "executor/train/training_loop.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -15,7 +16,9 @@
 #include "executor/model/transformer_model.hpp"
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/rank_engine.hpp"
+#include "executor/offload/tier_run_directories.hpp"
 #include "executor/train/checkpoint.hpp"
+#include "executor/train/checkpoint_directory.hpp"
 #include "executor/train/compute_backend.hpp"
 #include "executor/train/default_plan.hpp"
 #include "executor/train/gathered_safetensors.hpp"
@@ -26,7 +29,6 @@
 #include "executor/train/resume_settings.hpp"
 #include "executor/train/step_collectives.hpp"
 #include "executor/train/step_record.hpp"
-#include "executor/train/tier_run_directories.hpp"
 #include "executor/train/token_data.hpp"
 #include "executor/train/train_input_checks.hpp"
 #include "kernels/cpu/convert.hpp"
@@ -53,6 +55,20 @@ ModelShape shape_of(const ModelSpec& s) {
   m.norm_eps = static_cast<float>(s.norm_eps);
   m.tied_embeddings = s.tied_embeddings;
   return m;
+}
+
+// Step `step` computed a NaN or infinite loss or gradient norm: the run cannot go on.
+Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double loss, double grad_norm) {
+  std::string where = "no checkpoint was written (no --checkpoint-dir)";
+  if (!o.checkpoint_dir.empty()) {
+    const auto complete = complete_checkpoints(o.checkpoint_dir);
+    where = complete.empty() ? "no checkpoint was written yet"
+                             : "the last checkpoint, " + (fs::path(o.checkpoint_dir) / checkpoint_name(complete.front())).string() +
+                                   ", is untouched: --resume continues from it";
+  }
+  return Error("step " + std::to_string(step) + ": the loss is " + std::to_string(loss) + " and the gradient norm " +
+               std::to_string(grad_norm) + " (not finite); the run stops before updating the weights, and " + where +
+               ". Lower --lr (or --max-grad-norm), or check the data");
 }
 
 }  // namespace
@@ -84,10 +100,12 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // Each rank checks the state files it will read; rank 0 also the weights file.
       checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params, {mine.global_begin, mine.global_end(), rank0});
       if (!checkpoint) note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
-    } else if (fs::exists(fs::path(o.checkpoint_dir) / "latest")) {
-      throw Error("--checkpoint-dir " + o.checkpoint_dir +
-                  ": already holds checkpoints of a run; pass --resume to continue it, or choose another directory");
+    } else {
+      expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
     }
+    // Room for one more checkpoint beside the last: a full disk is an error now, not at step N.
+    if (!checkpoint || checkpoint->position().step < o.steps)
+      check_checkpoint_space(o.checkpoint_dir, checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), ranks));
   }
   // The compute device, and whether the run fits in its memory: both before anything is written.
   ThreadPool threads(o.threads);
@@ -113,8 +131,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
 
   // ---- Compute device, model and offload engine ---------------------------------------
   Backend& backend = *device.backend;
-  const std::string run = o.run_name.empty() ? default_run_name() : o.run_name;
-  TierRunDirectories run_dirs(plan, run);
+  const std::string run = o.run_name.empty() ? offload::default_run_name() : o.run_name;
+  offload::TierRunDirectories run_dirs(plan, run);
   offload::RankEngine engine(plan, mine, run, threads);
   offload::UpdatePipeline& pipeline = engine.pipeline();
   const Json settings = resume_settings(o, lr, blas_threads, data, ranks);
@@ -137,6 +155,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   TrainingPosition pos{0, o.seed, 0};
   if (checkpoint) {
     pos = checkpoint->position();
+    for (const std::string& line : checkpoint->notes()) note(line);
     if (pos.seed != o.seed) note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " + std::to_string(o.seed) + " ignored)");
     for (const std::string& warning : resume_setting_warnings(settings, checkpoint->settings())) note(warning);
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
@@ -232,6 +251,9 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       std::copy(my_sums.begin(), my_sums.end(), chunk_sums.begin() + mine.global_begin / offload::kNormChunk);
       collectives.all_reduce_sum(std::span<double>(chunk_sums));
       const double grad_norm = offload::global_norm(chunk_sums);
+      // The same values on every rank, so every rank stops alike, before the update could
+      // write a non-finite state (the last checkpoint stays the one to resume from).
+      if (!std::isfinite(loss) || !std::isfinite(grad_norm)) throw non_finite_step_error(o, step, loss, grad_norm);
       if (plan.gradients == GradientPolicy::flush_fp32) pipeline.flush_gradients(grads.shard());  // baseline
       backward_s += seconds_since(t0);
 
