@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -37,15 +38,19 @@ std::string state_file_name(int rank, int array) {
 }
 
 // The manifest's own checksum: CRC32C of its compact serialization without the seal field
-// (nlohmann::json keeps object keys sorted, so the text is canonical; layout and whitespace of
-// the file do not enter it).
+// (nlohmann::json keeps object keys sorted, so the text is canonical).
 std::uint32_t manifest_crc32c(const Json& manifest_without_seal) {
   const std::string text = manifest_without_seal.dump();
   return io::crc32c(text.data(), text.size(), 0);
 }
 
-// Checks the seal when the manifest has one; a /3 manifest must have one.
-void verify_manifest_seal(const Json& manifest, bool required) {
+// The manifest file as write_checkpoint writes it.
+std::string manifest_text(const Json& manifest) { return manifest.dump(2) + "\n"; }
+
+// Checks the seal when the manifest has one (a /3 manifest must): its fields against the
+// CRC32C, and its bytes against the text write_checkpoint makes of them, so that no byte of
+// the file can change unnoticed — not even whitespace.
+void verify_manifest_seal(const Json& manifest, const std::string& text, bool required) {
   if (!manifest.is_object() || !manifest.contains(kSealField)) {
     if (required) throw Error(std::string("no ") + kSealField + " field; the manifest was edited or is damaged");
     return;
@@ -55,6 +60,8 @@ void verify_manifest_seal(const Json& manifest, bool required) {
   const Json& seal = manifest[kSealField];
   if (!seal.is_number_unsigned() || seal.get<std::uint64_t>() != manifest_crc32c(rest))
     throw Error(std::string(kSealField) + " differs from the CRC32C of the manifest's other fields; the manifest was edited or is damaged");
+  if (text != manifest_text(manifest))
+    throw Error("its bytes differ from the text mlpo-run writes for its fields (whitespace or layout changed); the manifest was edited or is damaged");
 }
 
 // The fields of the model's shape that fix its parameters (seq_len does not).
@@ -95,6 +102,11 @@ void verify_file(const fs::path& path, std::uint64_t bytes, std::uint32_t crc) {
                 (total != bytes ? "size " + std::to_string(total) + " differs from the manifest's " + std::to_string(bytes)
                                 : std::string("CRC32C differs from the manifest's")) +
                 "; the checkpoint is corrupt");
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace
@@ -176,7 +188,7 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
   manifest[kSealField] = manifest_crc32c(manifest);
   {
     SyncedFile f(tmp / "manifest.json", hint);
-    const std::string text = manifest.dump(2) + "\n";
+    const std::string text = manifest_text(manifest);
     f.write(text.data(), text.size());
     f.finish();
     pause();
@@ -207,6 +219,7 @@ void write_checkpoint(comm::Communicator& comm, const std::string& dir, const Mo
 
   try {
     write_checkpoint_files(comm, tmp, model, layout, partition, weight_shard, pipeline, position, settings, options);
+    if (options.before_publish) options.before_publish();
   } catch (const std::exception&) {
     // A failed write (a full disk, say) leaves no partial checkpoint; the previous one stays.
     std::error_code ec;
@@ -215,7 +228,7 @@ void write_checkpoint(comm::Communicator& comm, const std::string& dir, const Mo
   }
   if (!rank0) return;
   std::error_code ec;
-  fs::remove_all(final_dir, ec);  // a complete but never-published copy of this step
+  discard_checkpoint(final_dir);  // a complete but never-published copy of this step
   fs::rename(tmp, final_dir, ec);
   if (ec) {
     const std::string why = ec.message();
@@ -267,7 +280,7 @@ Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const 
     // The manifest's own checksum first: no field of an edited manifest is believed.
     const Json schema = json.is_object() && json.contains("schema") ? json["schema"] : Json();
     const bool v1 = schema == kSchemaV1, v2 = schema == kSchemaV2;
-    verify_manifest_seal(json, !v1 && !v2);
+    verify_manifest_seal(json, read_text(manifest_path), !v1 && !v2);
     if (o.optional(kSealField)) {
     } else if (v1 || v2) {
       c.notes_.push_back("warning: resume: " + manifest_path + " is " + schema.get<std::string>() + ", without " + kSealField +

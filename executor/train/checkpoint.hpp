@@ -29,6 +29,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -54,6 +55,10 @@ struct TrainingPosition {
 
 struct CheckpointWriteOptions {
   std::chrono::milliseconds pause_per_file{0};  // test hook: sleep after each file (MLPO_TEST_SLOW_CHECKPOINT_MS)
+  // Called on every rank (collectively) once every file is durable, before rank 0 publishes
+  // the checkpoint (rename, `latest`): the training loop logs the step there. If it throws,
+  // nothing is published.
+  std::function<void()> before_publish;
 };
 
 // Collective: writes DIR/ckpt-<position.step> as above and makes it `latest`; removes older

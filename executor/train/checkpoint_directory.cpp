@@ -15,8 +15,14 @@ namespace {
 
 constexpr const char* kPrefix = "ckpt-";
 
+constexpr const char* kRemoving = ".removing";
+
+// ckpt-<step>.tmp (being written) or ckpt-<step>.removing (being removed).
 bool is_unfinished_name(const std::string& name) {
-  return name.size() > 4 && name.ends_with(".tmp") && checkpoint_step(name.substr(0, name.size() - 4)).has_value();
+  for (const std::string suffix : {".tmp", kRemoving})
+    if (name.size() > suffix.size() && name.ends_with(suffix) && checkpoint_step(name.substr(0, name.size() - suffix.size())))
+      return true;
+  return false;
 }
 
 // Bytes of the files under `dir`, 0 when it is gone.
@@ -84,14 +90,26 @@ void remove_unfinished_checkpoints(const fs::path& dir) {
     if (is_unfinished_name(e.path().filename().string())) fs::remove_all(e.path(), ec);
 }
 
+void discard_checkpoint(const fs::path& checkpoint) {
+  std::error_code ec;
+  if (!fs::exists(checkpoint, ec)) return;
+  fs::path removing = checkpoint;
+  removing += kRemoving;
+  fs::remove_all(removing, ec);
+  fs::rename(checkpoint, removing, ec);
+  fs::remove_all(ec ? checkpoint : removing, ec);
+}
+
 void remove_superseded_checkpoints(const fs::path& dir, std::int64_t step) {
   std::error_code ec;
+  std::vector<fs::path> old;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     const auto other = checkpoint_step(name);
-    const bool stale_pointer = name.rfind(".latest.tmp.", 0) == 0;  // write_file_atomic's temp, of a killed run
-    if ((other && *other < step) || stale_pointer) fs::remove_all(e.path(), ec);
+    if (other && *other < step) old.push_back(e.path());
+    if (name.rfind(".latest.tmp.", 0) == 0) fs::remove(e.path(), ec);  // write_file_atomic's temp, of a killed run
   }
+  for (const auto& path : old) discard_checkpoint(path);
 }
 
 std::uint64_t checkpoint_bytes(std::int64_t params, std::int64_t tensors, int ranks) {

@@ -35,8 +35,12 @@ std::optional<std::string> read_latest(const std::filesystem::path& dir);
 void expect_no_checkpoints(const std::filesystem::path& dir);
 
 // Before a checkpoint is written: removes every unfinished ckpt-*.tmp (of a crashed or failed
-// write), so their space is free for the new one.
+// write) and ckpt-*.removing (of a crashed removal), so their space is free for the new one.
 void remove_unfinished_checkpoints(const std::filesystem::path& dir);
+
+// Removes a complete checkpoint directory without ever leaving a half-removed one under its
+// complete name: renamed to ckpt-<step>.removing first, then removed.
+void discard_checkpoint(const std::filesystem::path& checkpoint);
 
 // After ckpt-<step> is published: removes the checkpoints older than it and the temp files of
 // a killed `latest` update. Never one newer than `step` (a run resumed from an older
@@ -49,8 +53,8 @@ std::uint64_t checkpoint_bytes(std::int64_t params, std::int64_t tensors, int ra
 
 // Throws mlpo::Error when the file system of DIR (or of its nearest existing parent) has less
 // free space than one checkpoint of `bytes` needs — new checkpoints are written beside the
-// previous one — naming both numbers and the fix. Space held by unfinished ckpt-*.tmp
-// directories counts as free (remove_unfinished_checkpoints frees it before each write).
+// previous one — naming both numbers and the fix. Space held by unfinished ckpt-*.tmp and
+// ckpt-*.removing directories counts as free (remove_unfinished_checkpoints frees it before each write).
 void check_checkpoint_space(const std::filesystem::path& dir, std::uint64_t bytes);
 
 }  // namespace mlpo::train

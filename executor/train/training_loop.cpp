@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -195,13 +196,16 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
   std::int64_t checkpoints = 0;
-  auto save_checkpoint = [&] {
+  // Writes the checkpoint of the step just done; `log_step(checkpoint_s)` logs the step once
+  // its files are durable but before the checkpoint is published, so a kill never leaves a
+  // published step without its log line (RunLog drops the lines of unpublished steps).
+  auto save_checkpoint = [&](const std::function<void(double)>& log_step) {
     const auto c0 = Clock::now();
     trace.mark("checkpoint-begin " + std::to_string(pos.step));
-    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings, {o.checkpoint_pause});
+    CheckpointWriteOptions write{o.checkpoint_pause, [&] { log_step(seconds_since(c0)); }};
+    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings, write);
     trace.mark("checkpoint-end " + std::to_string(pos.step));
     ++checkpoints;
-    return seconds_since(c0);
   };
 
   // From here on, with several ranks, an error ends the job at once (abort_job) while every
@@ -271,19 +275,21 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       const double weights_s = seconds_since(t0);
       pos.step = step;
 
-      double checkpoint_s = 0;
-      const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
-      if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
-
       // The step as the job saw it: times of the slowest rank, counts summed over ranks.
-      const double tokens = static_cast<double>(B * T * global_micro_batches);
-      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
-                             {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
-                             model_weights.fetches_since_last_call(), collectives);
-      tokens_total += tokens;
-      seconds_total += rec["step_s"].get<double>();
-      if (rank0 && events.step) events.step(rec);
-      result.steps.push_back(std::move(rec));
+      // Collective; with a checkpoint due, called inside its write (above).
+      auto log_step = [&](double checkpoint_s) {
+        const double tokens = static_cast<double>(B * T * global_micro_batches);
+        Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
+                               {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
+                               model_weights.fetches_since_last_call(), collectives);
+        tokens_total += tokens;
+        seconds_total += rec["step_s"].get<double>();
+        if (rank0 && events.step) events.step(rec);
+        result.steps.push_back(std::move(rec));
+      };
+      const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
+      if (!o.checkpoint_dir.empty() && due) save_checkpoint(log_step);
+      else log_step(0);
     }
     if (first_step > o.steps) note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
 

@@ -238,7 +238,7 @@ TEST(Checkpoint, NeverRemovesACheckpointNewerThanTheOneWritten) {
 }
 
 // The manifest carries its own CRC32C: an edited data position (or any other field) is an
-// error naming the manifest, never a silent resume; re-indenting the file is not an edit.
+// error naming the manifest, never a silent resume; so is any other changed byte.
 TEST(Checkpoint, EditedManifestIsRejected) {
   TempDir dir;
   TrainOptions o = tiny_options(dir, test::make_token_file(dir));
@@ -248,6 +248,9 @@ TEST(Checkpoint, EditedManifestIsRejected) {
   Json manifest = Json::parse(original);
   ASSERT_TRUE(manifest.contains("manifest_crc32c"));
   test::write_file(path, manifest.dump(4));
+  EXPECT_NE(error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); }).find(path + ": its bytes differ"),
+            std::string::npos);
+  test::write_file(path, original);
   EXPECT_NO_THROW(Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()));
 
   manifest["data_position"] = manifest["data_position"].get<std::int64_t>() + 2;
