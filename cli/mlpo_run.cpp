@@ -229,9 +229,10 @@ int main(int argc, char** argv) {
       double elapsed = 0;
       std::int64_t done = 0;
       mlpo::train::TrainEvents events;
-      events.note = [&](const std::string& line) {
-        std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
+      events.note = [&](const std::string& line) {  // warnings (a resume without `latest`, ...) to stderr
+        std::FILE* to = line.rfind("warning:", 0) == 0 ? stderr : stdout;
+        std::fprintf(to, "%s\n", line.c_str());
+        std::fflush(to);
       };
       events.step = [&](const mlpo::Json& rec) {
         log.write(rec);

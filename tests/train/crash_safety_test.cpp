@@ -101,8 +101,10 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
       ASSERT_LT(attempts, 200) << "the runs make no progress";
       const std::string tag = std::to_string(attempts++);
       const std::string trace = run_dir + "/trace" + tag, output = run_dir + "/out" + tag;
+      bool latest_removed = false;
       if (fs::exists(ckpt + "/latest") && chance(4)) {
         fs::remove(ckpt + "/latest");
+        latest_removed = true;
         ++no_latest;
       }
       // The checkpoint the restart must resume from: the one `latest` names, else the newest.
@@ -155,6 +157,12 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
       const std::string started = first_line(trace);
       if (!started.empty()) {
         EXPECT_EQ(started, "started " + std::to_string(resume_step)) << "did not resume from the last complete checkpoint";
+        if (latest_removed && resume_step > 0) {
+          EXPECT_NE(test::read_file(output).find("latest is missing; resuming from the newest complete checkpoint ckpt-" +
+                                                 std::to_string(resume_step)),
+                    std::string::npos)
+              << "the fallback was not announced:\n" << test::read_file(output);
+        }
       }
       if (WIFEXITED(st)) {
         ASSERT_EQ(WEXITSTATUS(st), 0) << test::read_file(output);
