@@ -16,6 +16,7 @@
 #include "executor/comm/open_communicator.hpp"
 #include "executor/offload/update_only_run.hpp"
 #include "executor/train/prepare_data.hpp"
+#include "executor/train/run_log.hpp"
 #include "executor/train/training_loop.hpp"
 
 namespace {
@@ -27,26 +28,6 @@ std::string eta_text(double seconds) {
   else std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
   return buf;
 }
-
-// Opens the JSON-lines log on the first record, so a run that fails its input checks leaves
-// an existing log untouched; appends when resuming.
-class RunLog {
- public:
-  RunLog(std::string path, bool append) : path_(std::move(path)), append_(append) {}
-  void write(const mlpo::Json& rec) {
-    if (path_.empty()) return;
-    if (!out_.is_open()) {
-      out_.open(path_, append_ ? std::ios::app : std::ios::trunc);
-      if (!out_) throw mlpo::Error("--log " + path_ + ": cannot open for writing; check the directory exists and is writable");
-    }
-    out_ << rec.dump() << "\n" << std::flush;
-  }
-
- private:
-  std::string path_;
-  bool append_;
-  std::ofstream out_;
-};
 
 }  // namespace
 
@@ -79,7 +60,9 @@ int main(int argc, char** argv) {
       "step, seed and data position, written to a temp directory, fsync'd, renamed; the previous\n"
       "one is kept until the new one is complete.\n"
       "--resume continues bitwise as if never interrupted, under any plan and on any number of ranks;\n"
-      "with no checkpoint yet it starts from step 0. Same results need the same --blas-threads\n"
+      "without `latest` it takes the newest complete ckpt-N; with no checkpoint yet it starts from\n"
+      "step 0. The manifest and every file are checked (CRC32C): a damaged checkpoint exits 2.\n"
+      "Same results need the same --blas-threads\n"
       "(OpenBLAS thread count).\n"
       "Data parallelism (ZeRO-3): launch with mpirun or srun (`mpirun -np 4 mlpo-run ...`); each rank\n"
       "owns 1/ranks of the weights, gradients and optimizer state, gathers each layer's weights when\n"
@@ -221,7 +204,7 @@ int main(int argc, char** argv) {
       u.threads = threads;
       u.max_grad_norm = max_grad_norm;
       if (lr > 0) u.adam.lr = static_cast<float>(lr);
-      RunLog log(log_path, false);
+      mlpo::train::RunLog log(log_path, false);
       auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
         log.write(rec);
         if (!quiet) {
@@ -261,13 +244,14 @@ int main(int argc, char** argv) {
     t.comm = comm.get();
     const bool rank0 = comm->rank() == 0;
     auto body = [&] {
-      RunLog log(rank0 ? log_path : std::string(), t.resume);
+      mlpo::train::RunLog log(rank0 ? log_path : std::string(), t.resume);
       double elapsed = 0;
       std::int64_t done = 0;
       mlpo::train::TrainEvents events;
-      events.note = [&](const std::string& line) {
-        std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
+      events.note = [&](const std::string& line) {  // warnings (a resume without `latest`, ...) to stderr
+        std::FILE* to = line.rfind("warning:", 0) == 0 ? stderr : stdout;
+        std::fprintf(to, "%s\n", line.c_str());
+        std::fflush(to);
       };
       events.step = [&](const mlpo::Json& rec) {
         log.write(rec);

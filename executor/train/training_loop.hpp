@@ -15,6 +15,7 @@
 //       the summed range over: bf16 to host (one rank) or fp32 reduce-scatter (ZeRO-3)
 //     losses of all micro-batches gathered and summed in global order
 //     global gradient norm: chunked square sums of the shard, exchanged (exact) -> clip scale
+//     stop (mlpo::Error naming the step) if the loss or the gradient norm is not finite
 //     [baseline mode: flush fp32 gradients to the tier]
 //     update phase on the shard: AdamW over every subgroup under the plan (fetch, update,
 //       write back), lr from the warm-up + cosine schedule, bf16 copy of the new p into the
@@ -23,7 +24,8 @@
 //       queue), or forget the streamed copies
 //     every eval_every steps and at the end: validation loss (forward only, fixed held-out set)
 //     log the step (rank 0; timings are the slowest rank's); every checkpoint_every steps
-//     and at the end: checkpoint (per-rank files + manifest)
+//     and at the end: checkpoint (per-rank files + manifest), the step logged once its files
+//     are durable, before it is published
 //   export safetensors (rank 0, gathered)
 //
 // Determinism: the same model, seed, data, steps, micro-batch, global micro-batches per step,
@@ -100,8 +102,10 @@ struct TrainResult {
 // that cannot be served (no CUDA device: CUDA's reason), a run that does not fit in the GPU's
 // memory (bytes needed vs available, and the fix: --param-offload), a missing or
 // invalid data file, tokens outside the vocab, a plan for another model or another world
-// shape, an unreadable checkpoint or one of another model, a checkpoint dir that already
-// holds a run without --resume; and for I/O errors during the run. Collective when
+// shape, an unreadable, damaged or edited checkpoint or one of another model, a checkpoint dir
+// that already holds a run (any ckpt-*) without --resume, a checkpoint dir without room for a
+// checkpoint; and for I/O errors during the run and a step whose loss or gradient norm is not
+// finite (naming the step; thrown before its update, so the last checkpoint stays valid). Collective when
 // options.comm has several ranks: every rank calls it alike; an error during the steps ends
 // the whole job at once through comm.abort_job (before anything waits on a peer), an error
 // before them is thrown (run the call inside comm::run_ranked).
