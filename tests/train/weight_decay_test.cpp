@@ -47,7 +47,7 @@ TEST(TrainingWeightDecay, NormGainsAreNotDecayedWhileMatricesAre) {
   TempDir dir;
   TrainOptions o;
   o.model = test::tiny_model();
-  o.data = test::make_token_file(dir);
+  o.data = {test::make_token_file(dir)};
   o.steps = 1;
   o.micro_batch = 2;
   o.seed = 3;
