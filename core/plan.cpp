@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 
 #include "core/error.hpp"
@@ -54,6 +55,40 @@ Prediction prediction_from_json(const Json& json, const std::string& path) {
   return p;
 }
 
+namespace {
+
+// The directory a tier path names, after symlinks, "." and ".." (weakly_canonical: the path
+// need not exist yet when the plan is checked).
+std::filesystem::path resolved_directory(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) p = std::filesystem::absolute(path, ec).lexically_normal();
+  std::string text = p.string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  return text;
+}
+
+// Two tiers on one directory would open the same state file (<path>/mlpo/<run>/rank<r>.state)
+// and overwrite each other's subgroups: refuse, naming both.
+void check_distinct_directories(const Plan& p) {
+  std::vector<std::pair<std::filesystem::path, std::size_t>> seen;
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) {
+    const auto& t = p.tiers[i];
+    if (t.kind == TierKind::memory) continue;
+    const std::filesystem::path dir = resolved_directory(t.path);
+    for (const auto& [other_dir, j] : seen) {
+      if (other_dir != dir) continue;
+      const auto& o = p.tiers[j];
+      throw Error(element_path("tiers", i) + ".path: tier '" + t.name + "' (" + t.path + ") and tier '" + o.name + "' (" +
+                  o.path + ") are the same directory " + dir.string() +
+                  ": they would share one state file and overwrite each other's subgroups; give each tier its own directory");
+    }
+    seen.emplace_back(dir, i);
+  }
+}
+
+}  // namespace
+
 void validate(const Plan& p) {
   if (p.tiers.empty()) throw Error("tiers: a plan needs at least one tier");
   std::set<std::string> names;
@@ -69,6 +104,7 @@ void validate(const Plan& p) {
     if (t.concurrency_limit < 0) throw Error(at + ".concurrency_limit: must be >= 0 (0 means no limit)");
     sum += t.fraction;
   }
+  check_distinct_directories(p);
   if (std::fabs(sum - 1.0) > 1e-6)
     throw Error("tiers: fractions sum to " + std::to_string(sum) + ", they must sum to 1");
   if (p.subgroup_elements < 1024 || p.subgroup_elements % 1024 != 0)
@@ -156,7 +192,7 @@ Plan plan_from_json(const Json& json) {
     p.io_block_size = io.integer_or("block_size", 1, std::int64_t{1} << 30, 1 << 20);
     p.io_queue_depth = io.integer_or("queue_depth", 1, 4096, 8);
     p.direct_io = io.boolean_or("direct_io", true);
-    p.crc = io.boolean_or("crc", false);
+    p.crc = io.boolean_or("crc", true);
     p.slot_scope = io.choice_or("slot_scope", {"combined", "separate"}, "combined") == "combined" ? SlotScope::combined
                                                                                                  : SlotScope::separate;
     io.finish();

@@ -65,7 +65,7 @@ struct Plan {
   std::int64_t io_block_size = 1 << 20;
   std::int64_t io_queue_depth = 8;
   bool direct_io = true;
-  bool crc = false;
+  bool crc = true;                    // CRC32C of every tier extent, verified before use (docs/io.md); false opts out
   OrderPolicy order = OrderPolicy::alternating;
   GradientPolicy gradients = GradientPolicy::delayed;
   SlotScope slot_scope = SlotScope::combined;
@@ -84,7 +84,8 @@ Plan load_plan(const std::string& path);
 void save_plan(const Plan& plan, const std::string& path);  // atomic
 
 // Throws mlpo::Error when the plan's fields contradict each other (also called by
-// plan_from_json). Baseline mode requires one tier, flush-fp32 gradients, ascending order,
+// plan_from_json), e.g. two tiers on one directory (compared after resolving symlinks, "."
+// and ".."): they would share a state file. Baseline mode requires one tier, flush-fp32 gradients, ascending order,
 // no cache and no concurrency limit.
 void validate(const Plan& plan);
 

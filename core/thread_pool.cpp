@@ -1,6 +1,8 @@
 #include "core/thread_pool.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <utility>
 
 namespace mlpo {
 
@@ -42,10 +44,20 @@ void ThreadPool::parallel_for(std::size_t n, std::size_t grain,
     ++generation_;
   }
   start_cv_.notify_all();
-  if (ranges_[0].first < ranges_[0].second) fn(ranges_[0].first, ranges_[0].second);
+  // An exception from fn, on this thread or a worker, is rethrown here only after every
+  // worker is done with the job: fn must not be left running while the caller unwinds.
+  std::exception_ptr first;
+  try {
+    if (ranges_[0].first < ranges_[0].second) fn(ranges_[0].first, ranges_[0].second);
+  } catch (...) {
+    first = std::current_exception();
+  }
   std::unique_lock lock(mutex_);
   done_cv_.wait(lock, [this] { return pending_ == 0; });
   job_ = nullptr;
+  if (!first) first = std::exchange(worker_error_, nullptr);
+  worker_error_ = nullptr;
+  if (first) std::rethrow_exception(first);
 }
 
 void ThreadPool::worker_loop(unsigned index) {
@@ -61,9 +73,15 @@ void ThreadPool::worker_loop(unsigned index) {
       job = job_;
       range = ranges_[index];
     }
-    if (range.first < range.second) (*job)(range.first, range.second);
+    std::exception_ptr error;
+    try {
+      if (range.first < range.second) (*job)(range.first, range.second);
+    } catch (...) {
+      error = std::current_exception();  // out of a worker it would terminate the process
+    }
     {
       std::lock_guard lock(mutex_);
+      if (error && !worker_error_) worker_error_ = error;
       if (--pending_ == 0) done_cv_.notify_one();
     }
   }

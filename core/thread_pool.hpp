@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -27,6 +28,7 @@ class ThreadPool {
   // Calls fn(begin, end) on disjoint ranges covering [0, n), in parallel, and returns when
   // all are done. The calling thread takes the first range. Ranges are aligned to `grain`
   // elements (except the last). Not reentrant: one parallel_for at a time per pool.
+  // If fn throws (on any thread), the first exception is rethrown once every range is done.
   void parallel_for(std::size_t n, std::size_t grain,
                     const std::function<void(std::size_t, std::size_t)>& fn);
 
@@ -42,6 +44,7 @@ class ThreadPool {
   std::size_t generation_ = 0;
   unsigned pending_ = 0;
   bool stop_ = false;
+  std::exception_ptr worker_error_;  // first exception a worker caught in the current job
 };
 
 }  // namespace mlpo

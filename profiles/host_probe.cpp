@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "core/thread_pool.hpp"
 #include "core/units.hpp"
 #include "kernels/cpu/adamw.hpp"
@@ -73,14 +74,6 @@ Measurement time_rate(int reps, double work_per_run, double unit, std::int64_t s
   return summarize(std::move(rates), size_bytes);
 }
 
-std::int64_t meminfo_bytes(const std::string& key) {
-  std::ifstream in("/proc/meminfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
-  }
-  return 0;
-}
-
 std::int64_t numa_nodes() {
   std::int64_t n = 0;
   std::error_code ec;
@@ -136,8 +129,8 @@ Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
 HostProfile read_host_facts() {
   HostProfile h;
   h.cores = std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN));
-  h.memory_bytes = meminfo_bytes("MemTotal");
-  h.available_bytes = std::min(meminfo_bytes("MemAvailable"), h.memory_bytes);
+  h.memory_bytes = meminfo_bytes("MemTotal").value_or(0);
+  h.available_bytes = std::min(host_memory_available().value_or(0), h.memory_bytes);
   h.numa_nodes = numa_nodes();
   return h;
 }

@@ -44,8 +44,8 @@ struct RequestState {
   std::uint64_t padded = 0;   // bytes transferred: length rounded up to 4 KiB
   std::byte* buffer = nullptr;
   IoCallback callback;
-  std::uint32_t crc = 0;      // CRC32C of [buffer, buffer+length) for writes when CRC is on
-  bool check_crc = false;
+  bool check_crc = false;     // CRC on, and for a read: the extent has a recorded CRC
+  std::vector<std::uint32_t> block_crcs;  // CRC32C of each block_size piece of [0, length), I/O thread
 
   // I/O-thread bookkeeping.
   std::uint64_t next_chunk = 0;  // bytes of [0, padded) already handed out as operations

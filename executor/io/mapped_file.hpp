@@ -5,6 +5,10 @@
 // it through the I/O engine into a buffer and back. Stores through the mapping are the
 // file's contents (no msync needed on tmpfs; elsewhere the kernel writes them back).
 // The mapping is populated at construction, so the first update does not take page faults.
+// Truncation: a page past the end of a truncated file raises SIGBUS when touched. Callers
+// check size() of the file before use (StateStore does, per subgroup); for a truncation
+// inside that window, a process-wide SIGBUS handler (installed with the first mapping) ends
+// the process with exit status 2 and a message naming the tier and file, never a crash.
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +32,7 @@ class MappedFile {
  private:
   std::byte* data_ = nullptr;
   std::uint64_t bytes_ = 0;
+  int sigbus_entry_ = -1;  // this mapping's entry in the SIGBUS handler's table
 };
 
 }  // namespace mlpo::io

@@ -36,7 +36,7 @@ const char* op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
 }  // namespace
 
 TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
-    : tier_(std::move(tier)), pool_(pool), warn_(std::move(warn)) {
+    : tier_(std::move(tier)), pool_(pool), warn_(std::move(warn)), block_combiner_(tier_.block_size) {
   validate(tier_);
   device_ = BlockDeviceStats::of(tier_.path);
   wake_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC));
@@ -137,8 +137,10 @@ IoRequest TierIo::submit(IoOp op, TierFile& file, std::uint64_t offset, std::uin
   state->padded = file.direct() ? round_up(length, kIoAlign) : length;
   state->buffer = buffer;
   state->callback = std::move(on_done);
-  state->check_crc = tier_.crc;
-  if (op == IoOp::write && tier_.crc) state->crc = crc32c(buffer, length);
+  // CRC32C per block on the I/O thread (writes before their block is submitted, reads as
+  // each block completes), so it overlaps the blocks in flight; joined in order at the end.
+  state->check_crc = tier_.crc && (op == IoOp::write || file.recorded_crc(offset).has_value());
+  if (state->check_crc) state->block_crcs.resize((length + tier_.block_size - 1) / tier_.block_size);
   {
     std::lock_guard lock(queue_mutex_);
     MLPO_CHECK(!stopping_, "request submitted to tier '" + tier_.name + "' while it shuts down");
@@ -212,11 +214,32 @@ void TierIo::hand_out(IoRing& ring) {
     op.length = static_cast<std::uint32_t>(len);
     op.done = 0;
     op.fixed = ring.fixed_index(op.buffer, len);
+    const std::uint64_t start = req.next_chunk;
     req.next_chunk += len;
     ++req.in_flight;
     if (in_flight_++ == 0) busy_since_ns_ = now_ns();
+    const bool checksum = req.check_crc && req.op == IoOp::write;
+    if (checksum) checksum_block(req, start);
     prepare(ring, index);
+    // Let the device start on this block while the next one is checksummed.
+    if (checksum) io_uring_submit(ring.get());
   }
+}
+
+void TierIo::checksum_block(detail::RequestState& req, std::uint64_t start) {
+  if (start >= req.length) return;  // only 4 KiB tail padding: not part of the extent
+  const std::uint64_t bytes = std::min<std::uint64_t>(tier_.block_size, req.length - start);
+  req.block_crcs[start / tier_.block_size] = crc32c(req.buffer + start, bytes);
+}
+
+std::uint32_t TierIo::extent_crc(const detail::RequestState& req) const {
+  std::uint32_t crc = req.block_crcs.empty() ? 0 : req.block_crcs[0];
+  for (std::size_t i = 1; i < req.block_crcs.size(); ++i) {
+    const std::uint64_t bytes = std::min<std::uint64_t>(tier_.block_size, req.length - i * tier_.block_size);
+    crc = bytes == tier_.block_size ? block_combiner_.combine(crc, req.block_crcs[i])
+                                    : crc32c_combine(crc, req.block_crcs[i], bytes);
+  }
+  return crc;
 }
 
 void TierIo::prepare(IoRing& ring, unsigned index) {
@@ -322,6 +345,8 @@ void TierIo::on_completion(IoRing& ring, unsigned index, int result) {
 
 void TierIo::finish_operation(unsigned index) {
   Operation& op = ops_[index];
+  if (op.request->check_crc && op.request->op == IoOp::read && op.request->error.empty())
+    checksum_block(*op.request, op.file_offset - op.request->offset);
   std::shared_ptr<detail::RequestState> request = std::move(op.request);
   op.request.reset();
   free_ops_.push_back(index);
@@ -333,9 +358,9 @@ void TierIo::finish_request(detail::RequestState& req) {
   const bool is_read = req.op == IoOp::read;
   if (req.error.empty() && req.check_crc) {
     if (!is_read) {
-      req.file->record_crc(req.offset, ExtentCrc{req.length, req.crc});
+      req.file->record_crc(req.offset, ExtentCrc{req.length, extent_crc(req)});
     } else if (auto stored = req.file->recorded_crc(req.offset)) {
-      const std::uint32_t actual = crc32c(req.buffer, req.length);
+      const std::uint32_t actual = extent_crc(req);
       if (stored->length != req.length) {
         req.error = who(*req.file) + ": read of " + std::to_string(req.length) + " bytes at offset " +
                     std::to_string(req.offset) + " does not match the extent written there (" +

@@ -19,8 +19,9 @@
 // ring's registered fixed buffers.
 //
 // Cost: one eventfd write per request on the caller's side; per operation one SQE and one
-// CQE on the I/O thread; CRC (if on) is computed on the caller's thread for writes and on
-// the I/O thread for reads.
+// CQE on the I/O thread; CRC (if on) is computed on the I/O thread per block, for a write
+// before the block is submitted and for a read as it completes, so it overlaps the blocks in
+// flight; it costs that thread about 1/8 cycle per byte (docs/benchmarks.md, "CRC32C").
 
 #include <condition_variable>
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "executor/io/block_device_stats.hpp"
+#include "executor/io/crc32c.hpp"
 #include "executor/io/io_request.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier.hpp"
@@ -95,6 +97,8 @@ class TierIo {
   void on_completion(IoRing& ring, unsigned index, int result);
   void finish_operation(unsigned index);
   void finish_request(detail::RequestState& request);
+  void checksum_block(detail::RequestState& request, std::uint64_t start);  // the block at byte `start`
+  std::uint32_t extent_crc(const detail::RequestState& request) const;      // the block CRCs joined
   void fail(detail::RequestState& request, const Operation& op, const std::string& what);
   std::string who(const TierFile& file) const;
 
@@ -102,6 +106,7 @@ class TierIo {
   const PinnedBufferPool* pool_;
   WarningSink warn_;
   TierCounters counters_;
+  Crc32cCombiner block_combiner_;  // joins the CRC of one more full block
   UniqueFd wake_fd_;
   bool fixed_buffers_ = false;
   std::optional<BlockDeviceStats> device_;

@@ -1,11 +1,37 @@
 #include "executor/offload/rank_engine.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/host_memory.hpp"
+#include "executor/offload/host_memory_need.hpp"
 
 namespace mlpo::offload {
 
 namespace {
 io::SlotScope io_scope(SlotScope s) { return s == SlotScope::combined ? io::SlotScope::combined : io::SlotScope::separate; }
+
+// Refuses the plan before anything is allocated when the engine's host memory
+// (host_memory_need) exceeds MemAvailable. The state files a host tier of this run already
+// holds (a restart) are memory taken already: they count as available to themselves.
+void check_host_memory_for(const Plan& plan, const RankShard& shard, const std::string& run) {
+  const std::optional<std::int64_t> available = host_memory_available();
+  if (!available) {
+    std::fprintf(stderr, "mlpo: warning: /proc/meminfo has no MemAvailable; the plan's host memory is not checked\n");
+    return;
+  }
+  std::uint64_t held = 0;
+  for (const auto& t : plan.tiers) {
+    if (t.kind != TierKind::host) continue;
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(std::filesystem::path(t.path) / io::state_file_name(run, shard.rank), ec);
+    if (!ec) held += size;
+  }
+  check_host_memory(host_memory_need(plan, shard), static_cast<std::uint64_t>(*available) + held,
+                    "rank " + std::to_string(shard.rank));
+}
+
 }  // namespace
 
 RankEngine::RankEngine(const Plan& plan, const RankShard& shard, const std::string& run, ThreadPool& threads)
@@ -16,6 +42,7 @@ RankEngine::RankEngine(const Plan& plan, const RankShard& shard, const std::stri
   popts.cache_subgroups = plan.host_cache_subgroups;
   popts.gradients = plan.gradients;
 
+  check_host_memory_for(plan, shard, run);
   const SubgroupLayout layout(shard.elements, plan.subgroup_elements);
   pool_ = std::make_unique<io::PinnedBufferPool>(std::max<std::uint64_t>(pipeline_pool_bytes(layout, popts), 4096));
   std::vector<io::Tier> io_tiers = io_tiers_of(plan);

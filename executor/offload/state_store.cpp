@@ -89,12 +89,39 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
       grad_maps_.push_back(map && fp32_grads ? std::make_unique<io::MappedFile>(*grad_files_.back(), grad_bytes) : nullptr);
     }
   }
+  if (plan.crc) {
+    for (std::int64_t s = 0; s < layout_.count(); ++s)
+      if (resident(s) && io_tier(s) >= 0) integrity_.add_subgroup(s, layout_.subgroup(s).elements);
+  }
 }
+
+std::string StateStore::where(std::int64_t s) const {
+  const auto t = io_tier(s);
+  if (t < 0) return "memory tier, subgroup " + std::to_string(s);
+  const auto begin = static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes());
+  return "tier '" + state_files_[static_cast<std::size_t>(t)]->tier_name() + "' (" +
+         state_files_[static_cast<std::size_t>(t)]->path().string() + "), subgroup " + std::to_string(s) + " (bytes " +
+         std::to_string(begin) + ".." + std::to_string(begin + static_cast<std::uint64_t>(layout_.extent_bytes())) + ")";
+}
+
+namespace {
+// A mapped page past the end of its file is SIGBUS when touched: look before touching.
+void check_not_truncated(const io::TierFile& file, const io::MappedFile& map) {
+  const std::uint64_t size = file.size();
+  if (size >= map.size()) return;
+  throw Error("tier '" + file.tier_name() + "' (" + file.path().string() + "): the mapped state file holds " +
+              std::to_string(size) + " bytes, " + std::to_string(map.size()) +
+              " are in use: it was truncated outside MLPO while the run was using it; the state in it is lost, restore "
+              "it from a checkpoint (and keep other programs away from the tier directory)");
+}
+}  // namespace
 
 float* StateStore::resident_extent(std::int64_t subgroup) {
   MLPO_CHECK(resident(subgroup), "subgroup " + std::to_string(subgroup) + " is not resident");
   if (const int t = io_tier(subgroup); t >= 0) {
-    std::byte* base = state_maps_[static_cast<std::size_t>(t)]->data();
+    const auto& map = state_maps_[static_cast<std::size_t>(t)];
+    check_not_truncated(*state_files_[static_cast<std::size_t>(t)], *map);
+    std::byte* base = map->data();
     return reinterpret_cast<float*>(base + home(subgroup).slot * layout_.extent_bytes());
   }
   const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
@@ -106,6 +133,7 @@ float* StateStore::resident_grad(std::int64_t subgroup) {
   if (const int t = io_tier(subgroup); t >= 0) {
     const auto& map = grad_maps_[static_cast<std::size_t>(t)];
     MLPO_CHECK(map != nullptr, "no gradient file: store made without fp32 gradients");
+    check_not_truncated(*grad_files_[static_cast<std::size_t>(t)], *map);
     return reinterpret_cast<float*>(map->data() + home(subgroup).slot * layout_.array_bytes());
   }
   const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));

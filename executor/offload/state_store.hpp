@@ -19,6 +19,7 @@
 #include "core/plan.hpp"
 #include "executor/io/mapped_file.hpp"
 #include "executor/io/tier_set.hpp"
+#include "executor/offload/in_place_integrity.hpp"
 #include "executor/offload/placement_policy.hpp"
 #include "executor/offload/rank_shard.hpp"
 #include "executor/offload/subgroup_layout.hpp"
@@ -43,8 +44,17 @@ class StateStore {
   bool resident(std::int64_t subgroup) const { return in_place_[static_cast<std::size_t>(home(subgroup).tier)]; }
   // The resident extent (p, m, v arrays, floats_per_array() apart) of a resident subgroup.
   float* resident_extent(std::int64_t subgroup);
+  // Both throw mlpo::Error naming the file and the fix when a host tier's mapped file was
+  // truncated (touching the missing pages would be SIGBUS): checked on every call.
   // Fp32 gradient array of a resident subgroup (fp32-gradient mode only).
   float* resident_grad(std::int64_t subgroup);
+
+  // With CRC on (plan.crc), the chunk CRCs of the subgroups updated in place in a host tier's
+  // mapped file (the pipeline records and verifies them). checked_in_place(s): s is one.
+  InPlaceIntegrity& in_place_integrity() { return integrity_; }
+  bool checked_in_place(std::int64_t subgroup) const { return integrity_.tracks(subgroup); }
+  // "tier 'shm' (<file>), subgroup 3 (bytes X..Y)": where a file-tier subgroup lives, for messages.
+  std::string where(std::int64_t subgroup) const;
 
   // TierSet index of a subgroup's file tier (-1 on a memory tier).
   int io_tier(std::int64_t subgroup) const { return io_tier_of_plan_tier_[home(subgroup).tier]; }
@@ -74,6 +84,7 @@ class StateStore {
   std::unique_ptr<float[]> resident_grads_;
   std::vector<std::unique_ptr<io::MappedFile>> state_maps_;  // per io tier, host tiers only
   std::vector<std::unique_ptr<io::MappedFile>> grad_maps_;   // per io tier, host tiers in fp32-gradient mode
+  InPlaceIntegrity integrity_;
 };
 
 // Converts the plan's file tiers (memory tiers skipped) into I/O-engine tiers.

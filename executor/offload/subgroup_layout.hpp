@@ -1,6 +1,8 @@
 #pragma once
 // SubgroupLayout: a rank's flat fp32 optimizer state (master weights p, Adam moments m and
-// v) cut into subgroups of `subgroup_elements` elements; the last one may be shorter. On a
+// v) cut into subgroups of `subgroup_elements` elements (at most the shard's elements: a
+// plan's subgroup size larger than the shard gives one subgroup of the shard's size, and
+// buffers are sized from that); the last one may be shorter. On a
 // storage tier a subgroup occupies one extent holding p, m and v back to back, each array
 // padded to 4 KiB so the extent and all three arrays stay O_DIRECT-aligned:
 //

@@ -1,5 +1,6 @@
 #include "executor/offload/update_pipeline.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -50,6 +51,36 @@ void with_slot(io::TierSlots* slots, io::SlotUse use, Fn&& fn) {
   io::TierSlot slot = slots->acquire(use);
   fn();
 }
+
+// Joins a pipeline's reader threads on every exit. join(): after the last step, readers
+// are done and return on their own. Destroyed without join() (an exception unwinds the
+// update): fails the run first so every reader stops waiting, then joins.
+class StopOnExit {
+ public:
+  StopOnExit(FirstError& error, std::condition_variable& cv, std::vector<std::jthread>& threads)
+      : error_(error), cv_(cv), threads_(threads) {}
+  ~StopOnExit() {
+    if (!joined_) {
+      error_.set("the update phase was stopped by an error");
+      cv_.notify_all();
+    }
+    join();
+  }
+  StopOnExit(const StopOnExit&) = delete;
+  StopOnExit& operator=(const StopOnExit&) = delete;
+
+  void join() {
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    joined_ = true;
+  }
+
+ private:
+  FirstError& error_;
+  std::condition_variable& cv_;
+  std::vector<std::jthread>& threads_;
+  bool joined_ = false;
+};
 
 }  // namespace
 
@@ -115,7 +146,7 @@ class UpdatePipeline::Writers {
             req.wait();
           });
           if (!job.gradient) written_++;
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {  // never out of the thread: that would terminate the process
           error_.set(e.what());
         }
       }
@@ -135,7 +166,7 @@ class UpdatePipeline::Writers {
   std::condition_variable done_cv_;
   std::unordered_set<std::int64_t> pending_;
   std::vector<std::deque<WriteJob>> queues_;
-  std::vector<std::thread> threads_;
+  std::vector<std::jthread> threads_;
   std::atomic<std::int64_t> written_{0};
   bool closed_ = false;
 };
@@ -143,7 +174,8 @@ class UpdatePipeline::Writers {
 std::uint64_t pipeline_pool_bytes(const SubgroupLayout& layout, const PipelineOptions& o) {
   const std::uint64_t per = static_cast<std::uint64_t>(
       layout.extent_bytes() + (o.gradients == GradientPolicy::flush_fp32 ? layout.array_bytes() : 0));
-  return per * static_cast<std::uint64_t>(o.buffers + o.cache_subgroups);
+  // The cache never holds more than every subgroup of the shard.
+  return per * static_cast<std::uint64_t>(o.buffers + std::min(o.cache_subgroups, layout.count()));
 }
 
 UpdatePipeline::UpdatePipeline(StateStore& store, io::PinnedBufferPool& pool, std::vector<io::TierSlots*> slots,
@@ -204,6 +236,7 @@ void UpdatePipeline::load_state(const std::function<void(const Subgroup&, float*
     // Zero first: the padding of each array is written too, so tier files are deterministic.
     std::memset(p, 0, static_cast<std::size_t>(3 * floats) * sizeof(float));
     fill(sg, p, p + floats, p + 2 * floats);
+    if (store_.checked_in_place(s)) record_in_place(sg, p);
     if (lease) writers.push(WriteJob{s, false, std::move(lease)});
     if (error.failed()) break;
   }
@@ -245,6 +278,7 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
   const bool fp32_grads = options_.gradients == GradientPolicy::flush_fp32;
   MLPO_CHECK(static_cast<std::int64_t>(grads.size()) == layout.shard_elements(), "gradient size");
   MLPO_CHECK(weights_out.empty() || weights_out.size() == grads.size(), "weights_out size");
+  validate(adam);  // before any thread starts or any state changes (beta1 2, beta2 NaN...)
   const auto before = tier_snapshot();
 
   UpdateStats stats;
@@ -283,13 +317,13 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
         }
       }
       if (error.failed()) return;
-      // Buffers come back from writers; wait for one without blocking past an error.
       std::optional<io::PinnedBuffer> lease;
-      while (!(lease = pool_.try_acquire(buffer_bytes()))) {
-        if (error.failed()) return;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      }
       try {
+        // Buffers come back from writers; wait for one without blocking past an error.
+        while (!(lease = pool_.try_acquire(buffer_bytes()))) {
+          if (error.failed()) return;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
         const std::int64_t s = steps[pos].subgroup;
         writers.wait_written(s);
         if (error.failed()) return;
@@ -299,7 +333,7 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
           if (fp32_grads) group.add(store_.read_grad(s, lease->data() + layout.extent_bytes()));
           group.wait();
         });
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // never out of the thread: that would terminate the process
         error.set(e.what());
         cv.notify_all();
         return;
@@ -311,7 +345,11 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
       cv.notify_all();
     }
   };
-  std::vector<std::thread> readers;
+  std::vector<std::jthread> readers;
+  // On any way out of this function, an exception from AdamW or a callback included: stop
+  // the readers and join them (a joinable thread destroyed while unwinding terminates the
+  // process), then `writers` drains its queue and returns every buffer to the pool.
+  StopOnExit stop_readers(error, cv, readers);
   for (std::size_t t = 0; t < misses.size(); ++t)
     if (!misses[t].empty()) readers.emplace_back(reader, t);
 
@@ -348,8 +386,11 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     const auto adam0 = Clock::now();
     const auto n = static_cast<std::size_t>(sg.elements);
     bf16* out = weights_out.empty() ? nullptr : weights_out.data() + sg.begin;
-    adamw_masked(threads_, adam, decay_mask_, sg.begin, n, p, p + floats, p + 2 * floats, grads.data() + sg.begin,
-                 fp32_grads ? g32 : nullptr, out);
+    if (store_.checked_in_place(step.subgroup))
+      adamw_checked_in_place(sg, adam, p, g32, fp32_grads ? nullptr : grads.data() + sg.begin, out);
+    else
+      adamw_masked(threads_, adam, decay_mask_, sg.begin, n, p, p + floats, p + 2 * floats, grads.data() + sg.begin,
+                   fp32_grads ? g32 : nullptr, out);
     stats.adam_s += seconds_since(adam0);
     if (out != nullptr && weights_written) weights_written(sg);
     stats.elements += sg.elements;
@@ -375,7 +416,7 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     cv.notify_all();
   }
   if (error.failed()) cv.notify_all();
-  for (auto& r : readers) r.join();
+  stop_readers.join();
   writers.close();
   error.rethrow();
 
@@ -395,6 +436,57 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     stats.tiers.push_back(d);
   }
   return stats;
+}
+
+// One pass per chunk while it is in cache: verify the chunk's CRCs, run AdamW on it, record
+// its new CRCs. AdamW is element-wise, so chunk by chunk gives the same bits as one call.
+void UpdatePipeline::adamw_checked_in_place(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32,
+                                            const bf16* g16, bf16* out) {
+  constexpr auto chunk = static_cast<std::size_t>(InPlaceIntegrity::kChunk);
+  const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
+  float* m = p + floats;
+  float* v = p + 2 * floats;
+  InPlaceIntegrity& integrity = store_.in_place_integrity();
+  const std::string where = store_.where(sg.index);
+  threads_.parallel_for(static_cast<std::size_t>(sg.elements), chunk, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; i += chunk) {
+      const std::size_t n = std::min(chunk, e - i);
+      const auto c = static_cast<std::int64_t>(i / chunk);
+      integrity.verify(sg.index, c, p + i, m + i, v + i, n, where);
+      // The weight-decay mask's pieces, as adamw_masked() cuts them (element-wise: no bit changes).
+      decay_mask_.for_each_piece(sg.begin + static_cast<std::int64_t>(i), static_cast<std::int64_t>(n),
+                                 [&](std::int64_t at, std::int64_t count, bool decays) {
+                                   AdamWParams a = adam;
+                                   if (!decays) a.weight_decay = 0.0f;
+                                   const std::size_t j = i + static_cast<std::size_t>(at);
+                                   const auto len = static_cast<std::size_t>(count);
+                                   bf16* o = out ? out + j : nullptr;
+                                   if (g32) adamw_update_fp32grad(a, p + j, m + j, v + j, g32 + j, o, len);
+                                   else adamw_update_bf16grad(a, p + j, m + j, v + j, g16 + j, o, len);
+                                 });
+      integrity.record(sg.index, c, p + i, m + i, v + i, n);
+    }
+  });
+  integrity.mark_recorded(sg.index);
+}
+
+void UpdatePipeline::record_in_place(const Subgroup& sg, const float* p) {
+  const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
+  InPlaceIntegrity& integrity = store_.in_place_integrity();
+  for (std::int64_t i = 0, c = 0; i < sg.elements; i += InPlaceIntegrity::kChunk, ++c) {
+    const auto n = static_cast<std::size_t>(std::min(InPlaceIntegrity::kChunk, sg.elements - i));
+    integrity.record(sg.index, c, p + i, p + floats + i, p + 2 * floats + i, n);
+  }
+  integrity.mark_recorded(sg.index);
+}
+
+void UpdatePipeline::verify_in_place(const Subgroup& sg, const float* p) const {
+  const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
+  const std::string where = store_.where(sg.index);
+  for (std::int64_t i = 0, c = 0; i < sg.elements; i += InPlaceIntegrity::kChunk, ++c) {
+    const auto n = static_cast<std::size_t>(std::min(InPlaceIntegrity::kChunk, sg.elements - i));
+    store_.in_place_integrity().verify(sg.index, c, p + i, p + floats + i, p + 2 * floats + i, n, where);
+  }
 }
 
 void UpdatePipeline::flush_cache(SubgroupCache& cache) {
@@ -420,6 +512,7 @@ void UpdatePipeline::visit_state(
     io::PinnedBuffer lease;
     if (store_.resident(s)) {
       p = store_.resident_extent(s);
+      if (store_.checked_in_place(s)) verify_in_place(sg, p);
     } else if (auto it = cache_.find(s); it != cache_.end()) {
       p = reinterpret_cast<const float*>(it->second.data());
     } else {

@@ -12,8 +12,16 @@
 // buffers are leases of one PinnedBufferPool sized (buffers + cache) x subgroup buffer, so
 // memory is bounded and a cache entry is just a lease kept instead of written.
 //
-// Errors: the first transfer error stops the pipeline; update() waits for every in-flight
-// transfer, then throws it (mlpo::Error naming tier, file and offset). Never hangs.
+// Integrity (plan.crc, on by default): streamed extents carry TierIo's per-extent CRC32C;
+// subgroups in a host tier's mapped file are verified chunk by chunk in AdamW's own pass
+// before it reads them and recorded after it writes them (InPlaceIntegrity), and in
+// visit_state. A mismatch is an error like any other.
+//
+// Errors: the first error anywhere — a transfer, a CRC mismatch, AdamW's parameter check, a
+// callback that throws — stops the pipeline; update() stops and joins its reader and writer
+// threads (also while an exception unwinds it), lets in-flight transfers finish, returns
+// every buffer to the pool, then throws it (mlpo::Error naming tier, file and offset).
+// Never hangs and never terminates the process.
 //
 // The numbers do not depend on any of this: AdamW is element-wise and each element is
 // updated exactly once per iteration with the same inputs, wherever its state came from —
@@ -120,6 +128,11 @@ class UpdatePipeline {
   std::uint64_t buffer_bytes() const;
   io::PinnedBuffer acquire_buffer();
   std::vector<TierIterationStats> tier_snapshot() const;
+  // Subgroups in a host tier's mapped file with CRC on (StateStore::checked_in_place).
+  void adamw_checked_in_place(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32,
+                              const bf16* g16, bf16* out);
+  void record_in_place(const Subgroup& sg, const float* p);
+  void verify_in_place(const Subgroup& sg, const float* p) const;
 
   StateStore& store_;
   io::PinnedBufferPool& pool_;

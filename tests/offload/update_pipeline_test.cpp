@@ -12,48 +12,11 @@
 #include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/update_only_run.hpp"
 #include "offload_test_util.hpp"
+#include "pipeline_rig.hpp"
 
 namespace mlpo::offload {
 
-namespace {
-
-struct Rig {
-  Rig(const Plan& plan_in, std::int64_t elements)
-      : plan(plan_in),
-        shard(shard_for(elements, 1, 0)),
-        layout(shard.elements, plan.subgroup_elements),
-        options{plan.buffers, plan.prefetch_depth, plan.host_cache_subgroups, plan.gradients},
-        pool(pipeline_pool_bytes(layout, options)),
-        tiers(io_tiers_of(plan), io::TierSetOptions{&pool, [](const std::string&) {}}),
-        store(plan, shard, &tiers, "test", plan.gradients == GradientPolicy::flush_fp32),
-        threads(2),
-        pipeline(store, pool, std::vector<io::TierSlots*>(tiers.size(), nullptr), threads, options),
-        cache(plan.host_cache_subgroups),
-        grads(static_cast<std::size_t>(elements)) {
-    pipeline.initialize([](std::int64_t i) { return synthetic_initial_weight(3, i); });
-    synthetic_gradients(3, 1, 0, grads, threads);
-  }
-  UpdateStats step(std::int64_t iteration) {
-    AdamWParams adam;
-    adam.step = iteration + 1;
-    auto steps = cache.plan_iteration(update_order(plan.order, iteration, layout.count()),
-                                      [&](std::int64_t s) { return store.resident(s); });
-    return pipeline.update(steps, grads, adam, {});
-  }
-  Plan plan;
-  RankShard shard;
-  SubgroupLayout layout;
-  PipelineOptions options;
-  io::PinnedBufferPool pool;
-  io::TierSet tiers;
-  StateStore store;
-  ThreadPool threads;
-  UpdatePipeline pipeline;
-  SubgroupCache cache;
-  std::vector<bf16> grads;
-};
-
-}  // namespace
+using testing::Rig;
 
 TEST(UpdatePipelineIo, CacheHitsSkipReadsAndWrites) {
   testing::ScratchTiers dirs("hits");

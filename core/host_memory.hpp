@@ -1,0 +1,19 @@
+#pragma once
+// Host memory facts from /proc/meminfo: what the profiler records (MemTotal, MemAvailable)
+// and what the executor checks a plan's buffers, cache and resident state against before
+// allocating them.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlpo {
+
+// The value of one /proc/meminfo line in bytes ("MemAvailable" -> its kB x 1024); nullopt
+// when the file or the key is missing (not Linux, a sandbox without /proc).
+std::optional<std::int64_t> meminfo_bytes(const std::string& key);
+
+// MemAvailable: the kernel's estimate of the memory a process can take without swapping.
+std::optional<std::int64_t> host_memory_available();
+
+}  // namespace mlpo

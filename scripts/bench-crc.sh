@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The cost of tier integrity (plan io.crc, on by default) on the update phase: the same
+# update-only run with io.crc true and false, interleaved (on, off, off, on, ...), REPEAT
+# times, on two plans:
+#   disk+shm  the bench's two-tier row: disk (nvme, streamed, CRC per extent in TierIo) 70 %
+#             + /dev/shm (host, mapped, CRC per chunk fused into AdamW) 30 %, cache 10,
+#             buffers 8, prefetch 4, queue depth 64, 16 Mi-element subgroups, 1B params;
+#   shm       both tiers on /dev/shm (steadier than the VM's disk): one streamed (kind
+#             other), one mapped (host), 50/50, no cache, SHM_PARAMS params.
+# Prints per plan and setting each run's mean update s (steps 2..STEPS) and the medians.
+#
+#   scripts/bench-crc.sh [DISK_DIR] [REPEAT] [PARAMS] [SHM_PARAMS] [STEPS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+run=${RUN:-"$root/build/release/cli/mlpo-run"}  # RUN=another mlpo-run (an older build) to compare
+disk=${1:-/var/tmp/mlpo-bench-crc}
+repeat=${2:-3}
+params=${3:-1B}
+shm_params=${4:-500M}
+steps=${5:-4}
+out="$root/out/bench-crc"
+shm=/dev/shm/mlpo-bench-crc
+mkdir -p "$out" "$disk" "$shm/stream" "$shm/inplace"
+trap 'rm -rf "$shm"' EXIT
+
+plan() {  # plan FILE CRC TIERS CACHE
+  cat > "$1" <<JSON
+{"schema": "mlpo.plan/1", "model": {"name": "synthetic", "params": 1}, "cluster": {},
+ "subgroup_elements": 16777216, "tiers": $3,
+ "host_cache_subgroups": $4, "buffers": 8, "prefetch_depth": 4, "order": "alternating", "gradients": "delayed",
+ "io": {"queue_depth": 64, "crc": $2}}
+JSON
+}
+two='[{"name": "disk", "kind": "nvme", "path": "'$disk'", "fraction": 0.7}, {"name": "shm", "kind": "host", "path": "'$shm/inplace'", "fraction": 0.3}]'
+shm_only='[{"name": "stream", "kind": "other", "path": "'$shm/stream'", "fraction": 0.5}, {"name": "inplace", "kind": "host", "path": "'$shm/inplace'", "fraction": 0.5}]'
+for crc in true false; do
+  plan "$out/disk+shm.crc-$crc.plan.json" $crc "$two" 10
+  plan "$out/shm.crc-$crc.plan.json" $crc "$shm_only" 0
+done
+
+: > "$out/runs.txt"
+for rep in $(seq 1 "$repeat"); do
+  # Alternate which setting goes first, so drift of the VM over a repeat moves both alike.
+  if [ $((rep % 2)) = 1 ]; then order="true false"; else order="false true"; fi
+  for name in disk+shm shm; do
+    p=$params; [ "$name" = shm ] && p=$shm_params
+    for crc in $order; do
+      s=$("$run" --update-only --params "$p" --plan "$out/$name.crc-$crc.plan.json" --steps "$steps" --quiet \
+            | grep '^summary:' | sed 's/^summary: //' | python3 -c "import json,sys; print(json.load(sys.stdin)['mean_update_s'])")
+      echo "$name crc=$crc rep=$rep mean_update_s=$s" | tee -a "$out/runs.txt" >&2
+    done
+  done
+done
+python3 - "$out/runs.txt" <<'PY'
+import statistics, sys, collections
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = dict(kv.split("=") for kv in line.split()[1:])
+    runs[(line.split()[0], f["crc"])].append(float(f["mean_update_s"]))
+for name in ("disk+shm", "shm"):
+    on, off = runs[(name, "true")], runs[(name, "false")]
+    if not on or not off: continue
+    mon, moff = statistics.median(on), statistics.median(off)
+    print(f"{name}: crc on {mon:.3f} s [{', '.join(f'{x:.3f}' for x in on)}]  off {moff:.3f} s [{', '.join(f'{x:.3f}' for x in off)}]"
+          f"  on/off {mon / moff:.3f}  paired {statistics.median(a / b for a, b in zip(on, off)):.3f}")
+PY

@@ -1,0 +1,122 @@
+// Tier data integrity (docs/io.md, "Integrity"): on by default for every file tier kind, the
+// mapped host tiers included; a changed byte or a truncated file is an error naming the file,
+// never a wrong state or a SIGBUS.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "core/error.hpp"
+#include "executor/offload/state_store.hpp"
+#include "offload_test_util.hpp"
+#include "pipeline_rig.hpp"
+
+namespace mlpo::offload {
+
+using testing::Rig;
+
+namespace {
+
+// Flips one bit of a tier file behind the engine's back (another process, a bad disk).
+void flip_byte(const std::filesystem::path& file, std::uint64_t offset) {
+  const int fd = ::open(file.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << file;
+  unsigned char b = 0;
+  ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  b ^= 0x04;
+  ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  ::close(fd);
+}
+
+std::string error_of(Rig& rig, std::int64_t iteration) {
+  try {
+    rig.step(iteration);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Byte offset, in its tier's state file, of element 100 of subgroup s's m array.
+std::uint64_t byte_in_m(const Rig& rig, std::int64_t s) {
+  return static_cast<std::uint64_t>(rig.store.placement().home(s).slot * rig.layout.extent_bytes() +
+                                    rig.layout.array_bytes() + 400);
+}
+
+std::int64_t first_subgroup_on(const Rig& rig, int plan_tier) {
+  for (std::int64_t s = 0; s < rig.layout.count(); ++s)
+    if (rig.store.placement().home(s).tier == plan_tier) return s;
+  return -1;
+}
+
+}  // namespace
+
+TEST(TierIntegrity, IsOnByDefaultForEveryFileTierKind) {
+  EXPECT_TRUE(Plan{}.crc);
+  Json j = to_json(testing::ScratchTiers("default").plan(0.5, 0, OrderPolicy::ascending));
+  j.erase("io");  // a hand-written plan that says nothing about it
+  const Plan plan = plan_from_json(j);
+  EXPECT_TRUE(plan.crc);
+  for (const auto& t : io_tiers_of(plan)) EXPECT_TRUE(t.crc) << t.name;
+}
+
+TEST(TierIntegrity, FlippedByteInAStreamedTierFileIsACrcErrorNamingTheFile) {
+  testing::ScratchTiers dirs("crc-disk");
+  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
+  rig.step(0);
+  const auto file = std::filesystem::path(dirs.disk()) / "mlpo/test/rank0.state";
+  flip_byte(file, byte_in_m(rig, first_subgroup_on(rig, 0)));
+  const std::string message = error_of(rig, 1);
+  EXPECT_NE(message.find("CRC32C mismatch"), std::string::npos) << message;
+  EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+  EXPECT_EQ(rig.pool.in_use(), 0u) << "buffers leaked after the error";
+}
+
+TEST(TierIntegrity, FlippedByteInAMappedHostTierIsACrcErrorNotAWrongState) {
+  testing::ScratchTiers dirs("crc-host");
+  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
+  rig.step(0);
+  const auto file = std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state";
+  const std::int64_t s = first_subgroup_on(rig, 1);
+  ASSERT_TRUE(rig.store.resident(s)) << "the host tier is mapped and updated in place";
+  flip_byte(file, byte_in_m(rig, s));
+  const std::string message = error_of(rig, 1);
+  EXPECT_NE(message.find("CRC32C mismatch in m (first moment)"), std::string::npos) << message;
+  EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("subgroup " + std::to_string(s)), std::string::npos) << message;
+}
+
+TEST(TierIntegrity, FlippedByteInAMappedHostTierIsCaughtWhenTheStateIsRead) {
+  testing::ScratchTiers dirs("crc-visit");
+  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
+  rig.step(0);
+  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state", byte_in_m(rig, first_subgroup_on(rig, 1)));
+  EXPECT_THROW(rig.pipeline.visit_state([](const Subgroup&, const float*, const float*, const float*) {}), Error);
+}
+
+TEST(TierIntegrity, OptingOutInThePlanTurnsTheChecksOff) {
+  testing::ScratchTiers dirs("crc-off");
+  Plan plan = dirs.plan(0.5, 0, OrderPolicy::ascending);
+  plan.crc = false;
+  Rig rig(plan, 8 * 16384);
+  rig.step(0);
+  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state", byte_in_m(rig, first_subgroup_on(rig, 1)));
+  EXPECT_EQ(error_of(rig, 1), "");
+}
+
+TEST(TierIntegrity, TruncatedMappedHostTierIsAClearErrorNotASigbus) {
+  testing::ScratchTiers dirs("trunc-host");
+  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
+  rig.step(0);
+  const auto file = std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state";
+  std::filesystem::resize_file(file, 4096);
+  const std::string message = error_of(rig, 1);
+  EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+  EXPECT_NE(message.find("restore it from a checkpoint"), std::string::npos) << message;
+  EXPECT_EQ(rig.pool.in_use(), 0u) << "buffers leaked after the error";
+}
+
+}  // namespace mlpo::offload
