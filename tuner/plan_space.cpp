@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/error.hpp"
 #include "core/tier_rates.hpp"
@@ -103,12 +104,90 @@ double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t) {
   return group * static_cast<double>(a.params_per_rank) * plan.tiers[t].fraction * state_bytes_per_element(plan);
 }
 
-double gpu_memory_need(const Accounting& a) {
-  // bf16 weight and gradient shards, activation checkpoints and one recomputed layer, and one
-  // gathered layer (ZeRO-3 all-gathers a layer's full bf16 weights before using it).
-  const double layer = static_cast<double>(a.params.per_layer) * kBf16Bytes;
-  return static_cast<double>(a.weights_bf16_bytes_per_rank + a.grads_bf16_bytes_per_rank +
-                             a.activation_checkpoint_bytes_per_rank + a.activation_working_bytes_per_rank) + 2 * layer;
+namespace {
+
+// The executor's MicroBatchGradientSum::buffers_for: partial sums a halving tree over
+// `micro` micro-batches keeps besides the arriving one.
+std::int64_t partial_sum_buffers(std::int64_t micro) {
+  std::int64_t depth = 0, most = 0;
+  std::function<void(std::int64_t, std::int64_t)> walk = [&](std::int64_t lo, std::int64_t hi) {
+    if (hi - lo == 1) {
+      most = std::max(most, ++depth);
+      return;
+    }
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    walk(lo, mid);
+    walk(mid, hi);
+    --depth;
+  };
+  walk(0, micro);
+  return micro == 1 ? 0 : most - 1;
+}
+
+}  // namespace
+
+std::string GpuMemoryNeed::detail() const {
+  return "weights " + format_bytes(weights) + " (" + weights_what + ") + gradients " + format_bytes(gradients) + " (" +
+         gradients_what + ") + activations " + format_bytes(activations) + " + backend workspace " + format_bytes(workspace);
+}
+
+GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload) {
+  const ModelSpec& s = a.spec;
+  const double params = static_cast<double>(a.params.total);
+  const double layer = static_cast<double>(a.params.per_layer);
+  const double embedding = static_cast<double>(a.params.embedding);
+  const double head = static_cast<double>(a.params.lm_head + s.hidden);  // lm_head + final norm
+  const bool zero3 = a.shape.ranks() > 1;
+  const bool offload = param_offload && !zero3;
+  GpuMemoryNeed m;
+  // Weights: one device buffer of the largest part (gathered, ZeRO-3), two part slots
+  // (--param-offload) or all of them.
+  const double largest_part = std::max({embedding, head, layer});
+  if (zero3) {
+    m.weights = largest_part * kBf16Bytes;
+    m.weights_what = "one gathered part; the shard stays in host memory";
+  } else if (offload) {
+    m.weights = 2 * largest_part * kBf16Bytes;
+    m.weights_what = "two streamed part slots, --param-offload";
+  } else {
+    m.weights = params * kBf16Bytes;
+    m.weights_what = "all resident";
+  }
+  // Gradients (fp32 on the device): one part's buffer when they stream to the host during
+  // backward (grad_accum 1 with ZeRO-3 or --param-offload), else all of them, plus the
+  // micro-batch partial sums.
+  const bool stream = a.shape.grad_accum == 1 && (zero3 || offload);
+  const double streamed_part = std::max({head, layer, s.tied_embeddings ? 0.0 : embedding}) + (s.tied_embeddings ? embedding : 0.0);
+  m.gradients = (stream ? streamed_part : params) * 4 + static_cast<double>(partial_sum_buffers(a.shape.grad_accum)) * params * 4;
+  m.gradients_what = stream ? "one part, streamed to the host during backward"
+                            : a.shape.grad_accum > 1 ? "all, fp32, and partial sums of the micro-batches" : "all, fp32";
+  // Activations, as executor/model/device_memory.cpp counts them.
+  const double N = static_cast<double>(a.shape.micro_batch * a.shape.seq_len);
+  const double h = static_cast<double>(s.hidden), kv = static_cast<double>(s.kv_dim()), f = static_cast<double>(s.ffn_hidden);
+  const double elements = (static_cast<double>(s.layers) + 1) * N * h + 14 * N * h + 4 * N * kv + 6 * N * f + N * static_cast<double>(s.vocab);
+  const double attention_rows = static_cast<double>(a.shape.micro_batch * s.heads * a.shape.seq_len);
+  m.activations = elements * kBf16Bytes + 2 * N * 4 + (4 * N + attention_rows) * 4 + (zero3 || offload ? 0.0 : 4.0 * (1 << 20));
+  if (!zero3) m.activations += 2 * std::max({embedding, head, layer}) * kBf16Bytes;  // the gradient handover's staging
+  // The CUDA backend's bound (CudaBackend::scratch_bound): GEMM workspace, reduction chunks,
+  // attention rows; 64 MiB covers the fixed parts.
+  m.workspace = 64.0 * (1 << 20) + attention_rows * 4;
+  return m;
+}
+
+std::string gpu_memory_advice(const Accounting& a, bool param_offload, double have) {
+  if (a.shape.ranks() == 1 && !param_offload && gpu_memory_need(a, true).total() <= have)
+    return "the weights do not fit: pass --param-offload here and to mlpo-run (weights in host memory, streamed per layer; "
+           "it needs " + format_bytes(gpu_memory_need(a, true).total()) + ")";
+  if (a.shape.grad_accum > 1) {
+    Accounting one = a;
+    one.shape.grad_accum = 1;
+    if (gpu_memory_need(one, param_offload).total() <= have)
+      return "the full fp32 gradient of --grad-accum " + std::to_string(a.shape.grad_accum) +
+             " does not fit: use --grad-accum 1 (the gradients then leave the device layer by layer)";
+  }
+  if (a.shape.ranks() == 1)
+    return "lower --micro-batch or --seq-len, or add GPUs (--nodes, --gpus-per-node)";
+  return "lower --micro-batch or --seq-len";
 }
 
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request) {
@@ -127,8 +206,8 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
   }
   if (!request.options.update_only && !request.profile.gpus.empty()) {
     const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
-    if (gpu_memory_need(a) > have)
-      return Shortfall{"GPU memory", gpu_memory_need(a), have, "bf16 weight and gradient shards, activations and one gathered layer per rank"};
+    const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
+    if (need.total() > have) return Shortfall{"GPU memory", need.total(), have, need.detail() + " per rank"};
   }
   return std::nullopt;
 }
@@ -233,30 +312,57 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
   return out;
 }
 
+namespace {
+
+Plan baseline_on(const Accounting& a, const TierProfile& tp, std::int64_t subgroup_elements) {
+  Plan p;
+  p.model_name = a.spec.name;
+  p.model_params = a.params.total;
+  p.cluster = a.shape;
+  p.mode = PlanMode::baseline;
+  p.subgroup_elements = subgroup_elements;
+  p.tiers = {tier_of(tp)};
+  p.tiers[0].fraction = 1.0;
+  p.gradients = GradientPolicy::flush_fp32;
+  p.order = OrderPolicy::ascending;
+  p.host_cache_subgroups = 0;
+  p.buffers = 4;
+  p.prefetch_depth = 1;
+  return p;
+}
+
+}  // namespace
+
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements) {
-  // ZeRO-3 offload streams its state from storage: a tier updated in place only when no
-  // streamed tier can hold it.
-  for (const bool in_place : {false, true}) {
+  if (!request.baseline_tier.empty()) {
+    const TierProfile* tp = request.profile.find_tier(request.baseline_tier);
+    if (tp == nullptr) {
+      std::string names;
+      for (const auto& t : request.profile.tiers) names += (names.empty() ? "" : ", ") + t.name + " (" + to_string(t.kind) + ")";
+      throw Error("--baseline-tier " + request.baseline_tier + ": the profile has no such tier; its tiers are " + names);
+    }
+    Plan p = baseline_on(a, *tp, subgroup_elements);
+    if (auto short_of = check_fits(a, p, request))
+      throw Error("--baseline-tier " + request.baseline_tier + ": the baseline on it does not fit: " + short_of->resource +
+                  " is short by " + format_bytes(short_of->need - short_of->have) + " (" + short_of->detail +
+                  "); name a larger tier or leave --baseline-tier out");
+    return p;
+  }
+  // ZeRO-3 offload streams its state from node-local NVMe: that kind first, then any
+  // streamed tier, and a tier updated in place only when no streamed tier can hold it.
+  const std::function<bool(const TierProfile&)> passes[] = {
+      [](const TierProfile& t) { return t.kind == TierKind::nvme; },
+      [](const TierProfile& t) { return !updated_in_place(t.kind); },
+      [](const TierProfile& t) { return updated_in_place(t.kind); }};
+  for (const auto& admits : passes) {
     std::optional<Plan> best;
     double best_bw = 0;
     for (const TierProfile& tp : request.profile.tiers) {
-      if (updated_in_place(tp.kind) != in_place) continue;
-      Plan p;
-      p.model_name = a.spec.name;
-      p.model_params = a.params.total;
-      p.cluster = a.shape;
-      p.mode = PlanMode::baseline;
-      p.subgroup_elements = subgroup_elements;
-      p.tiers = {tier_of(tp)};
-      p.tiers[0].fraction = 1.0;
-      p.gradients = GradientPolicy::flush_fp32;
-      p.order = OrderPolicy::ascending;
-      p.host_cache_subgroups = 0;
-      p.buffers = 4;
-      p.prefetch_depth = 1;
+      if (!admits(tp)) continue;
+      Plan p = baseline_on(a, tp, subgroup_elements);
       if (check_fits(a, p, request)) continue;
       const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
-      if (bw > best_bw) {
+      if (!best || bw > best_bw) {
         best_bw = bw;
         best = p;
       }
@@ -288,9 +394,10 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
               "add nodes (--nodes), or raise --host-memory-budget if the profile's host.available_bytes is too low");
   if (!request.options.update_only && !request.profile.gpus.empty()) {
     const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
-    if (gpu_memory_need(a) > have)
-      shortfall("GPU memory", gpu_memory_need(a), have, "weight and gradient shards, activations and a gathered layer per rank",
-                "lower --micro-batch or add GPUs (--nodes, --gpus-per-node)");
+    const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
+    if (need.total() > have)
+      shortfall("GPU memory", need.total(), have, need.detail() + " per rank",
+                gpu_memory_advice(a, request.param_offload, have) + " (--update-only skips this check: the update phase needs no GPU memory)");
   }
   const double R = static_cast<double>(a.shape.gpus_per_node);
   const double nodes = static_cast<double>(a.shape.nodes);

@@ -32,6 +32,8 @@ struct TuneRequest {
   int jobs = 2;                         // SimGrid child processes at a time
   bool timeline = false;                // record the chosen plan's timeline
   sim::SimulationOptions options;       // update_only, remote backbone
+  std::string baseline_tier;            // the baseline's tier; empty: node-local NVMe, else the fastest streamed
+  bool param_offload = false;           // one rank: weights as `mlpo-run --param-offload` holds them
   std::function<void(const std::string&)> progress;  // called before each long step; may be empty
 };
 
@@ -58,16 +60,38 @@ HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan);
 // Optimizer state (and fp32 gradients in flush mode) a plan puts on tier `t`, for the whole
 // group that shares it: one node for local tiers, all nodes for remote ones.
 double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t);
-double gpu_memory_need(const Accounting& a);
+// Device memory one rank takes, as the executor allocates it (executor/train/compute_backend.cpp,
+// executor/model/device_memory.cpp): ZeRO-3 (several ranks) gathers one part's bf16 weights
+// at a time and, with grad_accum 1, streams the gradients to the host part by part, so
+// neither shard is resident; one rank keeps every weight (or, with --param-offload, two part
+// slots); grad_accum > 1 keeps the full fp32 gradient and its partial sums. Plus the
+// activations (per-layer checkpoints, one layer's intermediates, logits) and the backend's
+// workspace.
+struct GpuMemoryNeed {
+  double weights = 0;
+  double gradients = 0;
+  double activations = 0;
+  double workspace = 0;
+  double total() const { return weights + gradients + activations + workspace; }
+  std::string detail() const;  // "weights 1.2 GiB (one gathered layer) + ..."
+  std::string weights_what;
+  std::string gradients_what;
+};
+GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload);
+// What to change when `need` exceeds `have` bytes: names the flag.
+std::string gpu_memory_advice(const Accounting& a, bool param_offload, double have);
 
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request);
 
 // Every candidate plan (before constraints), deterministic order.
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request);
 
-// The baseline plan (ZeRO-3 NVMe-offload style) on the single fastest streamed tier that holds
-// its state and fp32 gradients (a tier updated in place only when no streamed tier can);
-// nullopt when no tier can.
+// The baseline plan (ZeRO-3 NVMe-offload style) on one tier: `request.baseline_tier` when set
+// (mlpo::Error listing the profile's tiers when it is not one of them, or naming the shortfall
+// when it cannot hold the state and fp32 gradients); otherwise the fastest node-local NVMe tier
+// that holds them, else the fastest streamed tier that does (a tier updated in place only when
+// no streamed tier can). Never a faster remote tier in place of a fitting NVMe one: the
+// baseline is ZeRO-3's NVMe offload. nullopt when no tier can.
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements);
 
 // Throws an mlpo::Error saying which resource is short and by how much, for a request that

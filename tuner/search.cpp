@@ -168,6 +168,11 @@ TuneResult tune(const TuneRequest& request) {
                          {"candidates", result.candidates},
                          {"feasible", result.feasible},
                          {"simulated", result.simulated}};
+  if (result.baseline)
+    out.explanation["baseline_tier"] = Json{{"name", result.baseline->plan.tiers[0].name},
+                                            {"kind", to_string(result.baseline->plan.tiers[0].kind)},
+                                            {"chosen_by", request.baseline_tier.empty() ? "default: node-local NVMe, else the fastest streamed tier"
+                                                                                        : "--baseline-tier"}};
   if (result.baseline && out.prediction->iteration_s > 0)
     out.explanation["predicted_speedup"] = result.baseline->simulated.prediction.iteration_s / out.prediction->iteration_s;
   for (const auto& w : result.chosen.simulated.warnings) result.warnings.push_back(w);
