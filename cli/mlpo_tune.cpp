@@ -142,8 +142,8 @@ int main(int argc, char** argv) {
         std::printf("; baseline (on %s) %s, speedup %.2fx", result.baseline->plan.tiers[0].name.c_str(),
                     mlpo::format_seconds(result.chosen.plan.baseline_prediction->iteration_s).c_str(),
                     result.chosen.plan.baseline_prediction->iteration_s / p.iteration_s);
-      std::printf("\nsearched %zu candidates (%zu feasible, %zu simulated) in %s\n", result.candidates, result.feasible,
-                  result.simulated, mlpo::format_seconds(result.seconds).c_str());
+      std::printf("\nsearched %zu candidates of the grid's %.3g (%zu feasible, %zu from the finer search, %zu simulated) in %s\n",
+                  result.candidates, result.space, result.feasible, result.refined, result.simulated, mlpo::format_seconds(result.seconds).c_str());
     }
     if (!quiet && !json && !out_path.empty()) std::printf("plan written to %s\n", out_path.c_str());
     if (!quiet && !json && !timeline_path.empty()) std::printf("timeline written to %s\n", timeline_path.c_str());

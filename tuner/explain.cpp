@@ -95,8 +95,8 @@ std::string explain(const TuneResult& r, const Profile& profile) {
     add(out, "\nbaseline (ZeRO-3 style on %s: fp32 gradients flushed, ascending, no cache, no limit): %s; predicted speedup %.2fx\n",
         r.baseline->plan.tiers[0].name.c_str(), format_seconds(base).c_str(), chosen > 0 ? base / chosen : 0.0);
   }
-  add(out, "\nsearch: %zu candidates, %zu fit memory and capacity, %zu SimGrid runs, %s\n", r.candidates, r.feasible, r.simulated,
-      format_seconds(r.seconds).c_str());
+  add(out, "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the finer search beat the grid, "
+      "%zu SimGrid runs, %s\n", r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
   return out;
 }
 

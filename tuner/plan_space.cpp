@@ -19,14 +19,18 @@ double state_bytes_per_element(const Plan& plan) {
 
 PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind, 0.0, 0}; }
 
-// Aggregate node bandwidth of a tier for the update's even read/write mix when R ranks
-// stream to it (one reader and one writer each) under a combined limit k (0: none).
-double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
+}  // namespace
+
+double tier_update_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
   const TierRates rates = tier_rates_of(t);
   if (k == 1) return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
   const double per_direction = k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
   return rates.interleaved_bps(std::max(1.0, per_direction));
 }
+
+namespace {
+
+double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) { return tier_update_bps(t, ranks, k); }
 
 // A tier updated in place (memory, host) moves no bytes: Adam reads and writes its
 // subgroups' p, m and v (24 B an element) where they lie. What it delivers to the update is
@@ -212,100 +216,126 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
   return std::nullopt;
 }
 
+std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, std::int64_t ranks_per_node) {
+  // 1..R, or none (0). Each rank has a reader and a writer on a tier, so even k = R holds
+  // some of them back; with R = 1, k = 1 makes the rank's reads and writes take turns. A tier
+  // updated in place has no transfers to limit: none only.
+  if (updated_in_place(profile.tiers[tier].kind)) return {0};
+  std::vector<std::int64_t> out;
+  for (std::int64_t k = 1; k <= ranks_per_node; ++k) out.push_back(k);
+  out.push_back(0);
+  return out;
+}
+
+std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a) {
+  // From 4 Mi elements (48 MiB of state) up, keeping at least 8 subgroups per rank; smaller
+  // ones only for shards too small for that. The models carry no per-subgroup overhead
+  // (submission, dispatch), so they would favour tiny subgroups unjustly.
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t sg = std::int64_t{1} << 22; sg <= (std::int64_t{1} << 28); sg <<= 2)
+    if (a.params_per_rank / sg >= 8) sizes.push_back(sg);
+  for (std::int64_t sg = std::int64_t{1} << 20; sizes.empty() && sg >= 1024; sg >>= 2)
+    if (a.params_per_rank / sg >= 8 || sg == 1024) sizes.push_back(sg);
+  return sizes;
+}
+
+Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const TierSetting& setting) {
+  Plan p;
+  p.model_name = a.spec.name;
+  p.model_params = a.params.total;
+  p.cluster = a.shape;
+  p.gradients = setting.gradients;
+  std::int64_t block = 0, depth = 0;
+  for (std::size_t i = 0; i < setting.members.size(); ++i) {
+    const TierProfile& tp = request.profile.tiers[setting.members[i]];
+    PlanTier pt = tier_of(tp);
+    pt.concurrency_limit = setting.limits[i];
+    p.tiers.push_back(pt);
+    if (updated_in_place(tp.kind)) continue;
+    block = std::max(block, tp.block_size);
+    depth = std::max(depth, tp.queue_depth);
+  }
+  // The I/O settings are the profile's: its curves were measured at them, and the models
+  // have no term that would rank other values.
+  if (block > 0) p.io_block_size = block;
+  if (depth > 0) p.io_queue_depth = depth;
+  return p;
+}
+
+bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
+  // Fractions for one candidate: by bandwidth (Adam's rate for tiers updated in place),
+  // each tier capped by its free space, and RAM-backed tiers also by the host memory the
+  // candidate's buffers, cache and bf16 copies leave (so a small budget still gets a share
+  // of /dev/shm rather than none). False when the tiers cannot hold the state or a tier would
+  // get (almost) nothing: the subset without it covers that.
+  const std::int64_t R = a.shape.gpus_per_node;
+  std::vector<double> bw, cap, full_bytes;
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) {
+    const TierProfile* tp = request.profile.find_tier(p.tiers[i].name);
+    MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
+    bw.push_back(updated_in_place(tp->kind) ? in_place_bps(request.profile, R) : effective_bps(*tp, R, p.tiers[i].concurrency_limit));
+    p.tiers[i].fraction = 1.0;
+    full_bytes.push_back(tier_bytes_needed(a, p, i));
+    cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp->free_bytes) / full_bytes.back()) : 1.0);
+  }
+  const HostMemoryNeed fixed = host_memory_need(a, p);
+  const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
+  for (std::size_t i = 0; i < p.tiers.size(); ++i)
+    if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0) cap[i] = std::clamp(room / full_bytes[i], 0.0, cap[i]);
+  const auto f = split(bw, cap);
+  if (!f || std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return false;
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) p.tiers[i].fraction = (*f)[i];
+  return true;
+}
+
+std::vector<Plan> grid_variants(const Accounting& a, const TuneRequest& request, const TierSetting& setting) {
+  const Plan tiers_plan = tier_setting_plan(a, request, setting);
+  const std::pair<std::int64_t, std::int64_t> pipelines[] = {{2, 1}, {4, 2}, {8, 4}};  // buffers, prefetch
+  std::vector<Plan> out;
+  for (std::int64_t sg : grid_subgroup_sizes(a)) {
+    const std::int64_t n = (a.params_per_rank + sg - 1) / sg;
+    std::vector<std::int64_t> caches{0, (n + 15) / 16, (n + 3) / 4, n};
+    caches.erase(std::unique(caches.begin(), caches.end()), caches.end());
+    for (const auto& [buffers, prefetch] : pipelines) {
+      for (OrderPolicy order : {OrderPolicy::alternating, OrderPolicy::ascending}) {
+        for (std::int64_t cache : caches) {
+          if (cache > 0 && order == OrderPolicy::ascending && cache < n) continue;  // never hits: pure cost
+          Plan p = tiers_plan;
+          p.subgroup_elements = sg;
+          p.buffers = buffers;
+          p.prefetch_depth = prefetch;
+          p.order = order;
+          p.host_cache_subgroups = cache;
+          if (fill_fractions(a, request, p)) out.push_back(std::move(p));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request) {
   const Profile& profile = request.profile;
   const std::int64_t R = a.shape.gpus_per_node;
   const std::size_t T = profile.tiers.size();
-  Plan base;
-  base.model_name = a.spec.name;
-  base.model_params = a.params.total;
-  base.cluster = a.shape;
-
-  // Subgroup sizes from 4 Mi elements (48 MiB of state) up, keeping at least 8 subgroups
-  // per rank; smaller ones only for shards too small for that. The models carry no per-
-  // subgroup overhead (submission, dispatch), so they would favour tiny subgroups unjustly.
-  std::vector<std::int64_t> subgroup_sizes;
-  for (std::int64_t sg = std::int64_t{1} << 22; sg <= (std::int64_t{1} << 28); sg <<= 2)
-    if (a.params_per_rank / sg >= 8) subgroup_sizes.push_back(sg);
-  for (std::int64_t sg = std::int64_t{1} << 20; subgroup_sizes.empty() && sg >= 1024; sg >>= 2)
-    if (a.params_per_rank / sg >= 8 || sg == 1024) subgroup_sizes.push_back(sg);
-  const std::pair<std::int64_t, std::int64_t> pipelines[] = {{2, 1}, {4, 2}, {8, 4}};  // buffers, prefetch
-
   std::vector<Plan> out;
   for (std::uint32_t subset = 1; subset < (1u << T); ++subset) {
-    std::vector<std::size_t> members;
+    TierSetting setting;
     for (std::size_t t = 0; t < T; ++t)
-      if (subset & (1u << t)) members.push_back(t);
-    // Every combination of limits over the member tiers: 1..R, or none (0). Each rank has a
-    // reader and a writer on a tier, so even k = R holds some of them back; with R = 1, k = 1
-    // makes the rank's reads and writes take turns. A tier updated in place has no transfers
-    // to limit: none only.
-    std::vector<std::int64_t> streamed_limits;
-    for (std::int64_t k = 1; k <= R; ++k) streamed_limits.push_back(k);
-    streamed_limits.push_back(0);
-    std::vector<std::vector<std::int64_t>> limit_values;
-    for (std::size_t t : members)
-      limit_values.push_back(updated_in_place(profile.tiers[t].kind) ? std::vector<std::int64_t>{0} : streamed_limits);
-    std::vector<std::size_t> choice(members.size(), 0);
-    std::vector<std::int64_t> limits(members.size(), 0);
+      if (subset & (1u << t)) setting.members.push_back(t);
+    // Every combination of limits over the member tiers.
+    std::vector<std::vector<std::int64_t>> values;
+    for (std::size_t t : setting.members) values.push_back(limit_values(profile, t, R));
+    std::vector<std::size_t> choice(setting.members.size(), 0);
+    setting.limits.assign(setting.members.size(), 0);
     for (bool more = true; more;) {
-      for (std::size_t i = 0; i < members.size(); ++i) limits[i] = limit_values[i][choice[i]];
+      for (std::size_t i = 0; i < setting.members.size(); ++i) setting.limits[i] = values[i][choice[i]];
       for (GradientPolicy grads : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
-        Plan tiers_plan = base;
-        tiers_plan.gradients = grads;
-        std::vector<double> bw, cap, full_bytes;
-        for (std::size_t i = 0; i < members.size(); ++i) {
-          const TierProfile& tp = profile.tiers[members[i]];
-          PlanTier pt = tier_of(tp);
-          pt.concurrency_limit = limits[i];
-          tiers_plan.tiers.push_back(pt);
-          bw.push_back(updated_in_place(tp.kind) ? in_place_bps(profile, R) : effective_bps(tp, R, limits[i]));
-          tiers_plan.tiers.back().fraction = 1.0;
-          full_bytes.push_back(tier_bytes_needed(a, tiers_plan, i));
-          cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full_bytes.back()) : 1.0);
-        }
-        // Fractions for one candidate: by bandwidth (Adam's rate for tiers updated in place),
-        // each tier capped by its free space, and RAM-backed tiers also by the host memory the
-        // candidate's buffers, cache and bf16 copies leave (so a small budget still gets a
-        // share of /dev/shm rather than none).
-        // Empty when the tiers cannot hold the state or a tier would get (almost) nothing:
-        // the subset without it covers that.
-        auto fractions_for = [&](const Plan& p) -> std::optional<std::vector<double>> {
-          HostMemoryNeed fixed = host_memory_need(a, p);
-          const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
-          std::vector<double> capped = cap;
-          for (std::size_t i = 0; i < members.size(); ++i)
-            if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0) capped[i] = std::clamp(room / full_bytes[i], 0.0, capped[i]);
-          auto f = split(bw, capped);
-          if (f && std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return std::nullopt;
-          return f;
-        };
-        for (std::int64_t sg : subgroup_sizes) {
-          const std::int64_t n = (a.params_per_rank + sg - 1) / sg;
-          std::vector<std::int64_t> caches{0, (n + 15) / 16, (n + 3) / 4, n};
-          caches.erase(std::unique(caches.begin(), caches.end()), caches.end());
-          for (const auto& [buffers, prefetch] : pipelines) {
-            for (OrderPolicy order : {OrderPolicy::alternating, OrderPolicy::ascending}) {
-              for (std::int64_t cache : caches) {
-                if (cache > 0 && order == OrderPolicy::ascending && cache < n) continue;  // never hits: pure cost
-                Plan p = tiers_plan;
-                p.subgroup_elements = sg;
-                p.buffers = buffers;
-                p.prefetch_depth = prefetch;
-                p.order = order;
-                p.host_cache_subgroups = cache;
-                const auto fractions = fractions_for(p);
-                if (!fractions) continue;
-                for (std::size_t i = 0; i < members.size(); ++i) p.tiers[i].fraction = (*fractions)[i];
-                out.push_back(std::move(p));
-              }
-            }
-          }
-        }
+        setting.gradients = grads;
+        for (Plan& p : grid_variants(a, request, setting)) out.push_back(std::move(p));
       }
-      // Next limit combination.
-      std::size_t i = 0;
-      while (i < choice.size() && ++choice[i] == limit_values[i].size()) choice[i++] = 0;
+      std::size_t i = 0;  // next limit combination
+      while (i < choice.size() && ++choice[i] == values[i].size()) choice[i++] = 0;
       more = i < choice.size();
     }
   }

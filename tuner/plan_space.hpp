@@ -56,6 +56,9 @@ struct Shortfall {
 };
 
 std::int64_t host_budget(const TuneRequest& request);
+// Aggregate node bandwidth of a streamed tier for the update's even read/write mix when R
+// ranks stream to it (one reader and one writer each) under a combined limit k (0: none).
+double tier_update_bps(const TierProfile& tier, std::int64_t ranks, std::int64_t k);
 HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan);
 // Optimizer state (and fp32 gradients in flush mode) a plan puts on tier `t`, for the whole
 // group that shares it: one node for local tiers, all nodes for remote ones.
@@ -83,7 +86,34 @@ std::string gpu_memory_advice(const Accounting& a, bool param_offload, double ha
 
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request);
 
-// Every candidate plan (before constraints), deterministic order.
+// One tier subset with a concurrency limit per member and a gradient policy: the part of a
+// candidate before its subgroup size, cache, pipeline and order are chosen.
+struct TierSetting {
+  std::vector<std::size_t> members;   // indices into the profile's tiers, ascending
+  std::vector<std::int64_t> limits;   // per member; 0: none
+  GradientPolicy gradients = GradientPolicy::delayed;
+};
+
+// The limits a profile tier may take: 1..ranks per node and none (0); none only for a tier
+// updated in place.
+std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, std::int64_t ranks_per_node);
+// The grid's subgroup sizes: 4, 16, 64, 256 Mi elements keeping >= 8 subgroups per rank.
+std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a);
+// The setting's tiers and gradient policy as a plan (fractions 0, grid defaults elsewhere;
+// I/O block size and queue depth: the profile's for its streamed tiers).
+Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const TierSetting& setting);
+// Sets the plan's tier fractions: proportional to each tier's bandwidth at its limit (Adam's
+// rate for a tier updated in place), capped by capacity and, for RAM-backed tiers, by the host
+// memory the plan's buffers, cache and bf16 copies leave. False when the tiers cannot hold
+// the state or one would get less than 0.1 %.
+bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& plan);
+// The grid's candidates of one setting: every subgroup size x (buffers, prefetch) x order x
+// cache, fractions filled (those fill_fractions rejects left out).
+std::vector<Plan> grid_variants(const Accounting& a, const TuneRequest& request, const TierSetting& setting);
+
+// Every candidate plan of the grid (before constraints), deterministic order: every tier
+// subset x every limit combination x gradient policy x grid_variants. Exponential in the
+// tiers (the search does not enumerate it; tests compare the search against it).
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request);
 
 // The baseline plan (ZeRO-3 NVMe-offload style) on one tier: `request.baseline_tier` when set

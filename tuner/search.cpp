@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "tuner/candidate_search.hpp"
 
 namespace mlpo::tune {
 
@@ -34,26 +35,20 @@ TuneResult tune(const TuneRequest& request) {
   };
   progress("scoring candidate plans (analytic model)");
 
-  // 1. Analytic prune.
-  std::vector<std::pair<double, sim::AnalyticBreakdown>> scored;
-  std::vector<Plan> feasible;
-  for (Plan& plan : candidate_plans(a, request)) {
-    ++result.candidates;
-    if (check_fits(a, plan, request)) continue;
-    sim::AnalyticBreakdown an = sim::analyze(a, request.profile, plan, request.options);
-    scored.emplace_back(score(an.prediction), std::move(an));
-    feasible.push_back(std::move(plan));
-  }
-  result.feasible = feasible.size();
-  if (feasible.empty()) report_infeasible(a, request);
-  std::vector<std::size_t> order(feasible.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return scored[x].first < scored[y].first; });
-  const std::size_t survivors = std::min<std::size_t>(order.size(), static_cast<std::size_t>(std::max(1, request.simulate_top)));
+  // 1. Analytic search (tuner/candidate_search.hpp): the best survivors, without
+  // enumerating the space.
+  const std::size_t wanted = static_cast<std::size_t>(std::max(1, request.simulate_top));
+  CandidateSearchResult found = search_candidates(a, request, wanted);
+  result.candidates = found.scored;
+  result.feasible = found.feasible;
+  result.space = found.space;
+  result.refined = found.refined;
+  if (found.best.empty()) report_infeasible(a, request);
+  const std::size_t survivors = found.best.size();
 
   // 2. SimGrid ranking of the survivors, with the baseline in the same batch.
   std::vector<Plan> to_simulate;
-  for (std::size_t i = 0; i < survivors; ++i) to_simulate.push_back(feasible[order[i]]);
+  for (const ScoredPlan& p : found.best) to_simulate.push_back(p.plan);
   const std::optional<Plan> baseline = baseline_plan(a, request, to_simulate.front().subgroup_elements);
   if (baseline) to_simulate.push_back(*baseline);
   else result.warnings.push_back("no single tier holds the state and fp32 gradients: no baseline prediction");
@@ -61,7 +56,7 @@ TuneResult tune(const TuneRequest& request) {
   const std::vector<sim::SimulationResult> sims = sim::simulate_all(a, request.profile, to_simulate, request.options, request.jobs);
   result.simulated += sims.size();
   std::vector<RankedPlan> ranked;
-  for (std::size_t i = 0; i < survivors; ++i) ranked.push_back({to_simulate[i], scored[order[i]].second, sims[i]});
+  for (std::size_t i = 0; i < survivors; ++i) ranked.push_back({to_simulate[i], found.best[i].analytic, sims[i]});
   std::stable_sort(ranked.begin(), ranked.end(), [](const RankedPlan& x, const RankedPlan& y) {
     return score(x.simulated.prediction) < score(y.simulated.prediction);
   });
@@ -166,6 +161,8 @@ TuneResult tune(const TuneRequest& request) {
                          {"update_bound_s", result.chosen.analytic.update_bound_s},
                          {"ablations", abl},
                          {"candidates", result.candidates},
+                         {"space", result.space},
+                         {"refined", result.refined},
                          {"feasible", result.feasible},
                          {"simulated", result.simulated}};
   if (result.baseline)
