@@ -33,6 +33,8 @@ std::string describe_plan(const Plan& p) {
   }
   add(out, "  host cache %lld subgroups, %lld pinned buffers, prefetch depth %lld, order %s, gradients %s\n",
       (long long)p.host_cache_subgroups, (long long)p.buffers, (long long)p.prefetch_depth, to_string(p.order), to_string(p.gradients));
+  add(out, "  slots %s, I/O blocks of %s, queue depth %lld\n", to_string(p.slot_scope), format_bytes(static_cast<double>(p.io_block_size)).c_str(),
+      (long long)p.io_queue_depth);
   return out;
 }
 
