@@ -173,6 +173,14 @@ TuneResult tune(const TuneRequest& request) {
   if (result.baseline && out.prediction->iteration_s > 0)
     out.explanation["predicted_speedup"] = result.baseline->simulated.prediction.iteration_s / out.prediction->iteration_s;
   for (const auto& w : result.chosen.simulated.warnings) result.warnings.push_back(w);
+  if (request.options.update_only && !request.profile.gpus.empty()) {
+    const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
+    const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
+    if (need.total() > have)
+      result.warnings.push_back("--update-only skips the GPU memory check: training this shape would need " + format_bytes(need.total()) +
+                                " per GPU, " + format_bytes(need.total() - have) + " more than the profile's " + format_bytes(have) + "; " +
+                                gpu_memory_advice(a, request.param_offload, have));
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

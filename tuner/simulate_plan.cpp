@@ -84,7 +84,8 @@ std::string format_simulation(const PlanSimulation& s) {
         format_bytes(s.shortfall->need - s.shortfall->have).c_str(), format_bytes(s.shortfall->need).c_str(),
         format_bytes(s.shortfall->have).c_str(), s.shortfall->detail.c_str());
   else
-    out += "fits host memory, tier capacity and GPU memory\n";
+    out += s.update_only ? "fits host memory and tier capacity (GPU memory not checked: --update-only needs none)\n"
+                         : "fits host memory, tier capacity and GPU memory\n";
   return out;
 }
 

@@ -143,8 +143,16 @@ TEST(TuneSimulate, PrintsTheBreakdownOfTheGivenPlanAndItsJson) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-splan.json";
   Result t = run(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
   ASSERT_EQ(t.status, 0) << t.out;
-  Result r = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile + " --update-only --host-memory-budget 12GiB");
+  const std::string svg = ::testing::TempDir() + "/mlpo-cli-sim.svg";
+  Result r = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile + " --update-only --host-memory-budget 12GiB --timeline " + svg);
   EXPECT_EQ(r.status, 0) << r.out;
+  FILE* f = std::fopen(svg.c_str(), "r");
+  ASSERT_NE(f, nullptr) << r.out;
+  char head[5] = {};
+  EXPECT_EQ(std::fread(head, 1, 4, f), 4u);
+  std::fclose(f);
+  EXPECT_EQ(std::string(head), "<svg") << head;
+  std::remove(svg.c_str());
   for (const char* part : {"predicted (SimGrid)", "bound per phase", "per tier"}) EXPECT_NE(r.out.find(part), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("error"), std::string::npos) << r.out;
   Result j = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile + " --update-only --json --gpus-per-node 2");

@@ -156,6 +156,17 @@ TEST(GpuMemory, OneRankWhoseWeightsDoNotFitIsToldToOffloadThem) {
   EXPECT_EQ(error_of(req), "");
 }
 
+TEST(GpuMemory, UpdateOnlySaysItSkipsTheCheck) {
+  TuneRequest req = request_for(io_bound_profile());
+  req.profile.gpus.push_back(mlpo::testing::gpu(2));
+  req.profile.gpus[0].memory_bytes = std::int64_t{256} << 20;
+  req.options.update_only = true;
+  const TuneResult r = tune(req);
+  bool said = false;
+  for (const auto& w : r.warnings) said |= w.find("--update-only skips the GPU memory check") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(GpuMemory, GradientAccumulationKeepsTheFullGradientAndSaysSo) {
   // ZeRO-3 with --grad-accum 4: the executor keeps the whole fp32 gradient on the device.
   const Accounting a = account(model_100b(), ClusterShape{1, 4, 1, 0, 4});
