@@ -88,6 +88,12 @@ std::int64_t host_budget(const TuneRequest& r) {
   return r.host_memory_budget > 0 ? r.host_memory_budget : r.profile.host.available_bytes;
 }
 
+void check_param_offload(bool param_offload, const ClusterShape& shape) {
+  if (param_offload && shape.ranks() > 1)
+    throw Error("--param-offload: for one rank only (mlpo-run refuses it with " + std::to_string(shape.ranks()) +
+                " ranks; ZeRO-3 already gathers the weights a part at a time); leave it out");
+}
+
 HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
   const double R = static_cast<double>(a.shape.gpus_per_node);
   const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));

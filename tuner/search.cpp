@@ -28,6 +28,7 @@ TuneResult tune(const TuneRequest& request) {
   const auto t0 = std::chrono::steady_clock::now();
   if (request.profile.tiers.empty()) throw Error("--profile: the profile lists no storage tiers; re-run mlpo-profile with --tier PATH");
   if (request.profile.tiers.size() > 8) throw Error("--profile: more than 8 tiers; keep the ones worth using");
+  check_param_offload(request.param_offload, request.shape);
   const Accounting a = account(request.model, request.shape);
   TuneResult result;
   auto progress = [&](const std::string& what) {

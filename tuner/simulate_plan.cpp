@@ -28,6 +28,7 @@ PlanSimulation simulate_plan(const Plan& plan, const ModelSpec& model, const Pro
                              const sim::SimulationOptions& options, std::int64_t host_memory_budget,
                              bool param_offload) {
   validate(plan);
+  check_param_offload(param_offload, plan.cluster);
   const Accounting a = account(model, plan.cluster);
   if (a.params.total != plan.model_params)
     throw Error("--simulate: the plan is for " + std::to_string(plan.model_params) + " parameters but model '" + model.name +

@@ -156,6 +156,12 @@ TEST(GpuMemory, OneRankWhoseWeightsDoNotFitIsToldToOffloadThem) {
   EXPECT_EQ(error_of(req), "");
 }
 
+TEST(GpuMemory, ParamOffloadWithSeveralRanksIsAnError) {
+  TuneRequest req = request_for(io_bound_profile(), 2);
+  req.param_offload = true;
+  EXPECT_NE(error_of(req).find("--param-offload: for one rank only"), std::string::npos) << error_of(req);
+}
+
 TEST(GpuMemory, UpdateOnlySaysItSkipsTheCheck) {
   TuneRequest req = request_for(io_bound_profile());
   req.profile.gpus.push_back(mlpo::testing::gpu(2));
