@@ -43,12 +43,11 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile_path, "Machine profile (mlpo.profile/1 JSON, from mlpo-profile)");
   app.add_flag("--describe", describe, "Print the model's parameter, memory and FLOP accounting and exit");
   app.add_flag("--json", json, "Print machine-readable JSON instead of text (--describe, --simulate, --validate, and the search: the plan)");
-  CLI::Option* shape_flags[5];
-  shape_flags[0] = app.add_option("--nodes", shape.nodes, "Number of nodes")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  shape_flags[1] = app.add_option("--gpus-per-node", shape.gpus_per_node, "GPUs (ranks) per node")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  shape_flags[2] = app.add_option("--micro-batch", shape.micro_batch, "Sequences per rank per micro-step")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  shape_flags[3] = app.add_option("--seq-len", shape.seq_len, "Sequence length (default: the model's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  shape_flags[4] = app.add_option("--grad-accum", shape.grad_accum, "Gradient accumulation steps")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--nodes", shape.nodes, "Number of nodes")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--gpus-per-node", shape.gpus_per_node, "GPUs (ranks) per node")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--micro-batch", shape.micro_batch, "Sequences per rank per micro-step")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--seq-len", shape.seq_len, "Sequence length (default: the model's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--grad-accum", shape.grad_accum, "Gradient accumulation steps")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--host-memory-budget", budget_text, "Host memory per node plans may use, e.g. 400GiB (default: the profile's host.available_bytes)");
   app.add_option("--out", out_path, "Write the chosen plan (mlpo.plan/1 JSON) here");
   app.add_flag("--explain", explain, "Explain the choice: bound resource per phase, tier split vs bandwidth, what each principle saves");
@@ -84,8 +83,9 @@ int main(int argc, char** argv) {
       std::int64_t* fields[5] = {&plan.cluster.nodes, &plan.cluster.gpus_per_node, &plan.cluster.micro_batch, &plan.cluster.seq_len,
                                  &plan.cluster.grad_accum};
       const std::int64_t values[5] = {shape.nodes, shape.gpus_per_node, shape.micro_batch, shape.seq_len, shape.grad_accum};
+      const char* flags[5] = {"--nodes", "--gpus-per-node", "--micro-batch", "--seq-len", "--grad-accum"};
       for (int i = 0; i < 5; ++i)
-        if (shape_flags[i]->count() > 0) *fields[i] = values[i];
+        if (app.get_option(flags[i])->count() > 0) *fields[i] = values[i];
       const mlpo::ModelSpec spec = mlpo::load_model(model.empty() ? plan.model_name : model);
       mlpo::sim::SimulationOptions options;
       options.update_only = update_only;
