@@ -33,6 +33,8 @@ std::string describe_plan(const Plan& p) {
   }
   add(out, "  host cache %lld subgroups, %lld pinned buffers, prefetch depth %lld, order %s, gradients %s\n",
       (long long)p.host_cache_subgroups, (long long)p.buffers, (long long)p.prefetch_depth, to_string(p.order), to_string(p.gradients));
+  add(out, "  slots %s, I/O blocks of %s, queue depth %lld\n", to_string(p.slot_scope), format_bytes(static_cast<double>(p.io_block_size)).c_str(),
+      (long long)p.io_queue_depth);
   return out;
 }
 
@@ -95,8 +97,8 @@ std::string explain(const TuneResult& r, const Profile& profile) {
     add(out, "\nbaseline (ZeRO-3 style on %s: fp32 gradients flushed, ascending, no cache, no limit): %s; predicted speedup %.2fx\n",
         r.baseline->plan.tiers[0].name.c_str(), format_seconds(base).c_str(), chosen > 0 ? base / chosen : 0.0);
   }
-  add(out, "\nsearch: %zu candidates, %zu fit memory and capacity, %zu SimGrid runs, %s\n", r.candidates, r.feasible, r.simulated,
-      format_seconds(r.seconds).c_str());
+  add(out, "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the finer search beat the grid, "
+      "%zu SimGrid runs, %s\n", r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
   return out;
 }
 

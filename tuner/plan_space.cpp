@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "core/error.hpp"
 #include "core/tier_rates.hpp"
@@ -18,14 +19,18 @@ double state_bytes_per_element(const Plan& plan) {
 
 PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind, 0.0, 0}; }
 
-// Aggregate node bandwidth of a tier for the update's even read/write mix when R ranks
-// stream to it (one reader and one writer each) under a combined limit k (0: none).
-double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
+}  // namespace
+
+double tier_update_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
   const TierRates rates = tier_rates_of(t);
   if (k == 1) return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
   const double per_direction = k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
   return rates.interleaved_bps(std::max(1.0, per_direction));
 }
+
+namespace {
+
+double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) { return tier_update_bps(t, ranks, k); }
 
 // A tier updated in place (memory, host) moves no bytes: Adam reads and writes its
 // subgroups' p, m and v (24 B an element) where they lie. What it delivers to the update is
@@ -83,6 +88,12 @@ std::int64_t host_budget(const TuneRequest& r) {
   return r.host_memory_budget > 0 ? r.host_memory_budget : r.profile.host.available_bytes;
 }
 
+void check_param_offload(bool param_offload, const ClusterShape& shape) {
+  if (param_offload && shape.ranks() > 1)
+    throw Error("--param-offload: for one rank only (mlpo-run refuses it with " + std::to_string(shape.ranks()) +
+                " ranks; ZeRO-3 already gathers the weights a part at a time); leave it out");
+}
+
 HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
   const double R = static_cast<double>(a.shape.gpus_per_node);
   const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
@@ -103,12 +114,90 @@ double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t) {
   return group * static_cast<double>(a.params_per_rank) * plan.tiers[t].fraction * state_bytes_per_element(plan);
 }
 
-double gpu_memory_need(const Accounting& a) {
-  // bf16 weight and gradient shards, activation checkpoints and one recomputed layer, and one
-  // gathered layer (ZeRO-3 all-gathers a layer's full bf16 weights before using it).
-  const double layer = static_cast<double>(a.params.per_layer) * kBf16Bytes;
-  return static_cast<double>(a.weights_bf16_bytes_per_rank + a.grads_bf16_bytes_per_rank +
-                             a.activation_checkpoint_bytes_per_rank + a.activation_working_bytes_per_rank) + 2 * layer;
+namespace {
+
+// The executor's MicroBatchGradientSum::buffers_for: partial sums a halving tree over
+// `micro` micro-batches keeps besides the arriving one.
+std::int64_t partial_sum_buffers(std::int64_t micro) {
+  std::int64_t depth = 0, most = 0;
+  std::function<void(std::int64_t, std::int64_t)> walk = [&](std::int64_t lo, std::int64_t hi) {
+    if (hi - lo == 1) {
+      most = std::max(most, ++depth);
+      return;
+    }
+    const std::int64_t mid = lo + (hi - lo + 1) / 2;
+    walk(lo, mid);
+    walk(mid, hi);
+    --depth;
+  };
+  walk(0, micro);
+  return micro == 1 ? 0 : most - 1;
+}
+
+}  // namespace
+
+std::string GpuMemoryNeed::detail() const {
+  return "weights " + format_bytes(weights) + " (" + weights_what + ") + gradients " + format_bytes(gradients) + " (" +
+         gradients_what + ") + activations " + format_bytes(activations) + " + backend workspace " + format_bytes(workspace);
+}
+
+GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload) {
+  const ModelSpec& s = a.spec;
+  const double params = static_cast<double>(a.params.total);
+  const double layer = static_cast<double>(a.params.per_layer);
+  const double embedding = static_cast<double>(a.params.embedding);
+  const double head = static_cast<double>(a.params.lm_head + s.hidden);  // lm_head + final norm
+  const bool zero3 = a.shape.ranks() > 1;
+  const bool offload = param_offload && !zero3;
+  GpuMemoryNeed m;
+  // Weights: one device buffer of the largest part (gathered, ZeRO-3), two part slots
+  // (--param-offload) or all of them.
+  const double largest_part = std::max({embedding, head, layer});
+  if (zero3) {
+    m.weights = largest_part * kBf16Bytes;
+    m.weights_what = "one gathered part; the shard stays in host memory";
+  } else if (offload) {
+    m.weights = 2 * largest_part * kBf16Bytes;
+    m.weights_what = "two streamed part slots, --param-offload";
+  } else {
+    m.weights = params * kBf16Bytes;
+    m.weights_what = "all resident";
+  }
+  // Gradients (fp32 on the device): one part's buffer when they stream to the host during
+  // backward (grad_accum 1 with ZeRO-3 or --param-offload), else all of them, plus the
+  // micro-batch partial sums.
+  const bool stream = a.shape.grad_accum == 1 && (zero3 || offload);
+  const double streamed_part = std::max({head, layer, s.tied_embeddings ? 0.0 : embedding}) + (s.tied_embeddings ? embedding : 0.0);
+  m.gradients = (stream ? streamed_part : params) * 4 + static_cast<double>(partial_sum_buffers(a.shape.grad_accum)) * params * 4;
+  m.gradients_what = stream ? "one part, streamed to the host during backward"
+                            : a.shape.grad_accum > 1 ? "all, fp32, and partial sums of the micro-batches" : "all, fp32";
+  // Activations, as executor/model/device_memory.cpp counts them.
+  const double N = static_cast<double>(a.shape.micro_batch * a.shape.seq_len);
+  const double h = static_cast<double>(s.hidden), kv = static_cast<double>(s.kv_dim()), f = static_cast<double>(s.ffn_hidden);
+  const double elements = (static_cast<double>(s.layers) + 1) * N * h + 14 * N * h + 4 * N * kv + 6 * N * f + N * static_cast<double>(s.vocab);
+  const double attention_rows = static_cast<double>(a.shape.micro_batch * s.heads * a.shape.seq_len);
+  m.activations = elements * kBf16Bytes + 2 * N * 4 + (4 * N + attention_rows) * 4 + (zero3 || offload ? 0.0 : 4.0 * (1 << 20));
+  if (!zero3) m.activations += 2 * std::max({embedding, head, layer}) * kBf16Bytes;  // the gradient handover's staging
+  // The CUDA backend's bound (CudaBackend::scratch_bound): GEMM workspace, reduction chunks,
+  // attention rows; 64 MiB covers the fixed parts.
+  m.workspace = 64.0 * (1 << 20) + attention_rows * 4;
+  return m;
+}
+
+std::string gpu_memory_advice(const Accounting& a, bool param_offload, double have) {
+  if (a.shape.ranks() == 1 && !param_offload && gpu_memory_need(a, true).total() <= have)
+    return "the weights do not fit: pass --param-offload here and to mlpo-run (weights in host memory, streamed per layer; "
+           "it needs " + format_bytes(gpu_memory_need(a, true).total()) + ")";
+  if (a.shape.grad_accum > 1) {
+    Accounting one = a;
+    one.shape.grad_accum = 1;
+    if (gpu_memory_need(one, param_offload).total() <= have)
+      return "the full fp32 gradient of --grad-accum " + std::to_string(a.shape.grad_accum) +
+             " does not fit: use --grad-accum 1 (the gradients then leave the device layer by layer)";
+  }
+  if (a.shape.ranks() == 1)
+    return "lower --micro-batch or --seq-len, or add GPUs (--nodes, --gpus-per-node)";
+  return "lower --micro-batch or --seq-len";
 }
 
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request) {
@@ -127,136 +216,189 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
   }
   if (!request.options.update_only && !request.profile.gpus.empty()) {
     const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
-    if (gpu_memory_need(a) > have)
-      return Shortfall{"GPU memory", gpu_memory_need(a), have, "bf16 weight and gradient shards, activations and one gathered layer per rank"};
+    const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
+    if (need.total() > have) return Shortfall{"GPU memory", need.total(), have, need.detail() + " per rank"};
   }
   return std::nullopt;
+}
+
+std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, std::int64_t ranks_per_node) {
+  // 1..R, or none (0). Each rank has a reader and a writer on a tier, so even k = R holds
+  // some of them back; with R = 1, k = 1 makes the rank's reads and writes take turns. A tier
+  // updated in place has no transfers to limit: none only.
+  if (updated_in_place(profile.tiers[tier].kind)) return {0};
+  std::vector<std::int64_t> out;
+  for (std::int64_t k = 1; k <= ranks_per_node; ++k) out.push_back(k);
+  out.push_back(0);
+  return out;
+}
+
+std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a) {
+  // From 4 Mi elements (48 MiB of state) up, keeping at least 8 subgroups per rank; smaller
+  // ones only for shards too small for that. The models carry no per-subgroup overhead
+  // (submission, dispatch), so they would favour tiny subgroups unjustly.
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t sg = std::int64_t{1} << 22; sg <= (std::int64_t{1} << 28); sg <<= 2)
+    if (a.params_per_rank / sg >= 8) sizes.push_back(sg);
+  for (std::int64_t sg = std::int64_t{1} << 20; sizes.empty() && sg >= 1024; sg >>= 2)
+    if (a.params_per_rank / sg >= 8 || sg == 1024) sizes.push_back(sg);
+  return sizes;
+}
+
+Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const TierSetting& setting) {
+  Plan p;
+  p.model_name = a.spec.name;
+  p.model_params = a.params.total;
+  p.cluster = a.shape;
+  p.gradients = setting.gradients;
+  std::int64_t block = 0, depth = 0;
+  for (std::size_t i = 0; i < setting.members.size(); ++i) {
+    const TierProfile& tp = request.profile.tiers[setting.members[i]];
+    PlanTier pt = tier_of(tp);
+    pt.concurrency_limit = setting.limits[i];
+    p.tiers.push_back(pt);
+    if (updated_in_place(tp.kind)) continue;
+    block = std::max(block, tp.block_size);
+    depth = std::max(depth, tp.queue_depth);
+  }
+  // The I/O settings are the profile's: its curves were measured at them, and the models
+  // have no term that would rank other values.
+  if (block > 0) p.io_block_size = block;
+  if (depth > 0) p.io_queue_depth = depth;
+  return p;
+}
+
+bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
+  // Fractions for one candidate: by bandwidth (Adam's rate for tiers updated in place),
+  // each tier capped by its free space, and RAM-backed tiers also by the host memory the
+  // candidate's buffers, cache and bf16 copies leave (so a small budget still gets a share
+  // of /dev/shm rather than none). False when the tiers cannot hold the state or a tier would
+  // get (almost) nothing: the subset without it covers that.
+  const std::int64_t R = a.shape.gpus_per_node;
+  std::vector<double> bw, cap, full_bytes;
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) {
+    const TierProfile* tp = request.profile.find_tier(p.tiers[i].name);
+    MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
+    bw.push_back(updated_in_place(tp->kind) ? in_place_bps(request.profile, R) : effective_bps(*tp, R, p.tiers[i].concurrency_limit));
+    p.tiers[i].fraction = 1.0;
+    full_bytes.push_back(tier_bytes_needed(a, p, i));
+    cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp->free_bytes) / full_bytes.back()) : 1.0);
+  }
+  const HostMemoryNeed fixed = host_memory_need(a, p);
+  const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
+  for (std::size_t i = 0; i < p.tiers.size(); ++i)
+    if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0) cap[i] = std::clamp(room / full_bytes[i], 0.0, cap[i]);
+  const auto f = split(bw, cap);
+  if (!f || std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return false;
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) p.tiers[i].fraction = (*f)[i];
+  return true;
+}
+
+std::vector<Plan> grid_variants(const Accounting& a, const TuneRequest& request, const TierSetting& setting) {
+  const Plan tiers_plan = tier_setting_plan(a, request, setting);
+  const std::pair<std::int64_t, std::int64_t> pipelines[] = {{2, 1}, {4, 2}, {8, 4}};  // buffers, prefetch
+  std::vector<Plan> out;
+  for (std::int64_t sg : grid_subgroup_sizes(a)) {
+    const std::int64_t n = (a.params_per_rank + sg - 1) / sg;
+    std::vector<std::int64_t> caches{0, (n + 15) / 16, (n + 3) / 4, n};
+    caches.erase(std::unique(caches.begin(), caches.end()), caches.end());
+    for (const auto& [buffers, prefetch] : pipelines) {
+      for (OrderPolicy order : {OrderPolicy::alternating, OrderPolicy::ascending}) {
+        for (std::int64_t cache : caches) {
+          if (cache > 0 && order == OrderPolicy::ascending && cache < n) continue;  // never hits: pure cost
+          Plan p = tiers_plan;
+          p.subgroup_elements = sg;
+          p.buffers = buffers;
+          p.prefetch_depth = prefetch;
+          p.order = order;
+          p.host_cache_subgroups = cache;
+          if (fill_fractions(a, request, p)) out.push_back(std::move(p));
+        }
+      }
+    }
+  }
+  return out;
 }
 
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request) {
   const Profile& profile = request.profile;
   const std::int64_t R = a.shape.gpus_per_node;
   const std::size_t T = profile.tiers.size();
-  Plan base;
-  base.model_name = a.spec.name;
-  base.model_params = a.params.total;
-  base.cluster = a.shape;
-
-  // Subgroup sizes from 4 Mi elements (48 MiB of state) up, keeping at least 8 subgroups
-  // per rank; smaller ones only for shards too small for that. The models carry no per-
-  // subgroup overhead (submission, dispatch), so they would favour tiny subgroups unjustly.
-  std::vector<std::int64_t> subgroup_sizes;
-  for (std::int64_t sg = std::int64_t{1} << 22; sg <= (std::int64_t{1} << 28); sg <<= 2)
-    if (a.params_per_rank / sg >= 8) subgroup_sizes.push_back(sg);
-  for (std::int64_t sg = std::int64_t{1} << 20; subgroup_sizes.empty() && sg >= 1024; sg >>= 2)
-    if (a.params_per_rank / sg >= 8 || sg == 1024) subgroup_sizes.push_back(sg);
-  const std::pair<std::int64_t, std::int64_t> pipelines[] = {{2, 1}, {4, 2}, {8, 4}};  // buffers, prefetch
-
   std::vector<Plan> out;
   for (std::uint32_t subset = 1; subset < (1u << T); ++subset) {
-    std::vector<std::size_t> members;
+    TierSetting setting;
     for (std::size_t t = 0; t < T; ++t)
-      if (subset & (1u << t)) members.push_back(t);
-    // Every combination of limits over the member tiers: 1..R, or none (0). Each rank has a
-    // reader and a writer on a tier, so even k = R holds some of them back; with R = 1, k = 1
-    // makes the rank's reads and writes take turns. A tier updated in place has no transfers
-    // to limit: none only.
-    std::vector<std::int64_t> streamed_limits;
-    for (std::int64_t k = 1; k <= R; ++k) streamed_limits.push_back(k);
-    streamed_limits.push_back(0);
-    std::vector<std::vector<std::int64_t>> limit_values;
-    for (std::size_t t : members)
-      limit_values.push_back(updated_in_place(profile.tiers[t].kind) ? std::vector<std::int64_t>{0} : streamed_limits);
-    std::vector<std::size_t> choice(members.size(), 0);
-    std::vector<std::int64_t> limits(members.size(), 0);
+      if (subset & (1u << t)) setting.members.push_back(t);
+    // Every combination of limits over the member tiers.
+    std::vector<std::vector<std::int64_t>> values;
+    for (std::size_t t : setting.members) values.push_back(limit_values(profile, t, R));
+    std::vector<std::size_t> choice(setting.members.size(), 0);
+    setting.limits.assign(setting.members.size(), 0);
     for (bool more = true; more;) {
-      for (std::size_t i = 0; i < members.size(); ++i) limits[i] = limit_values[i][choice[i]];
+      for (std::size_t i = 0; i < setting.members.size(); ++i) setting.limits[i] = values[i][choice[i]];
       for (GradientPolicy grads : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
-        Plan tiers_plan = base;
-        tiers_plan.gradients = grads;
-        std::vector<double> bw, cap, full_bytes;
-        for (std::size_t i = 0; i < members.size(); ++i) {
-          const TierProfile& tp = profile.tiers[members[i]];
-          PlanTier pt = tier_of(tp);
-          pt.concurrency_limit = limits[i];
-          tiers_plan.tiers.push_back(pt);
-          bw.push_back(updated_in_place(tp.kind) ? in_place_bps(profile, R) : effective_bps(tp, R, limits[i]));
-          tiers_plan.tiers.back().fraction = 1.0;
-          full_bytes.push_back(tier_bytes_needed(a, tiers_plan, i));
-          cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp.free_bytes) / full_bytes.back()) : 1.0);
-        }
-        // Fractions for one candidate: by bandwidth (Adam's rate for tiers updated in place),
-        // each tier capped by its free space, and RAM-backed tiers also by the host memory the
-        // candidate's buffers, cache and bf16 copies leave (so a small budget still gets a
-        // share of /dev/shm rather than none).
-        // Empty when the tiers cannot hold the state or a tier would get (almost) nothing:
-        // the subset without it covers that.
-        auto fractions_for = [&](const Plan& p) -> std::optional<std::vector<double>> {
-          HostMemoryNeed fixed = host_memory_need(a, p);
-          const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
-          std::vector<double> capped = cap;
-          for (std::size_t i = 0; i < members.size(); ++i)
-            if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0) capped[i] = std::clamp(room / full_bytes[i], 0.0, capped[i]);
-          auto f = split(bw, capped);
-          if (f && std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return std::nullopt;
-          return f;
-        };
-        for (std::int64_t sg : subgroup_sizes) {
-          const std::int64_t n = (a.params_per_rank + sg - 1) / sg;
-          std::vector<std::int64_t> caches{0, (n + 15) / 16, (n + 3) / 4, n};
-          caches.erase(std::unique(caches.begin(), caches.end()), caches.end());
-          for (const auto& [buffers, prefetch] : pipelines) {
-            for (OrderPolicy order : {OrderPolicy::alternating, OrderPolicy::ascending}) {
-              for (std::int64_t cache : caches) {
-                if (cache > 0 && order == OrderPolicy::ascending && cache < n) continue;  // never hits: pure cost
-                Plan p = tiers_plan;
-                p.subgroup_elements = sg;
-                p.buffers = buffers;
-                p.prefetch_depth = prefetch;
-                p.order = order;
-                p.host_cache_subgroups = cache;
-                const auto fractions = fractions_for(p);
-                if (!fractions) continue;
-                for (std::size_t i = 0; i < members.size(); ++i) p.tiers[i].fraction = (*fractions)[i];
-                out.push_back(std::move(p));
-              }
-            }
-          }
-        }
+        setting.gradients = grads;
+        for (Plan& p : grid_variants(a, request, setting)) out.push_back(std::move(p));
       }
-      // Next limit combination.
-      std::size_t i = 0;
-      while (i < choice.size() && ++choice[i] == limit_values[i].size()) choice[i++] = 0;
+      std::size_t i = 0;  // next limit combination
+      while (i < choice.size() && ++choice[i] == values[i].size()) choice[i++] = 0;
       more = i < choice.size();
     }
   }
   return out;
 }
 
+namespace {
+
+Plan baseline_on(const Accounting& a, const TierProfile& tp, std::int64_t subgroup_elements) {
+  Plan p;
+  p.model_name = a.spec.name;
+  p.model_params = a.params.total;
+  p.cluster = a.shape;
+  p.mode = PlanMode::baseline;
+  p.subgroup_elements = subgroup_elements;
+  p.tiers = {tier_of(tp)};
+  p.tiers[0].fraction = 1.0;
+  p.gradients = GradientPolicy::flush_fp32;
+  p.order = OrderPolicy::ascending;
+  p.host_cache_subgroups = 0;
+  p.buffers = 4;
+  p.prefetch_depth = 1;
+  return p;
+}
+
+}  // namespace
+
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements) {
-  // ZeRO-3 offload streams its state from storage: a tier updated in place only when no
-  // streamed tier can hold it.
-  for (const bool in_place : {false, true}) {
+  if (!request.baseline_tier.empty()) {
+    const TierProfile* tp = request.profile.find_tier(request.baseline_tier);
+    if (tp == nullptr) {
+      std::string names;
+      for (const auto& t : request.profile.tiers) names += (names.empty() ? "" : ", ") + t.name + " (" + to_string(t.kind) + ")";
+      throw Error("--baseline-tier " + request.baseline_tier + ": the profile has no such tier; its tiers are " + names);
+    }
+    Plan p = baseline_on(a, *tp, subgroup_elements);
+    if (auto short_of = check_fits(a, p, request))
+      throw Error("--baseline-tier " + request.baseline_tier + ": the baseline on it does not fit: " + short_of->resource +
+                  " is short by " + format_bytes(short_of->need - short_of->have) + " (" + short_of->detail +
+                  "); name a larger tier or leave --baseline-tier out");
+    return p;
+  }
+  // ZeRO-3 offload streams its state from node-local NVMe: that kind first, then any
+  // streamed tier, and a tier updated in place only when no streamed tier can hold it.
+  const std::function<bool(const TierProfile&)> passes[] = {
+      [](const TierProfile& t) { return t.kind == TierKind::nvme; },
+      [](const TierProfile& t) { return !updated_in_place(t.kind); },
+      [](const TierProfile& t) { return updated_in_place(t.kind); }};
+  for (const auto& admits : passes) {
     std::optional<Plan> best;
     double best_bw = 0;
     for (const TierProfile& tp : request.profile.tiers) {
-      if (updated_in_place(tp.kind) != in_place) continue;
-      Plan p;
-      p.model_name = a.spec.name;
-      p.model_params = a.params.total;
-      p.cluster = a.shape;
-      p.mode = PlanMode::baseline;
-      p.subgroup_elements = subgroup_elements;
-      p.tiers = {tier_of(tp)};
-      p.tiers[0].fraction = 1.0;
-      p.gradients = GradientPolicy::flush_fp32;
-      p.order = OrderPolicy::ascending;
-      p.host_cache_subgroups = 0;
-      p.buffers = 4;
-      p.prefetch_depth = 1;
+      if (!admits(tp)) continue;
+      Plan p = baseline_on(a, tp, subgroup_elements);
       if (check_fits(a, p, request)) continue;
       const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
-      if (bw > best_bw) {
+      if (!best || bw > best_bw) {
         best_bw = bw;
         best = p;
       }
@@ -288,9 +430,10 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
               "add nodes (--nodes), or raise --host-memory-budget if the profile's host.available_bytes is too low");
   if (!request.options.update_only && !request.profile.gpus.empty()) {
     const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
-    if (gpu_memory_need(a) > have)
-      shortfall("GPU memory", gpu_memory_need(a), have, "weight and gradient shards, activations and a gathered layer per rank",
-                "lower --micro-batch or add GPUs (--nodes, --gpus-per-node)");
+    const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
+    if (need.total() > have)
+      shortfall("GPU memory", need.total(), have, need.detail() + " per rank",
+                gpu_memory_advice(a, request.param_offload, have) + " (--update-only skips this check: the update phase needs no GPU memory)");
   }
   const double R = static_cast<double>(a.shape.gpus_per_node);
   const double nodes = static_cast<double>(a.shape.nodes);

@@ -32,6 +32,8 @@ struct TuneRequest {
   int jobs = 2;                         // SimGrid child processes at a time
   bool timeline = false;                // record the chosen plan's timeline
   sim::SimulationOptions options;       // update_only, remote backbone
+  std::string baseline_tier;            // the baseline's tier; empty: node-local NVMe, else the fastest streamed
+  bool param_offload = false;           // one rank: weights as `mlpo-run --param-offload` holds them
   std::function<void(const std::string&)> progress;  // called before each long step; may be empty
 };
 
@@ -54,20 +56,75 @@ struct Shortfall {
 };
 
 std::int64_t host_budget(const TuneRequest& request);
+// Throws mlpo::Error for --param-offload with several ranks (mlpo-run allows it on one rank
+// only; ZeRO-3 already gathers the weights a part at a time).
+void check_param_offload(bool param_offload, const ClusterShape& shape);
+// Aggregate node bandwidth of a streamed tier for the update's even read/write mix when R
+// ranks stream to it (one reader and one writer each) under a combined limit k (0: none).
+double tier_update_bps(const TierProfile& tier, std::int64_t ranks, std::int64_t k);
 HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan);
 // Optimizer state (and fp32 gradients in flush mode) a plan puts on tier `t`, for the whole
 // group that shares it: one node for local tiers, all nodes for remote ones.
 double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t);
-double gpu_memory_need(const Accounting& a);
+// Device memory one rank takes, as the executor allocates it (executor/train/compute_backend.cpp,
+// executor/model/device_memory.cpp): ZeRO-3 (several ranks) gathers one part's bf16 weights
+// at a time and, with grad_accum 1, streams the gradients to the host part by part, so
+// neither shard is resident; one rank keeps every weight (or, with --param-offload, two part
+// slots); grad_accum > 1 keeps the full fp32 gradient and its partial sums. Plus the
+// activations (per-layer checkpoints, one layer's intermediates, logits) and the backend's
+// workspace.
+struct GpuMemoryNeed {
+  double weights = 0;
+  double gradients = 0;
+  double activations = 0;
+  double workspace = 0;
+  double total() const { return weights + gradients + activations + workspace; }
+  std::string detail() const;  // "weights 1.2 GiB (one gathered layer) + ..."
+  std::string weights_what;
+  std::string gradients_what;
+};
+GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload);
+// What to change when `need` exceeds `have` bytes: names the flag.
+std::string gpu_memory_advice(const Accounting& a, bool param_offload, double have);
 
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request);
 
-// Every candidate plan (before constraints), deterministic order.
+// One tier subset with a concurrency limit per member and a gradient policy: the part of a
+// candidate before its subgroup size, cache, pipeline and order are chosen.
+struct TierSetting {
+  std::vector<std::size_t> members;   // indices into the profile's tiers, ascending
+  std::vector<std::int64_t> limits;   // per member; 0: none
+  GradientPolicy gradients = GradientPolicy::delayed;
+};
+
+// The limits a profile tier may take: 1..ranks per node and none (0); none only for a tier
+// updated in place.
+std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, std::int64_t ranks_per_node);
+// The grid's subgroup sizes: 4, 16, 64, 256 Mi elements keeping >= 8 subgroups per rank.
+std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a);
+// The setting's tiers and gradient policy as a plan (fractions 0, grid defaults elsewhere;
+// I/O block size and queue depth: the profile's for its streamed tiers).
+Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const TierSetting& setting);
+// Sets the plan's tier fractions: proportional to each tier's bandwidth at its limit (Adam's
+// rate for a tier updated in place), capped by capacity and, for RAM-backed tiers, by the host
+// memory the plan's buffers, cache and bf16 copies leave. False when the tiers cannot hold
+// the state or one would get less than 0.1 %.
+bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& plan);
+// The grid's candidates of one setting: every subgroup size x (buffers, prefetch) x order x
+// cache, fractions filled (those fill_fractions rejects left out).
+std::vector<Plan> grid_variants(const Accounting& a, const TuneRequest& request, const TierSetting& setting);
+
+// Every candidate plan of the grid (before constraints), deterministic order: every tier
+// subset x every limit combination x gradient policy x grid_variants. Exponential in the
+// tiers (the search does not enumerate it; tests compare the search against it).
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request);
 
-// The baseline plan (ZeRO-3 NVMe-offload style) on the single fastest streamed tier that holds
-// its state and fp32 gradients (a tier updated in place only when no streamed tier can);
-// nullopt when no tier can.
+// The baseline plan (ZeRO-3 NVMe-offload style) on one tier: `request.baseline_tier` when set
+// (mlpo::Error listing the profile's tiers when it is not one of them, or naming the shortfall
+// when it cannot hold the state and fp32 gradients); otherwise the fastest node-local NVMe tier
+// that holds them, else the fastest streamed tier that does (a tier updated in place only when
+// no streamed tier can). Never a faster remote tier in place of a fitting NVMe one: the
+// baseline is ZeRO-3's NVMe offload. nullopt when no tier can.
 std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements);
 
 // Throws an mlpo::Error saying which resource is short and by how much, for a request that

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "tuner/candidate_search.hpp"
 
 namespace mlpo::tune {
 
@@ -27,6 +28,7 @@ TuneResult tune(const TuneRequest& request) {
   const auto t0 = std::chrono::steady_clock::now();
   if (request.profile.tiers.empty()) throw Error("--profile: the profile lists no storage tiers; re-run mlpo-profile with --tier PATH");
   if (request.profile.tiers.size() > 8) throw Error("--profile: more than 8 tiers; keep the ones worth using");
+  check_param_offload(request.param_offload, request.shape);
   const Accounting a = account(request.model, request.shape);
   TuneResult result;
   auto progress = [&](const std::string& what) {
@@ -34,26 +36,20 @@ TuneResult tune(const TuneRequest& request) {
   };
   progress("scoring candidate plans (analytic model)");
 
-  // 1. Analytic prune.
-  std::vector<std::pair<double, sim::AnalyticBreakdown>> scored;
-  std::vector<Plan> feasible;
-  for (Plan& plan : candidate_plans(a, request)) {
-    ++result.candidates;
-    if (check_fits(a, plan, request)) continue;
-    sim::AnalyticBreakdown an = sim::analyze(a, request.profile, plan, request.options);
-    scored.emplace_back(score(an.prediction), std::move(an));
-    feasible.push_back(std::move(plan));
-  }
-  result.feasible = feasible.size();
-  if (feasible.empty()) report_infeasible(a, request);
-  std::vector<std::size_t> order(feasible.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return scored[x].first < scored[y].first; });
-  const std::size_t survivors = std::min<std::size_t>(order.size(), static_cast<std::size_t>(std::max(1, request.simulate_top)));
+  // 1. Analytic search (tuner/candidate_search.hpp): the best survivors, without
+  // enumerating the space.
+  const std::size_t wanted = static_cast<std::size_t>(std::max(1, request.simulate_top));
+  CandidateSearchResult found = search_candidates(a, request, wanted);
+  result.candidates = found.scored;
+  result.feasible = found.feasible;
+  result.space = found.space;
+  result.refined = found.refined;
+  if (found.best.empty()) report_infeasible(a, request);
+  const std::size_t survivors = found.best.size();
 
   // 2. SimGrid ranking of the survivors, with the baseline in the same batch.
   std::vector<Plan> to_simulate;
-  for (std::size_t i = 0; i < survivors; ++i) to_simulate.push_back(feasible[order[i]]);
+  for (const ScoredPlan& p : found.best) to_simulate.push_back(p.plan);
   const std::optional<Plan> baseline = baseline_plan(a, request, to_simulate.front().subgroup_elements);
   if (baseline) to_simulate.push_back(*baseline);
   else result.warnings.push_back("no single tier holds the state and fp32 gradients: no baseline prediction");
@@ -61,7 +57,7 @@ TuneResult tune(const TuneRequest& request) {
   const std::vector<sim::SimulationResult> sims = sim::simulate_all(a, request.profile, to_simulate, request.options, request.jobs);
   result.simulated += sims.size();
   std::vector<RankedPlan> ranked;
-  for (std::size_t i = 0; i < survivors; ++i) ranked.push_back({to_simulate[i], scored[order[i]].second, sims[i]});
+  for (std::size_t i = 0; i < survivors; ++i) ranked.push_back({to_simulate[i], found.best[i].analytic, sims[i]});
   std::stable_sort(ranked.begin(), ranked.end(), [](const RankedPlan& x, const RankedPlan& y) {
     return score(x.simulated.prediction) < score(y.simulated.prediction);
   });
@@ -166,11 +162,26 @@ TuneResult tune(const TuneRequest& request) {
                          {"update_bound_s", result.chosen.analytic.update_bound_s},
                          {"ablations", abl},
                          {"candidates", result.candidates},
+                         {"space", result.space},
+                         {"refined", result.refined},
                          {"feasible", result.feasible},
                          {"simulated", result.simulated}};
+  if (result.baseline)
+    out.explanation["baseline_tier"] = Json{{"name", result.baseline->plan.tiers[0].name},
+                                            {"kind", to_string(result.baseline->plan.tiers[0].kind)},
+                                            {"chosen_by", request.baseline_tier.empty() ? "default: node-local NVMe, else the fastest streamed tier"
+                                                                                        : "--baseline-tier"}};
   if (result.baseline && out.prediction->iteration_s > 0)
     out.explanation["predicted_speedup"] = result.baseline->simulated.prediction.iteration_s / out.prediction->iteration_s;
   for (const auto& w : result.chosen.simulated.warnings) result.warnings.push_back(w);
+  if (request.options.update_only && !request.profile.gpus.empty()) {
+    const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
+    const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
+    if (need.total() > have)
+      result.warnings.push_back("--update-only skips the GPU memory check: training this shape would need " + format_bytes(need.total()) +
+                                " per GPU, " + format_bytes(need.total() - have) + " more than the profile's " + format_bytes(have) + "; " +
+                                gpu_memory_advice(a, request.param_offload, have));
+  }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

@@ -1,10 +1,11 @@
 #pragma once
-// Search: from a model, a cluster shape and a profile to the plan to run. Every candidate of
-// the plan space that fits memory and capacity is scored with the analytic model (µs each);
-// the best `simulate_top` survivors, the baseline plan and one ablation per principle of the
-// chosen plan are then simulated with SimGrid (child processes, `jobs` at a time), and the
-// fastest simulated plan wins. Costs: about one second of analytic scoring for tens of
-// thousands of candidates, plus ~0.1–1 s per SimGrid run.
+// Search: from a model, a cluster shape and a profile to the plan to run. The analytic search
+// (tuner/candidate_search.hpp: coordinate descent per tier subset, then a finer local search;
+// µs per candidate, never the whole space in memory) yields the best `simulate_top` feasible
+// plans; they, the baseline plan and one ablation per principle of the chosen plan are then
+// simulated with SimGrid (child processes, `jobs` at a time), and the fastest simulated plan
+// wins. Costs: seconds of analytic scoring even at 8 tiers and 8 ranks per node, plus
+// ~0.1–1 s per SimGrid run.
 
 #include <optional>
 #include <string>
@@ -36,8 +37,10 @@ struct TuneResult {
   std::vector<RankedPlan> alternatives;   // the next best simulated plans, best first
   std::optional<RankedPlan> baseline;
   std::vector<Ablation> ablations;
-  std::size_t candidates = 0;         // generated
-  std::size_t feasible = 0;           // that fit every constraint
+  std::size_t candidates = 0;         // scored with the analytic model
+  std::size_t feasible = 0;           // of them, those that fit every constraint
+  double space = 0;                   // the grid's exhaustive size (not enumerated)
+  std::size_t refined = 0;            // finer-search plans better than every grid plan
   std::size_t simulated = 0;          // SimGrid runs
   double seconds = 0;                 // wall time of the search
   std::vector<std::string> warnings;

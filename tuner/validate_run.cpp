@@ -125,4 +125,19 @@ std::string format_report(const ValidationReport& r) {
   return out;
 }
 
+Json to_json(const ValidationReport& r) {
+  Json rows = Json::array();
+  for (const Comparison& c : r.rows)
+    rows.push_back(Json{{"quantity", c.quantity},
+                        {"predicted", c.predicted},
+                        {"measured", c.measured},
+                        {"relative_error", c.measured != 0 ? Json(c.relative_error()) : Json(nullptr)}});
+  return Json{{"schema", "mlpo.validation/1"},
+              {"steps_logged", r.measured.steps_logged},
+              {"steps_used", r.measured.steps_used},
+              {"update_only", r.update_only},
+              {"rows", rows},
+              {"warnings", r.predicted.warnings}};
+}
+
 }  // namespace mlpo::tune

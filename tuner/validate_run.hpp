@@ -55,5 +55,8 @@ struct ValidationReport {
 ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile, const ModelSpec& model);
 
 std::string format_report(const ValidationReport& report);
+// The same report for scripts (`--validate --json`): the rows with predicted, measured and
+// relative error (null where nothing was measured), and the run log's step counts.
+Json to_json(const ValidationReport& report);
 
 }  // namespace mlpo::tune

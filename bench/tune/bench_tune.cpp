@@ -1,12 +1,12 @@
 // bench_tune: times the tuner and the simulator on the large case the issue names (default:
 // mlpo-280b on 8 nodes x 4 GPUs with the example host + NVMe + remote profile):
-//   1. candidate generation and analytic scoring of every feasible candidate,
+//   1. the analytic search (tuner/candidate_search.hpp: candidates scored of the grid's space),
 //   2. the whole search (mlpo-tune's work, without printing),
 //   3. one SimGrid simulation of the chosen plan's iteration (3 runs, each in a fresh child
 //      process, wall time including the fork), and of a plan with 1 Mi-element subgroups
 //      (the largest event count the search simulates),
 //   4. the fork + empty-engine overhead (a tiny model).
-// Usage: bench_tune [PROFILE] [MODEL] [NODES] [GPUS_PER_NODE]
+// Usage: bench_tune [PROFILE] [MODEL] [NODES] [GPUS_PER_NODE]   (MODEL: a preset or an mlpo.model/1 file)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +17,7 @@
 #include "core/units.hpp"
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
+#include "tuner/candidate_search.hpp"
 #include "tuner/search.hpp"
 
 namespace {
@@ -40,7 +41,7 @@ double median_simulation_s(const mlpo::Accounting& a, const mlpo::Profile& profi
 int main(int argc, char** argv) {
   const std::string profile_path = argc > 1 ? argv[1] : "profiles/data/example-cluster-node.json";
   mlpo::tune::TuneRequest request;
-  request.model = mlpo::find_preset(argc > 2 ? argv[2] : "mlpo-280b");
+  request.model = mlpo::load_model(argc > 2 ? argv[2] : "mlpo-280b");
   request.shape.nodes = argc > 3 ? std::atoll(argv[3]) : 8;
   request.shape.gpus_per_node = argc > 4 ? std::atoll(argv[4]) : 4;
   request.profile = mlpo::load_profile(profile_path);
@@ -49,18 +50,12 @@ int main(int argc, char** argv) {
               (long long)request.shape.gpus_per_node, profile_path.c_str(), request.profile.tiers.size());
 
   auto t0 = Clock::now();
-  const auto candidates = mlpo::tune::candidate_plans(a, request);
-  const double t_gen = since(t0);
-  t0 = Clock::now();
-  std::size_t feasible = 0;
-  for (const auto& p : candidates) {
-    if (mlpo::tune::check_fits(a, p, request)) continue;
-    ++feasible;
-    (void)mlpo::sim::analyze(a, request.profile, p, request.options);
-  }
-  const double t_analytic = since(t0);
-  std::printf("candidates: %zu generated in %.3f s; %zu feasible scored analytically in %.3f s (%.1f us each)\n", candidates.size(),
-              t_gen, feasible, t_analytic, 1e6 * t_analytic / static_cast<double>(std::max<std::size_t>(feasible, 1)));
+  const auto found = mlpo::tune::search_candidates(a, request, static_cast<std::size_t>(request.simulate_top));
+  const double t_search = since(t0);
+  std::printf("analytic search: %zu candidates scored (%zu feasible) of the grid's %.3g in %.3f s (%.1f us each); "
+              "%zu finer-search plans beat the grid\n",
+              found.scored, found.feasible, found.space, t_search, 1e6 * t_search / static_cast<double>(std::max<std::size_t>(found.scored, 1)),
+              found.refined);
 
   t0 = Clock::now();
   const mlpo::tune::TuneResult r = mlpo::tune::tune(request);

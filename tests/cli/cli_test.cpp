@@ -138,3 +138,56 @@ TEST(TuneValidate, PrintsPredictedVersusMeasuredWithError) {
   std::remove(plan.c_str());
   std::remove(log.c_str());
 }
+
+TEST(TuneSimulate, PrintsTheBreakdownOfTheGivenPlanAndItsJson) {
+  const std::string plan = ::testing::TempDir() + "/mlpo-cli-splan.json";
+  Result t = run(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  ASSERT_EQ(t.status, 0) << t.out;
+  const std::string svg = ::testing::TempDir() + "/mlpo-cli-sim.svg";
+  Result r = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile + " --update-only --host-memory-budget 12GiB --timeline " + svg);
+  EXPECT_EQ(r.status, 0) << r.out;
+  FILE* f = std::fopen(svg.c_str(), "r");
+  ASSERT_NE(f, nullptr) << r.out;
+  char head[5] = {};
+  EXPECT_EQ(std::fread(head, 1, 4, f), 4u);
+  std::fclose(f);
+  EXPECT_EQ(std::string(head), "<svg") << head;
+  std::remove(svg.c_str());
+  for (const char* part : {"predicted (SimGrid)", "bound per phase", "per tier"}) EXPECT_NE(r.out.find(part), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("error"), std::string::npos) << r.out;
+  Result j = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile + " --update-only --json --gpus-per-node 2");
+  ASSERT_EQ(j.status, 0) << j.out;
+  const mlpo::Json parsed = mlpo::Json::parse(j.out.substr(std::min(j.out.size(), j.out.find("{\n"))));
+  EXPECT_EQ(parsed["schema"], "mlpo.simulation/1");
+  EXPECT_EQ(parsed["cluster"]["gpus_per_node"], 2);  // the shape flag overrides the plan's
+  std::remove(plan.c_str());
+}
+
+TEST(TuneValidate, JsonCarriesEveryRow) {
+  const std::string plan = ::testing::TempDir() + "/mlpo-cli-vjplan.json";
+  Result t = run(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  ASSERT_EQ(t.status, 0) << t.out;
+  const std::string log = ::testing::TempDir() + "/mlpo-cli-vjrun.jsonl";
+  FILE* f = std::fopen(log.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
+             "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n", f);
+  std::fclose(f);
+  Result r = run(kTune + " --validate " + log + " --plan " + plan + " --profile " + kExampleProfile + " --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const mlpo::Json parsed = mlpo::Json::parse(r.out.substr(std::min(r.out.size(), r.out.find("{\n"))));
+  EXPECT_EQ(parsed["schema"], "mlpo.validation/1");
+  EXPECT_EQ(parsed["steps_used"], 1);
+  bool update = false;
+  for (const auto& row : parsed["rows"]) update |= row["quantity"] == "update_s" && row["measured"] == 5.0;
+  EXPECT_TRUE(update) << r.out;
+  std::remove(plan.c_str());
+  std::remove(log.c_str());
+}
+
+TEST(TuneSearch, UnknownBaselineTierExitsTwoListingTheTiers) {
+  Result r = run(kTune + " --model 1b --profile " + kExampleProfile + " --baseline-tier floppy --update-only --quiet");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--baseline-tier floppy"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nvme"), std::string::npos) << r.out;
+}

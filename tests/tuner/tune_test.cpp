@@ -106,9 +106,107 @@ TEST(Tune, ShortStorageSaysByHowMuch) {
 TEST(Tune, ShortGpuMemorySaysByHowMuch) {
   TuneRequest req = request_for(io_bound_profile());
   req.profile.gpus.push_back(mlpo::testing::gpu(2));
-  req.profile.gpus[0].memory_bytes = std::int64_t{1} << 30;
+  req.profile.gpus[0].memory_bytes = std::int64_t{256} << 20;
   const std::string e = error_of(req);
   EXPECT_NE(e.find("GPU memory is short by"), std::string::npos) << e;
+  EXPECT_NE(e.find("--update-only skips this check"), std::string::npos) << e;
+}
+
+// A 100B-class model (98.6 B parameters) on 4 x 80 GiB at micro-batch 1: ZeRO-3 gathers one
+// layer's weights at a time and streams the gradients to the host during backward, so no
+// shard of either is resident and it fits (counting both shards, it would need 92 GiB each).
+ModelSpec model_100b() {
+  ModelSpec s = find_preset("llama2-70b");
+  s.name = "test-100b";
+  s.layers = 88;
+  s.ffn_hidden = 28672;
+  s.hidden = 10240;
+  s.heads = 80;
+  return s;
+}
+
+TEST(GpuMemory, HundredBillionModelOnFourEightyGigabyteGpusFitsAtMicroBatchOne) {
+  const Accounting a = account(model_100b(), ClusterShape{1, 4, 1, 0, 1});
+  ASSERT_GT(a.params.total, 95'000'000'000);
+  const GpuMemoryNeed need = gpu_memory_need(a, false);
+  EXPECT_LT(need.total(), 80.0 * (1 << 30)) << need.detail();
+  EXPECT_LT(need.weights, 0.05 * static_cast<double>(a.weights_bf16_bytes_per_rank));  // one layer, not the shard
+  TuneRequest req;
+  req.model = model_100b();
+  req.shape = ClusterShape{1, 4, 1, 0, 1};
+  req.profile = io_bound_profile();
+  req.profile.gpus.push_back(mlpo::testing::gpu(4));
+  Plan plan = mlpo::testing::plan_for("test-100b", a.params.total, 1, 4, {mlpo::testing::plan_tier(req.profile, "nvme", 1.0)});
+  req.profile.tiers[1].free_bytes = req.profile.tiers[1].capacity_bytes = std::int64_t{1} << 42;
+  req.host_memory_budget = std::int64_t{2} << 40;
+  const auto short_of = check_fits(a, plan, req);
+  EXPECT_FALSE(short_of.has_value()) << short_of->resource << ": " << short_of->detail;
+}
+
+TEST(GpuMemory, OneRankWhoseWeightsDoNotFitIsToldToOffloadThem) {
+  // 1b on one 8 GiB GPU: all weights (2.2 GB) and fp32 gradients (4.4 GB) plus activations
+  // do not fit; with --param-offload (two layer slots, streamed gradients) they do.
+  TuneRequest req = request_for(io_bound_profile(), 1);
+  req.profile.gpus.push_back(mlpo::testing::gpu(1));
+  req.profile.gpus[0].memory_bytes = std::int64_t{6} << 30;
+  const std::string e = error_of(req);
+  EXPECT_NE(e.find("GPU memory is short by"), std::string::npos) << e;
+  EXPECT_NE(e.find("--param-offload"), std::string::npos) << e;
+  req.param_offload = true;
+  EXPECT_EQ(error_of(req), "");
+}
+
+TEST(GpuMemory, ParamOffloadWithSeveralRanksIsAnError) {
+  TuneRequest req = request_for(io_bound_profile(), 2);
+  req.param_offload = true;
+  EXPECT_NE(error_of(req).find("--param-offload: for one rank only"), std::string::npos) << error_of(req);
+}
+
+TEST(GpuMemory, UpdateOnlySaysItSkipsTheCheck) {
+  TuneRequest req = request_for(io_bound_profile());
+  req.profile.gpus.push_back(mlpo::testing::gpu(2));
+  req.profile.gpus[0].memory_bytes = std::int64_t{256} << 20;
+  req.options.update_only = true;
+  const TuneResult r = tune(req);
+  bool said = false;
+  for (const auto& w : r.warnings) said |= w.find("--update-only skips the GPU memory check") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(GpuMemory, GradientAccumulationKeepsTheFullGradientAndSaysSo) {
+  // ZeRO-3 with --grad-accum 4: the executor keeps the whole fp32 gradient on the device.
+  const Accounting a = account(model_100b(), ClusterShape{1, 4, 1, 0, 4});
+  const GpuMemoryNeed need = gpu_memory_need(a, false);
+  EXPECT_GT(need.total(), 80.0 * (1 << 30));
+  EXPECT_NE(gpu_memory_advice(a, false, 80.0 * (1 << 30)).find("--grad-accum 1"), std::string::npos);
+}
+
+TEST(Baseline, StaysOnNvmeWhenARemoteTierIsFaster) {
+  // pfs at 5 GB/s beats nvme at 2 GB/s, but the baseline is ZeRO-3's NVMe offload.
+  TuneRequest req = request_for(only(io_bound_profile(), {"nvme", "pfs"}));
+  req.profile.tiers[1] = mlpo::testing::tier("pfs", TierKind::remote, 5, 5);
+  const Accounting a = account(req.model, req.shape);
+  const std::optional<Plan> base = baseline_plan(a, req, std::int64_t{1} << 22);
+  ASSERT_TRUE(base.has_value());
+  EXPECT_EQ(base->tiers[0].name, "nvme");
+  req.baseline_tier = "pfs";
+  EXPECT_EQ(baseline_plan(a, req, std::int64_t{1} << 22)->tiers[0].name, "pfs");
+}
+
+TEST(Baseline, UnknownTierIsAnErrorListingTheTiers) {
+  TuneRequest req = request_for(io_bound_profile());
+  req.baseline_tier = "ssd";
+  const std::string e = error_of(req);
+  EXPECT_NE(e.find("--baseline-tier ssd"), std::string::npos) << e;
+  for (const char* t : {"shm", "nvme", "pfs"}) EXPECT_NE(e.find(t), std::string::npos) << e;
+}
+
+TEST(Baseline, ItsTierIsNamedInThePlanFile) {
+  const TuneResult r = tune(request_for(io_bound_profile()));
+  ASSERT_TRUE(r.baseline.has_value());
+  EXPECT_EQ(r.chosen.plan.explanation["baseline_tier"]["name"], "nvme");
+  ASSERT_TRUE(r.chosen.plan.baseline_prediction.has_value());
+  EXPECT_EQ(r.chosen.plan.baseline_prediction->tiers.at(0).name, "nvme");
 }
 
 TEST(PlanSpace, FractionsFollowBandwidthAndCapacityCapsThem) {

@@ -1,0 +1,128 @@
+#include "tuner/simulate_plan.hpp"
+
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "tuner/explain.hpp"
+
+namespace mlpo::tune {
+
+namespace {
+
+template <typename... Args>
+void add(std::string& out, const char* fmt, Args... args) {
+  char line[512];
+  std::snprintf(line, sizeof line, fmt, args...);
+  out += line;
+}
+
+Json shortfall_json(const std::optional<Shortfall>& s) {
+  if (!s) return nullptr;
+  return Json{{"resource", s->resource}, {"need_bytes", s->need}, {"have_bytes", s->have}, {"detail", s->detail}};
+}
+
+}  // namespace
+
+PlanSimulation simulate_plan(const Plan& plan, const ModelSpec& model, const Profile& profile,
+                             const sim::SimulationOptions& options, std::int64_t host_memory_budget,
+                             bool param_offload) {
+  validate(plan);
+  check_param_offload(param_offload, plan.cluster);
+  const Accounting a = account(model, plan.cluster);
+  if (a.params.total != plan.model_params)
+    throw Error("--simulate: the plan is for " + std::to_string(plan.model_params) + " parameters but model '" + model.name +
+                "' has " + std::to_string(a.params.total) + "; pass the plan's model with --model");
+  PlanSimulation s;
+  s.plan = plan;
+  s.update_only = options.update_only;
+  TuneRequest request;
+  request.model = model;
+  request.shape = plan.cluster;
+  request.profile = profile;
+  request.host_memory_budget = host_memory_budget;
+  request.options = options;
+  request.param_offload = param_offload;
+  s.shortfall = check_fits(a, plan, request);
+  s.analytic = sim::analyze(a, profile, plan, options);
+  s.simulated = sim::simulate(a, profile, plan, options);
+  return s;
+}
+
+std::string format_simulation(const PlanSimulation& s) {
+  std::string out = describe_plan(s.plan);
+  const Prediction& p = s.simulated.prediction;
+  const sim::AnalyticBreakdown& an = s.analytic;
+  add(out, "cluster: %lld nodes x %lld GPUs, micro-batch %lld, grad-accum %lld\n", (long long)s.plan.cluster.nodes,
+      (long long)s.plan.cluster.gpus_per_node, (long long)s.plan.cluster.micro_batch, (long long)s.plan.cluster.grad_accum);
+  add(out, "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per rank\n",
+      format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str(),
+      format_seconds(p.update_s).c_str(), format_seconds(p.stall_s).c_str());
+  if (s.update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
+  out += "bound per phase (analytic model):\n";
+  if (!s.update_only) {
+    add(out, "  forward   %s\n", an.forward_bound.c_str());
+    add(out, "  backward  %s\n", an.backward_bound.c_str());
+  }
+  add(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n", an.update_bound.c_str(),
+      format_seconds(an.update_bound_s).c_str(), an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
+  out += "per tier (node 0, all its ranks):\n";
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) {
+    const TierPrediction& t = p.tiers[i];
+    const double wait = i < s.simulated.tiers.size() ? s.simulated.tiers[i].slot_wait_s : 0.0;
+    const double busy = i < s.simulated.tiers.size() ? s.simulated.tiers[i].busy_fraction : 0.0;
+    if (updated_in_place(s.plan.tiers[i].kind)) {
+      add(out, "  %-10s updated in place: no reads or writes\n", t.name.c_str());
+      continue;
+    }
+    add(out, "  %-10s read %10s  written %10s  busy %s (%3.0f %% of the iteration)  slot wait %s\n", t.name.c_str(),
+        format_bytes(t.read_bytes).c_str(), format_bytes(t.write_bytes).c_str(), format_seconds(t.busy_s).c_str(), 100 * busy,
+        format_seconds(wait).c_str());
+  }
+  add(out, "cache hits per rank: %lld\n", (long long)s.simulated.cache_hits);
+  if (s.shortfall)
+    add(out, "does not fit: %s short by %s (needs %s, has %s: %s)\n", s.shortfall->resource.c_str(),
+        format_bytes(s.shortfall->need - s.shortfall->have).c_str(), format_bytes(s.shortfall->need).c_str(),
+        format_bytes(s.shortfall->have).c_str(), s.shortfall->detail.c_str());
+  else
+    out += s.update_only ? "fits host memory and tier capacity (GPU memory not checked: --update-only needs none)\n"
+                         : "fits host memory, tier capacity and GPU memory\n";
+  return out;
+}
+
+Json to_json(const PlanSimulation& s) {
+  Json tiers = Json::array();
+  const Prediction& p = s.simulated.prediction;
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) {
+    Json t = Json{{"name", p.tiers[i].name},
+                  {"kind", to_string(s.plan.tiers[i].kind)},
+                  {"read_bytes", p.tiers[i].read_bytes},
+                  {"write_bytes", p.tiers[i].write_bytes},
+                  {"busy_s", p.tiers[i].busy_s}};
+    if (i < s.simulated.tiers.size()) {
+      t["busy_fraction"] = s.simulated.tiers[i].busy_fraction;
+      t["slot_wait_s"] = s.simulated.tiers[i].slot_wait_s;
+    }
+    tiers.push_back(std::move(t));
+  }
+  return Json{{"schema", "mlpo.simulation/1"},
+              {"model", s.plan.model_name},
+              {"cluster", Json{{"nodes", s.plan.cluster.nodes},
+                               {"gpus_per_node", s.plan.cluster.gpus_per_node},
+                               {"micro_batch", s.plan.cluster.micro_batch},
+                               {"grad_accum", s.plan.cluster.grad_accum}}},
+              {"update_only", s.update_only},
+              {"prediction", to_json(p)},
+              {"bound", Json{{"forward", s.analytic.forward_bound},
+                             {"backward", s.analytic.backward_bound},
+                             {"update", s.analytic.update_bound}}},
+              {"update_bound_s", s.analytic.update_bound_s},
+              {"analytic", to_json(s.analytic.prediction)},
+              {"tiers", tiers},
+              {"cache_hits", s.simulated.cache_hits},
+              {"fits", !s.shortfall.has_value()},
+              {"shortfall", shortfall_json(s.shortfall)},
+              {"warnings", s.simulated.warnings}};
+}
+
+}  // namespace mlpo::tune
