@@ -119,6 +119,7 @@ TEST(ModelSpecValidate, ParameterCountBeyondInt64IsRefusedNamingTheFields) {
   s.heads = 1024;
   s.kv_heads = 1024;
   s.layers = 1 << 20;
+  s.ffn_hidden = 4 << 20;
   try {
     validate(s, "huge.json");
     ADD_FAILURE() << "accepted";
