@@ -18,7 +18,8 @@
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
 #include "executor/offload/update_only_run.hpp"
-#include "executor/train/token_data.hpp"
+#include "executor/train/prepare_data.hpp"
+#include "executor/train/run_log.hpp"
 #include "executor/train/training_loop.hpp"
 
 namespace {
@@ -31,26 +32,6 @@ std::string eta_text(double seconds) {
   return buf;
 }
 
-// Opens the JSON-lines log on the first record, so a run that fails its input checks leaves
-// an existing log untouched; appends when resuming.
-class RunLog {
- public:
-  RunLog(std::string path, bool append) : path_(std::move(path)), append_(append) {}
-  void write(const mlpo::Json& rec) {
-    if (path_.empty()) return;
-    if (!out_.is_open()) {
-      out_.open(path_, append_ ? std::ios::app : std::ios::trunc);
-      if (!out_) throw mlpo::Error("--log " + path_ + ": cannot open for writing; check the directory exists and is writable");
-    }
-    out_ << rec.dump() << "\n" << std::flush;
-  }
-
- private:
-  std::string path_;
-  bool append_;
-  std::ofstream out_;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,16 +42,20 @@ int main(int argc, char** argv) {
       "layer's bf16 gradients handed to host memory as backward finishes it, gradient accumulation\n"
       "over micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v)\n"
       "from every storage tier, and the new bf16 weights back to the device.\n\n"
-      "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin\n"
-      "  mlpo-run --model NAME|FILE --data tokens.bin [--plan plan.json] [--steps N] [--micro-batch B]\n"
+      "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin [--tokenizer tokenizer.model] [--model M]\n"
+      "  mlpo-run --model NAME|FILE --data FILE|DIR... [--plan plan.json] [--steps N] [--micro-batch B]\n"
       "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
       "           [--checkpoint-every K] [--resume] [--export-safetensors FILE] [--param-offload]\n"
-      "           [--backend cpu|cuda|cuda:N] [--gpu-memory-limit SIZE]\n"
+      "           [--backend cpu|cuda|cuda:N] [--gpu-memory-limit SIZE] [--tokenizer tokenizer.model]\n"
+      "           [--eval-data FILE|DIR... [--eval-every N] [--eval-tokens T]]\n"
       "  mpirun -np R mlpo-run --model ... [--comm auto|mpi|single|nccl]\n"
       "  mlpo-run --update-only --params N --plan plan.json [--ranks R] [--state-hash]\n\n"
-      "Data: byte-level tokens (vocab 256) made by prepare-data, or any flat uint16/uint32 token file\n"
-      "(--token-bytes) or llm.c shard (256 int32 header, magic 20240520); sequences are sampled at\n"
-      "positions drawn from --seed; tokens >= the model's vocab are an error.\n"
+      "Data: token files made by prepare-data (byte-level, vocab 256, or a SentencePiece --tokenizer), flat\n"
+      "uint16/uint32 files (--token-bytes) or llm.c shards (256 int32 header, magic 20240520); several files\n"
+      "or directories of them are one data set, memory-mapped. Sequences are sampled at positions drawn\n"
+      "from --seed and never straddle files; tokens >= the model's vocab are an error, as is data made\n"
+      "with a larger tokenizer than the model's vocab. --eval-data: validation loss (forward only) on\n"
+      "its first --eval-tokens tokens as fixed sequences, every --eval-every steps and after the last.\n"
       "No --plan: a default plan is made and printed (one disk tier under --state-dir, ./mlpo-state).\n"
       "Schedule: linear warm-up over --warmup-steps to --lr, cosine decay to --min-lr at\n"
       "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay, applied to every weight).\n"
@@ -79,7 +64,9 @@ int main(int argc, char** argv) {
       "step, seed and data position, written to a temp directory, fsync'd, renamed; the previous\n"
       "one is kept until the new one is complete.\n"
       "--resume continues bitwise as if never interrupted, under any plan and on any number of ranks;\n"
-      "with no checkpoint yet it starts from step 0. Same results need the same --blas-threads\n"
+      "without `latest` it takes the newest complete ckpt-N; with no checkpoint yet it starts from\n"
+      "step 0. The manifest and every file are checked (CRC32C): a damaged checkpoint exits 2.\n"
+      "Same results need the same --blas-threads\n"
       "(OpenBLAS thread count).\n"
       "Data parallelism (ZeRO-3): launch with mpirun or srun (`mpirun -np 4 mlpo-run ...`); each rank\n"
       "owns 1/ranks of the weights, gradients and optimizer state, gathers each layer's weights when\n"
@@ -108,11 +95,16 @@ int main(int argc, char** argv) {
   mlpo::cli::add_version_flag(app);
 
   // prepare-data
-  auto* prepare = app.add_subcommand("prepare-data", "Tokenize files with the byte-level tokenizer (vocab 256) into an llm.c shard");
-  std::vector<std::string> prepare_inputs;
-  std::string prepare_out;
-  prepare->add_option("--input", prepare_inputs, "Files or directories (recursively, sorted by path), concatenated in order")->required();
-  prepare->add_option("--out", prepare_out, "Token file to write (llm.c shard v1, uint16 tokens; written atomically)")->required();
+  auto* prepare = app.add_subcommand("prepare-data", "Tokenize files (byte-level, or a SentencePiece --tokenizer) into an llm.c shard");
+  mlpo::train::PrepareDataOptions p;
+  std::string prepare_model;
+  prepare->add_option("--input", p.inputs, "Files or directories (recursively, sorted by path), concatenated in order")->required();
+  prepare->add_option("--out", p.out, "Token file to write (llm.c shard: v1 uint16 tokens, v2 uint32 for vocabularies > 65536; "
+                      "written atomically)")->required();
+  prepare->add_option("--tokenizer", p.tokenizer, "SentencePiece model (tokenizer.model; spm_train makes one); default: byte-level, vocab 256");
+  prepare->add_option("--model", prepare_model, "Model preset or file the data is for: its vocab must hold the tokenizer's");
+  prepare->add_option("--threads", p.threads, "Tokenizer threads (default: all cores); the output is the same for any count")
+      ->check(mlpo::cli::whole_in(1, 4096));
 
   // shared
   std::string plan_path, log_path;
@@ -141,7 +133,15 @@ int main(int argc, char** argv) {
   std::string model_name;
   std::int64_t seq_len = 0;
   app.add_option("--model", model_name, "Model preset (tiny, small, 1b, ...) or mlpo.model/1 JSON file");
-  app.add_option("--data", t.data, "Token file: from prepare-data, flat uint16/uint32, or llm.c shard");
+  app.add_option("--data", t.data, "Token files or directories of them (prepare-data's, flat uint16/uint32, llm.c shards): one data set");
+  app.add_option("--tokenizer", t.tokenizer, "The SentencePiece model the data was made with: checked against the model's vocab and the data");
+  app.add_option("--eval-data", t.eval_data, "Held-out token files or directories: validation loss (eval_loss in the log)");
+  app.add_option("--eval-every", t.eval_every, "Validation loss every N steps (0 = only after the last step)")
+      ->capture_default_str()
+      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  app.add_option("--eval-tokens", t.eval_tokens, "Tokens of --eval-data evaluated, as fixed sequences (0 = all of it)")
+      ->capture_default_str()
+      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 50));
   app.add_option("--token-bytes", t.token_bytes, "Width of a flat (headerless) token file's tokens")->capture_default_str()->check(CLI::IsMember({2, 4}));
   app.add_option("--seq-len", seq_len, "Training sequence length (default: the model's seq_len)")->check(mlpo::cli::whole_in(2, std::int64_t{1} << 20));
   app.add_option("--micro-batch", t.micro_batch, "Sequences per forward/backward")->capture_default_str()->check(mlpo::cli::whole_in(1, 1 << 16));
@@ -223,6 +223,10 @@ int main(int argc, char** argv) {
                                             {"--mode", kTraining | kUpdateOnly},
                                             {"--model", kTraining},
                                             {"--data", kTraining},
+                                            {"--tokenizer", kTraining},
+                                            {"--eval-data", kTraining},
+                                            {"--eval-every", kTraining},
+                                            {"--eval-tokens", kTraining},
                                             {"--token-bytes", kTraining},
                                             {"--seq-len", kTraining},
                                             {"--micro-batch", kTraining},
@@ -249,6 +253,8 @@ int main(int argc, char** argv) {
                                         {
                                             {"--checkpoint-every", "--checkpoint-dir", "where the checkpoints are written"},
                                             {"--resume", "--checkpoint-dir", "where the checkpoints to resume from are"},
+                                            {"--eval-every", "--eval-data", "the held-out tokens to evaluate on"},
+                                            {"--eval-tokens", "--eval-data", "the held-out tokens to evaluate on"},
                                         });
 
   return mlpo::cli::run(app, argc, argv, [&] {
@@ -258,9 +264,16 @@ int main(int argc, char** argv) {
                         "flushed, ascending order); add --plan plan.json");
     if (!log_path.empty()) mlpo::check_output_file(log_path, "--log");
     if (prepare->parsed()) {
-      auto r = mlpo::train::prepare_data(prepare_inputs, prepare_out);
-      std::printf("prepare-data: %lld files, %lld tokens (byte-level, vocab 256) -> %s\n", static_cast<long long>(r.files),
-                  static_cast<long long>(r.tokens), prepare_out.c_str());
+      if (!prepare_model.empty()) p.model = mlpo::load_model(prepare_model);
+      if (::isatty(STDERR_FILENO))
+        p.progress = [](std::uint64_t done, std::uint64_t total) {
+          std::fprintf(stderr, "\r\033[Kprepare-data: %.1f of %.1f MB (%.0f %%)", static_cast<double>(done) / 1e6,
+                       static_cast<double>(total) / 1e6, 100.0 * static_cast<double>(done) / static_cast<double>(total));
+        };
+      auto r = mlpo::train::prepare_data(p);
+      if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
+      std::printf("prepare-data: %lld files, %lld tokens (%s) -> %s\n", static_cast<long long>(r.files),
+                  static_cast<long long>(r.tokens), r.tokenizer.c_str(), p.out.c_str());
       return 0;
     }
     const bool tty = ::isatty(STDOUT_FILENO) && !quiet;
@@ -282,7 +295,7 @@ int main(int argc, char** argv) {
       u.adam.beta2 = t.beta2;
       u.adam.eps = t.eps;
       u.adam.weight_decay = t.weight_decay;
-      RunLog log(log_path, false);
+      mlpo::train::RunLog log(log_path, false);
       auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
         log.write(rec);
         if (!quiet) {
@@ -328,13 +341,14 @@ int main(int argc, char** argv) {
     t.comm = comm.get();
     const bool rank0 = comm->rank() == 0;
     auto body = [&] {
-      RunLog log(rank0 ? log_path : std::string(), t.resume);
+      mlpo::train::RunLog log(rank0 ? log_path : std::string(), t.resume);
       double elapsed = 0;
       std::int64_t done = 0;
       mlpo::train::TrainEvents events;
-      events.note = [&](const std::string& line) {
-        std::printf("%s\n", line.c_str());
-        std::fflush(stdout);
+      events.note = [&](const std::string& line) {  // warnings (a resume without `latest`, ...) to stderr
+        std::FILE* to = line.rfind("warning:", 0) == 0 ? stderr : stdout;
+        std::fprintf(to, "%s\n", line.c_str());
+        std::fflush(to);
       };
       events.step = [&](const mlpo::Json& rec) {
         log.write(rec);
@@ -343,10 +357,12 @@ int main(int argc, char** argv) {
         if (quiet) return;
         const long long step = rec["step"].get<long long>();
         const double eta = elapsed / static_cast<double>(done) * static_cast<double>(t.steps - step);
-        std::printf("step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  fwd %.2f s  bwd %.2f s  upd %.2f s  ckpt %.2f s  ETA %s\n",
+        std::printf("step %lld/%lld  loss %.4f  lr %.2e  %.0f tok/s  fwd %.2f s  bwd %.2f s  upd %.2f s  ckpt %.2f s  ETA %s",
                     step, static_cast<long long>(t.steps), rec["loss"].get<double>(), rec["lr"].get<double>(),
                     rec["tokens_per_s"].get<double>(), rec["forward_s"].get<double>(), rec["backward_s"].get<double>(),
                     rec["update_s"].get<double>(), rec["checkpoint_s"].get<double>(), eta_text(eta).c_str());
+        if (rec.contains("eval_loss")) std::printf("  eval_loss %.4f (%.2f s)", rec["eval_loss"].get<double>(), rec["eval_s"].get<double>());
+        std::printf("\n");
         std::fflush(stdout);
       };
       auto result = mlpo::train::train(t, events);
@@ -354,6 +370,9 @@ int main(int argc, char** argv) {
       if (result.summary.contains("first_loss"))
         std::printf("loss %.4f (step %lld) -> %.4f (step %lld)\n", result.summary["first_loss"].get<double>(),
                     result.summary["first_step"].get<long long>(), result.summary["last_loss"].get<double>(),
+                    result.summary["last_step"].get<long long>());
+      if (result.summary.contains("last_eval_loss"))
+        std::printf("eval_loss %.4f (step %lld)\n", result.summary["last_eval_loss"].get<double>(),
                     result.summary["last_step"].get<long long>());
       std::printf("summary: %s\n", result.summary.dump().c_str());
       return 0;

@@ -5,6 +5,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 2.1 REQUIRED)
 pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(SIMGRID REQUIRED IMPORTED_TARGET simgrid>=3.32)
+# Tokenizers (libsentencepiece-dev): the processor for prepare-data, the trainer for the tests.
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 if(MLPO_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -17,6 +17,7 @@ dev_packages=(
   nlohmann-json3-dev libcli11-dev      # header-only
   libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libopenblas0  # CPU GEMM
   libssl-dev libssl3                   # SHA-256 of optimizer state
+  libsentencepiece-dev libsentencepiece0  # SentencePiece tokenizers
 )
 
 # Shared libraries the runtime libraries above need, found from this machine's copies.

@@ -12,6 +12,8 @@ packages=(
   libgtest-dev          # tests
   libopenblas-dev       # CPU GEMM for the CPU compute backend
   libssl-dev            # SHA-256 of optimizer state (state digests)
+  libsentencepiece-dev  # SentencePiece tokenizers (prepare-data --tokenizer; the tests train a tiny one)
+  sentencepiece         # spm_train / spm_encode: training a tokenizer (docs/training.md)
   fio                   # the I/O benchmark's reference
   libopenmpi-dev        # multi-rank runs: the MPI communicator (executor/comm)
   openmpi-bin           # mpirun, for multi-rank runs and their tests

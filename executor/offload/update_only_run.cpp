@@ -23,6 +23,7 @@
 #include "executor/offload/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
 #include "executor/offload/synthetic_gradients.hpp"
+#include "executor/offload/tier_run_directories.hpp"
 #include "executor/offload/update_pipeline.hpp"
 
 namespace mlpo::offload {
@@ -194,24 +195,6 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   return j;
 }
 
-class TierDirectoryCleanup {
- public:
-  TierDirectoryCleanup(const Plan& plan, const std::string& run) {
-    for (const auto& t : plan.tiers)
-      if (t.kind != TierKind::memory) dirs_.push_back(std::filesystem::path(t.path) / "mlpo" / run);
-  }
-  ~TierDirectoryCleanup() {
-    for (const auto& d : dirs_) {
-      std::error_code ec;
-      std::filesystem::remove_all(d, ec);
-      std::filesystem::remove(d.parent_path(), ec);  // <tier>/mlpo, only if now empty
-    }
-  }
-
- private:
-  std::vector<std::filesystem::path> dirs_;
-};
-
 }  // namespace
 
 UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function<void(const Json&)>& on_step) {
@@ -241,8 +224,9 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
   unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(o.ranks));
   if (o.profile) adam_rate = interpolate(o.profile->host.adam_elements_per_s, static_cast<double>(std::min(cores, threads * static_cast<unsigned>(o.ranks))));
 
-  const std::string run = o.run_name.empty() ? "update-" + std::to_string(::getpid()) : o.run_name;
-  TierDirectoryCleanup cleanup(o.plan, run);
+  // Its tier directories, removed at the end; those of killed runs on this host, at the start.
+  const std::string run = o.run_name.empty() ? default_run_name("update") : o.run_name;
+  TierRunDirectories run_dirs(o.plan, run);
   const std::int64_t chunks = (o.params + kNormChunk - 1) / kNormChunk;
   LocalRankGroup group(o.ranks, chunks, o.steps);
 

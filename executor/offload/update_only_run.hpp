@@ -39,7 +39,7 @@ struct UpdateOnlyOptions {
   double max_grad_norm = 1.0;      // clipping threshold; <= 0 disables
   unsigned threads = 0;            // AdamW threads per rank; 0 = cores / ranks
   bool state_hash = false;
-  std::string run_name;            // default: update-<pid>
+  std::string run_name;            // default: update-<host>-<pid> (TierRunDirectories)
 };
 
 struct UpdateOnlyResult {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/error.hpp"
 #include "executor/io/crc32c.hpp"
 #include "executor/io/unique_fd.hpp"
+#include "executor/train/checkpoint_directory.hpp"
 #include "executor/train/gathered_safetensors.hpp"
 #include "executor/train/synced_file.hpp"
 
@@ -23,23 +25,43 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kSchema = "mlpo.checkpoint/2";
+constexpr const char* kSchema = "mlpo.checkpoint/3";
+constexpr const char* kSchemaV2 = "mlpo.checkpoint/2";  // /3 without manifest_crc32c
 constexpr const char* kSchemaV1 = "mlpo.checkpoint/1";  // one process, optimizer.{p,m,v}.f32
+constexpr const char* kSealField = "manifest_crc32c";
 constexpr const char* kArrays[3] = {"p", "m", "v"};
 constexpr const char* kWeightsFile = "model.safetensors";
 constexpr int kRecordFields = 8;  // begin, elements, then (bytes, crc32c) of p, m, v
-
-std::string checkpoint_name(std::int64_t step) { return "ckpt-" + std::to_string(step); }
 
 std::string state_file_name(int rank, int array) {
   return "optimizer.rank" + std::to_string(rank) + "." + kArrays[array] + ".f32";
 }
 
-bool is_checkpoint_name(const std::string& name) {
-  if (name.rfind("ckpt-", 0) != 0 || name.size() == 5) return false;
-  for (std::size_t i = 5; i < name.size(); ++i)
-    if (name[i] < '0' || name[i] > '9') return false;
-  return true;
+// The manifest's own checksum: CRC32C of its compact serialization without the seal field
+// (nlohmann::json keeps object keys sorted, so the text is canonical).
+std::uint32_t manifest_crc32c(const Json& manifest_without_seal) {
+  const std::string text = manifest_without_seal.dump();
+  return io::crc32c(text.data(), text.size(), 0);
+}
+
+// The manifest file as write_checkpoint writes it.
+std::string manifest_text(const Json& manifest) { return manifest.dump(2) + "\n"; }
+
+// Checks the seal when the manifest has one (a /3 manifest must): its fields against the
+// CRC32C, and its bytes against the text write_checkpoint makes of them, so that no byte of
+// the file can change unnoticed — not even whitespace.
+void verify_manifest_seal(const Json& manifest, const std::string& text, bool required) {
+  if (!manifest.is_object() || !manifest.contains(kSealField)) {
+    if (required) throw Error(std::string("no ") + kSealField + " field; the manifest was edited or is damaged");
+    return;
+  }
+  Json rest = manifest;
+  rest.erase(kSealField);
+  const Json& seal = manifest[kSealField];
+  if (!seal.is_number_unsigned() || seal.get<std::uint64_t>() != manifest_crc32c(rest))
+    throw Error(std::string(kSealField) + " differs from the CRC32C of the manifest's other fields; the manifest was edited or is damaged");
+  if (text != manifest_text(manifest))
+    throw Error("its bytes differ from the text mlpo-run writes for its fields (whitespace or layout changed); the manifest was edited or is damaged");
 }
 
 // The fields of the model's shape that fix its parameters (seq_len does not).
@@ -82,16 +104,21 @@ void verify_file(const fs::path& path, std::uint64_t bytes, std::uint32_t crc) {
                 "; the checkpoint is corrupt");
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
 }  // namespace
 
-void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
-                      const ParameterLayout& layout, const comm::ZeroPartition& partition,
-                      std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
-                      const TrainingPosition& position, const Json& settings, const CheckpointWriteOptions& options) {
+namespace {
+
+// Every file of the checkpoint into `tmp`, the manifest last (rank 0); see write_checkpoint.
+void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const ModelSpec& model, const ParameterLayout& layout,
+                            const comm::ZeroPartition& partition, std::span<const bf16> weight_shard,
+                            offload::UpdatePipeline& pipeline, const TrainingPosition& position, const Json& settings,
+                            const CheckpointWriteOptions& options) {
   const bool rank0 = comm.rank() == 0;
-  const fs::path root(dir);
-  const std::string name = checkpoint_name(position.step);
-  const fs::path tmp = root / (name + ".tmp"), final_dir = root / name;
   const std::string hint = comm.size() == 1
                                ? "check the --checkpoint-dir's free space and permissions"
                                : "check the --checkpoint-dir's free space and permissions; every rank must see the same "
@@ -99,16 +126,6 @@ void write_checkpoint(comm::Communicator& comm, const std::string& dir, const Mo
   auto pause = [&] {
     if (options.pause_per_file.count() > 0) std::this_thread::sleep_for(options.pause_per_file);
   };
-
-  if (rank0) {
-    std::error_code ec;
-    fs::create_directories(root, ec);
-    if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create (" + ec.message() + ")");
-    fs::remove_all(tmp, ec);  // a leftover of a crashed write
-    fs::create_directory(tmp, ec);
-    if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create " + tmp.string() + " (" + ec.message() + ")");
-  }
-  comm.barrier();  // the directory exists for every rank
 
   Json weights_record;
   {
@@ -159,62 +176,120 @@ void write_checkpoint(comm::Communicator& comm, const std::string& dir, const Mo
     for (int a = 0; a < 3; ++a) piece[kArrays[a]] = file_record(state_file_name(r, a), rec[2 + 2 * a], rec[3 + 2 * a]);
     state.push_back(std::move(piece));
   }
-  const Json manifest{{"schema", kSchema},
-                      {"step", position.step},
-                      {"seed", position.seed},
-                      {"data_position", position.data_position},
-                      {"params", layout.total()},
-                      {"ranks", comm.size()},
-                      {"model", to_json(model)},
-                      {"settings", settings},
-                      {"files", Json{{"weights", weights_record}, {"state", state}}}};
+  Json manifest{{"schema", kSchema},
+                {"step", position.step},
+                {"seed", position.seed},
+                {"data_position", position.data_position},
+                {"params", layout.total()},
+                {"ranks", comm.size()},
+                {"model", to_json(model)},
+                {"settings", settings},
+                {"files", Json{{"weights", weights_record}, {"state", state}}}};
+  manifest[kSealField] = manifest_crc32c(manifest);
   {
     SyncedFile f(tmp / "manifest.json", hint);
-    const std::string text = manifest.dump(2) + "\n";
+    const std::string text = manifest_text(manifest);
     f.write(text.data(), text.size());
     f.finish();
     pause();
   }
   fsync_directory(tmp);
+}
+
+}  // namespace
+
+void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
+                      const ParameterLayout& layout, const comm::ZeroPartition& partition,
+                      std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
+                      const TrainingPosition& position, const Json& settings, const CheckpointWriteOptions& options) {
+  const bool rank0 = comm.rank() == 0;
+  const fs::path root(dir);
+  const std::string name = checkpoint_name(position.step);
+  const fs::path tmp = root / (name + ".tmp"), final_dir = root / name;
+
+  if (rank0) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create (" + ec.message() + ")");
+    remove_unfinished_checkpoints(root);  // leftovers of crashed writes, this step's included
+    fs::create_directory(tmp, ec);
+    if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create " + tmp.string() + " (" + ec.message() + ")");
+  }
+  comm.barrier();  // the directory exists for every rank
+
+  try {
+    write_checkpoint_files(comm, tmp, model, layout, partition, weight_shard, pipeline, position, settings, options);
+    if (options.before_publish) options.before_publish();
+  } catch (const std::exception&) {
+    // A failed write (a full disk, say) leaves no partial checkpoint; the previous one stays.
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  if (!rank0) return;
   std::error_code ec;
-  fs::remove_all(final_dir, ec);  // a complete but never-published copy of this step
+  discard_checkpoint(final_dir);  // a complete but never-published copy of this step
   fs::rename(tmp, final_dir, ec);
-  if (ec) throw Error("--checkpoint-dir " + dir + ": cannot rename " + tmp.string() + " (" + ec.message() + ")");
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove_all(tmp, ec);
+    throw Error("--checkpoint-dir " + dir + ": cannot rename " + tmp.string() + " (" + why + ")");
+  }
   fsync_directory(root);
-  pause();
+  if (options.pause_per_file.count() > 0) std::this_thread::sleep_for(options.pause_per_file);
   write_file_atomic((root / "latest").string(), name + "\n");
 
-  // Only now is the previous checkpoint no longer needed.
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    const std::string other = entry.path().filename().string();
-    const std::string base = other.size() > 4 && other.ends_with(".tmp") ? other.substr(0, other.size() - 4) : other;
-    const bool stale_pointer = other.rfind(".latest.tmp.", 0) == 0;  // write_file_atomic's temp, of a killed run
-    if ((other != name && is_checkpoint_name(base)) || stale_pointer) fs::remove_all(entry.path(), ec);
-  }
+  // Only now is the previous checkpoint no longer needed; a newer one (of a run this one
+  // resumed behind) is kept.
+  remove_superseded_checkpoints(root, position.step);
 }
 
 std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const ModelSpec& model, std::int64_t params,
                                                   const CheckpointScope& scope) {
   const fs::path root(dir);
-  const fs::path latest = root / "latest";
-  std::error_code ec;
-  if (!fs::exists(latest, ec)) return std::nullopt;
-  std::string name;
-  {
-    std::ifstream in(latest);
-    if (!in || !std::getline(in, name)) throw Error(latest.string() + ": unreadable; restore it or remove --resume");
+  const std::optional<std::string> latest = read_latest(root);
+  const std::vector<std::int64_t> complete = complete_checkpoints(root);
+  if (!latest && complete.empty()) return std::nullopt;
+  // Without `latest` the newest complete checkpoint: complete by construction (renamed only
+  // once durable), and checked like any other. A damaged one is an error, never skipped.
+  const std::string name = latest ? *latest : checkpoint_name(complete.front());
+  const std::int64_t step = *checkpoint_step(name);
+  const auto older = std::find_if(complete.begin(), complete.end(), [&](std::int64_t s) { return s < step; });
+  try {
+    Checkpoint c = open_checkpoint(root, name, model, params, scope);
+    if (!latest)
+      c.notes_.insert(c.notes_.begin(), "warning: resume: " + (root / "latest").string() +
+                                            " is missing; resuming from the newest complete checkpoint " + name +
+                                            " (its manifest and files checked)");
+    return c;
+  } catch (const Error& e) {
+    if (older == complete.end()) throw;
+    throw Error(std::string(e.what()) + " (" + (root / checkpoint_name(*older)).string() +
+                " is an older complete checkpoint: remove " + (root / name).string() + " to resume from it)");
   }
-  if (!is_checkpoint_name(name))
-    throw Error(latest.string() + ": does not name a checkpoint ('" + name + "'); the checkpoint directory is damaged");
+}
+
+Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const std::string& name, const ModelSpec& model,
+                                       std::int64_t params, const CheckpointScope& scope) {
   Checkpoint c;
   c.path_ = (root / name).string();
   const std::string manifest_path = (root / name / "manifest.json").string();
-  const Json json = read_json_file(manifest_path, "an mlpo.checkpoint/2 manifest");
+  const Json json = read_json_file(manifest_path, "an mlpo.checkpoint/3 manifest");
   JsonObject o(json, "");
   try {
-    const bool v1 = o.has("schema") && json["schema"] == kSchemaV1;
-    o.expect_schema(v1 ? kSchemaV1 : kSchema);
+    // The manifest's own checksum first: no field of an edited manifest is believed.
+    const Json schema = json.is_object() && json.contains("schema") ? json["schema"] : Json();
+    const bool v1 = schema == kSchemaV1, v2 = schema == kSchemaV2;
+    verify_manifest_seal(json, read_text(manifest_path), !v1 && !v2);
+    if (o.optional(kSealField)) {
+    } else if (v1 || v2) {
+      c.notes_.push_back("warning: resume: " + manifest_path + " is " + schema.get<std::string>() + ", without " + kSealField +
+                         ": its fields cannot be verified (its files' sizes and CRC32C are)");
+    }
+    o.expect_schema(v1 ? kSchemaV1 : v2 ? kSchemaV2 : kSchema);
     c.position_.step = o.integer("step", 0, INT64_MAX);
+    if (c.position_.step != checkpoint_step(name))
+      o.fail("step", "is " + std::to_string(c.position_.step) + " in a directory named " + name);
     c.position_.seed = static_cast<std::uint64_t>(o.raw("seed").get<std::uint64_t>());
     c.position_.data_position = o.integer("data_position", 0, INT64_MAX);
     c.params_ = o.integer("params", 1, INT64_MAX);

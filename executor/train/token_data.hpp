@@ -1,66 +1,77 @@
 #pragma once
-// Token data for training: the byte-level tokenizer, `prepare-data`, and the loader that
-// samples training sequences.
+// TokenData: the training (or evaluation) data set — one or more token files (TokenFile,
+// memory-mapped: nothing is read whole) in a fixed order — and the two ways sequences are
+// drawn from it: sampled for training, fixed windows for the validation loss.
 //
-// Tokenizer: byte-level, vocabulary 256 — token = the byte's value (0..255), no merges, no
-// special tokens; every file is tokenized on its own and files are joined in the order given
-// (directories: their regular files, recursively, in byte-wise sorted path order), with no
-// separator. Decoding is the identity, so any byte string round-trips.
+// Files: `inputs` are token files and directories; a directory stands for its regular files,
+// recursively, in byte-wise sorted path order (so a directory of llm.c shards
+// `train_000000.bin`, `train_000001.bin`, ... is read in shard order). Each file is a flat
+// uint16/uint32 file or an llm.c shard (token_file.hpp), detected per file.
 //
-// File formats read (docs/formats.md, "Token data"):
-//  * llm.c shard: a header of 256 little-endian int32 — [0] magic 20240520, [1] version
-//    (1: uint16 tokens, 2: uint32 tokens), [2] token count — then the tokens;
-//  * flat: little-endian uint16 tokens (or uint32 with token_bytes = 4), no header.
-// A file starting with the magic is a shard; anything else is flat. The whole file is read
-// into memory at open (training files here are megabytes; a sharded, mmapped loader for
-// billions of tokens is future work) and every token is checked against the model's vocab.
+// Vocabulary: a shard whose header records its tokenizer's vocabulary (prepare-data writes it)
+// is refused at open when that is larger than the model's; a file that records none (flat
+// files, llm.c's shards) is scanned once at open, through the mapping, and refused at the first
+// token outside the model's vocab. Every token is checked again as it is drawn.
 //
-// Sampling: sequence k of a run (k = 0, 1, 2, ... over all micro-batches and steps) starts at
-//   start_k = splitmix64(splitmix64(seed) + k) mod (tokens - seq_len)
-// and gives inputs tokens[start_k .. start_k + seq_len) and targets shifted by one. It is a
-// pure function of (seed, k), so the data position of a checkpoint is just k.
+// Sequences never straddle files. A file of n tokens has n - seq_len start positions (a
+// sequence needs seq_len + 1 tokens: inputs and the targets shifted by one); the data set's
+// S starts are those of file 0, then file 1, .... Sampling: sequence k of a run (k = 0, 1, 2,
+// ... over all micro-batches and steps) is start number
+//   u_k = splitmix64(splitmix64(seed) + k) mod S
+// — a pure function of (seed, k), so the data position of a checkpoint is just k, and with
+// one file u_k is the file position itself, as before multi-file data sets. Windows: file f's
+// window j is tokens [j*seq_len, j*seq_len + seq_len + 1), for j < (n_f - 1) / seq_len; the
+// data set's windows are file 0's, then file 1's, ..., with no randomness.
 
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "executor/train/token_file.hpp"
+
 namespace mlpo::train {
 
-inline constexpr std::int32_t kShardMagic = 20240520;
-inline constexpr int kShardHeaderInts = 256;
 inline constexpr std::int64_t kByteVocab = 256;
 
-struct PrepareDataResult {
-  std::int64_t files = 0;
-  std::int64_t tokens = 0;
-};
-
-// Tokenizes `inputs` (files or directories) with the byte-level tokenizer and writes an llm.c
-// shard (version 1, uint16 tokens) to `out` atomically (temp file, fsync, rename). Throws
-// mlpo::Error naming the input when it is missing or unreadable, or when there are no bytes.
-PrepareDataResult prepare_data(const std::vector<std::string>& inputs, const std::string& out);
+// The regular files `inputs` stand for, in order (directories as above). Throws mlpo::Error
+// "<flag> <input>: ..." for a missing input, one that is neither file nor directory, or a
+// directory without files.
+std::vector<std::string> files_of_inputs(const std::vector<std::string>& inputs, const std::string& flag);
 
 class TokenData {
  public:
-  // Reads `path` (format detected as above; token_bytes applies to flat files: 2 or 4) and
-  // checks every token is < vocab. Throws mlpo::Error naming the file when it is missing,
-  // unreadable, truncated, shorter than seq_len + 1 tokens, or holds a token outside the vocab.
-  TokenData(const std::string& path, std::int64_t vocab, std::int64_t seq_len, int token_bytes = 2);
+  // Opens every file of `inputs` (token_bytes applies to flat files: 2 or 4) for a model of
+  // `vocab` tokens and sequences of `seq_len`. Throws mlpo::Error naming `flag` and the file
+  // when one is missing, unreadable, truncated, shorter than seq_len + 1 tokens, records a
+  // tokenizer vocabulary larger than `vocab`, or holds a token outside it.
+  TokenData(const std::vector<std::string>& inputs, std::int64_t vocab, std::int64_t seq_len, int token_bytes = 2,
+            const std::string& flag = "--data");
 
-  const std::string& path() const { return path_; }
-  std::int64_t tokens() const { return static_cast<std::int64_t>(tokens_.size()); }
-  std::string format() const { return format_; }  // "llm.c shard v1", "flat uint16", ...
+  std::int64_t tokens() const { return tokens_; }  // over all files
+  const std::vector<TokenFile>& files() const { return files_; }
+  std::string format() const;  // "llm.c shard v1", or "3 files: 2 llm.c shard v1, 1 flat uint16"
+  // The largest tokenizer vocabulary the files record; 0 when none records one.
+  std::int64_t recorded_vocab() const;
 
   // Fills inputs/targets (seq_len each) with sequence k of a run with this seed.
-  void sequence(std::uint64_t seed, std::int64_t k, std::span<std::int32_t> inputs,
-                std::span<std::int32_t> targets) const;
+  void sequence(std::uint64_t seed, std::int64_t k, std::span<std::int32_t> inputs, std::span<std::int32_t> targets) const;
+
+  // Fixed, non-overlapping windows (see above), for evaluation.
+  std::int64_t windows() const { return window_ends_.empty() ? 0 : window_ends_.back(); }
+  void window(std::int64_t j, std::span<std::int32_t> inputs, std::span<std::int32_t> targets) const;
 
  private:
-  std::string path_;
-  std::string format_;
+  // inputs/targets := tokens [start, start + seq_len] of file f, each checked against the vocab.
+  void copy(std::size_t f, std::int64_t start, std::span<std::int32_t> inputs, std::span<std::int32_t> targets) const;
+
+  std::string flag_;
+  std::int64_t vocab_;
   std::int64_t seq_len_;
-  std::vector<std::int32_t> tokens_;
+  std::vector<TokenFile> files_;
+  std::int64_t tokens_ = 0;
+  std::vector<std::int64_t> start_ends_;   // file f's starts are numbers [start_ends_[f-1], start_ends_[f])
+  std::vector<std::int64_t> window_ends_;  // the same for windows
 };
 
 }  // namespace mlpo::train

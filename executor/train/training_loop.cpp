@@ -1,7 +1,9 @@
 #include "executor/train/training_loop.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -15,7 +17,9 @@
 #include "executor/model/transformer_model.hpp"
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/rank_engine.hpp"
+#include "executor/offload/tier_run_directories.hpp"
 #include "executor/train/checkpoint.hpp"
+#include "executor/train/checkpoint_directory.hpp"
 #include "executor/train/compute_backend.hpp"
 #include "executor/train/default_plan.hpp"
 #include "executor/train/gathered_safetensors.hpp"
@@ -26,9 +30,8 @@
 #include "executor/train/resume_settings.hpp"
 #include "executor/train/step_collectives.hpp"
 #include "executor/train/step_record.hpp"
-#include "executor/train/tier_run_directories.hpp"
-#include "executor/train/token_data.hpp"
 #include "executor/train/train_input_checks.hpp"
+#include "executor/train/training_data.hpp"
 #include "kernels/cpu/convert.hpp"
 
 namespace mlpo::train {
@@ -55,6 +58,20 @@ ModelShape shape_of(const ModelSpec& s) {
   return m;
 }
 
+// Step `step` computed a NaN or infinite loss or gradient norm: the run cannot go on.
+Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double loss, double grad_norm) {
+  std::string where = "no checkpoint was written (no --checkpoint-dir)";
+  if (!o.checkpoint_dir.empty()) {
+    const auto complete = complete_checkpoints(o.checkpoint_dir);
+    where = complete.empty() ? "no checkpoint was written yet"
+                             : "the last checkpoint, " + (fs::path(o.checkpoint_dir) / checkpoint_name(complete.front())).string() +
+                                   ", is untouched: --resume continues from it";
+  }
+  return Error("step " + std::to_string(step) + ": the loss is " + std::to_string(loss) + " and the gradient norm " +
+               std::to_string(grad_norm) + " (not finite); the run stops before updating the weights, and " + where +
+               ". Lower --lr (or --max-grad-norm), or check the data");
+}
+
 }  // namespace
 
 TrainResult train(const TrainOptions& o, const TrainEvents& events) {
@@ -78,7 +95,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const std::int64_t params = layout.total();
   const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
   check_train_options(o, job, backend_choice);
-  TokenData data(o.data, o.model.vocab, o.model.seq_len, o.token_bytes);
+  const TrainingData run_data = open_training_data(o);
+  const TokenData& data = run_data.train;
   const comm::ZeroPartition partition(params, ranks, rank);
   const offload::RankShard& mine = partition.mine();
   std::optional<Checkpoint> checkpoint;
@@ -87,10 +105,12 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // Each rank checks the state files it will read; rank 0 also the weights file.
       checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params, {mine.global_begin, mine.global_end(), rank0});
       if (!checkpoint) input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
-    } else if (fs::exists(fs::path(o.checkpoint_dir) / "latest")) {
-      throw Error("--checkpoint-dir " + o.checkpoint_dir +
-                  ": already holds checkpoints of a run; pass --resume to continue it, or choose another directory");
+    } else {
+      expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
     }
+    // Room for one more checkpoint beside the last: a full disk is an error now, not at step N.
+    if (!checkpoint || checkpoint->position().step < o.steps)
+      check_checkpoint_space(o.checkpoint_dir, checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), ranks));
   }
   // The compute device, and whether the run fits in its memory: both before anything is written.
   ThreadPool threads(o.threads);
@@ -117,8 +137,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
 
   // ---- Compute device, model and offload engine ---------------------------------------
   Backend& backend = *device.backend;
-  const std::string run = o.run_name.empty() ? default_run_name() : o.run_name;
-  TierRunDirectories run_dirs(plan, run);
+  const std::string run = o.run_name.empty() ? offload::default_run_name() : o.run_name;
+  offload::TierRunDirectories run_dirs(plan, run);
   offload::RankEngine engine(plan, mine, run, threads);
   offload::UpdatePipeline& pipeline = engine.pipeline();
   const Json settings = resume_settings(o, lr, blas_threads, data, ranks);
@@ -141,6 +161,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   TrainingPosition pos{0, o.seed, 0};
   if (checkpoint) {
     pos = checkpoint->position();
+    for (const std::string& line : checkpoint->notes()) note(line);
     if (pos.seed != o.seed) note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " + std::to_string(o.seed) + " ignored)");
     for (const std::string& warning : resume_setting_warnings(settings, checkpoint->settings())) note(warning);
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
@@ -177,16 +198,22 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const std::int64_t chunks = (params + offload::kNormChunk - 1) / offload::kNormChunk;
   std::vector<double> chunk_sums(static_cast<std::size_t>(chunks));
   TrainResult result;
+  if (run_data.validation)
+    note("eval: validation loss on " + run_data.validation->description() + " every " +
+         (o.eval_every > 0 ? std::to_string(o.eval_every) + " steps and " : std::string()) + "after the last step");
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
   std::int64_t checkpoints = 0;
-  auto save_checkpoint = [&] {
+  // Writes the checkpoint of the step just done; `log_step(checkpoint_s)` logs the step once
+  // its files are durable but before the checkpoint is published, so a kill never leaves a
+  // published step without its log line (RunLog drops the lines of unpublished steps).
+  auto save_checkpoint = [&](const std::function<void(double)>& log_step) {
     const auto c0 = Clock::now();
     trace.mark("checkpoint-begin " + std::to_string(pos.step));
-    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings, {o.checkpoint_pause});
+    CheckpointWriteOptions write{o.checkpoint_pause, [&] { log_step(seconds_since(c0)); }};
+    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings, write);
     trace.mark("checkpoint-end " + std::to_string(pos.step));
     ++checkpoints;
-    return seconds_since(c0);
   };
 
   // From here on, with several ranks, an error ends the job at once (abort_job) while every
@@ -236,6 +263,9 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       std::copy(my_sums.begin(), my_sums.end(), chunk_sums.begin() + mine.global_begin / offload::kNormChunk);
       collectives.all_reduce_sum(std::span<double>(chunk_sums));
       const double grad_norm = offload::global_norm(chunk_sums);
+      // The same values on every rank, so every rank stops alike, before the update could
+      // write a non-finite state (the last checkpoint stays the one to resume from).
+      if (!std::isfinite(loss) || !std::isfinite(grad_norm)) throw non_finite_step_error(o, step, loss, grad_norm);
       if (plan.gradients == GradientPolicy::flush_fp32) pipeline.flush_gradients(grads.shard());  // baseline
       backward_s += seconds_since(t0);
 
@@ -253,19 +283,35 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       const double weights_s = seconds_since(t0);
       pos.step = step;
 
-      double checkpoint_s = 0;
-      const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
-      if (!o.checkpoint_dir.empty() && due) checkpoint_s = save_checkpoint();
+      // Validation loss of the new weights (not part of step_s): forward only, the optimizer
+      // and the data position untouched.
+      std::optional<double> eval_loss;
+      double eval_s = 0;
+      if (run_data.validation && evaluation_due(o.eval_every, step, o.steps)) {
+        t0 = Clock::now();
+        eval_loss = run_data.validation->loss(model, collectives, rank, ranks);
+        eval_s = seconds_since(t0);
+      }
 
       // The step as the job saw it: times of the slowest rank, counts summed over ranks.
-      const double tokens = static_cast<double>(B * T * global_micro_batches);
-      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
-                             {seconds_since(step0), forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s}, upd,
-                             model_weights.fetches_since_last_call(), collectives);
-      tokens_total += tokens;
-      seconds_total += rec["step_s"].get<double>();
-      if (rank0 && events.step) events.step(rec);
-      result.steps.push_back(std::move(rec));
+      // Collective; with a checkpoint due, called inside its write (above).
+      auto log_step = [&](double checkpoint_s) {
+        const double tokens = static_cast<double>(B * T * global_micro_batches);
+        Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
+                               {seconds_since(step0) - eval_s, forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s},
+                               upd, model_weights.fetches_since_last_call(), collectives);
+        if (eval_loss) {
+          rec["eval_loss"] = *eval_loss;
+          rec["eval_s"] = eval_s;
+        }
+        tokens_total += tokens;
+        seconds_total += rec["step_s"].get<double>();
+        if (rank0 && events.step) events.step(rec);
+        result.steps.push_back(std::move(rec));
+      };
+      const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
+      if (!o.checkpoint_dir.empty() && due) save_checkpoint(log_step);
+      else log_step(0);
     }
     if (first_step > o.steps) note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
 
@@ -293,6 +339,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   if (!result.steps.empty()) {
     result.summary["first_loss"] = result.steps.front()["loss"];
     result.summary["last_loss"] = result.steps.back()["loss"];
+    if (result.steps.back().contains("eval_loss")) result.summary["last_eval_loss"] = result.steps.back()["eval_loss"];
   }
   if (!o.export_safetensors.empty()) result.summary["export"] = o.export_safetensors;
   trace.mark("finished " + std::to_string(pos.step));

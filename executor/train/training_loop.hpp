@@ -15,14 +15,17 @@
 //       the summed range over: bf16 to host (one rank) or fp32 reduce-scatter (ZeRO-3)
 //     losses of all micro-batches gathered and summed in global order
 //     global gradient norm: chunked square sums of the shard, exchanged (exact) -> clip scale
+//     stop (mlpo::Error naming the step) if the loss or the gradient norm is not finite
 //     [baseline mode: flush fp32 gradients to the tier]
 //     update phase on the shard: AdamW over every subgroup under the plan (fetch, update,
 //       write back), lr from the warm-up + cosine schedule, bf16 copy of the new p into the
 //       rank's host weights
 //     new bf16 weights -> device (resident; each subgroup as soon as it is updated, on a copy
 //       queue), or forget the streamed copies
+//     every eval_every steps and at the end: validation loss (forward only, fixed held-out set)
 //     log the step (rank 0; timings are the slowest rank's); every checkpoint_every steps
-//     and at the end: checkpoint (per-rank files + manifest)
+//     and at the end: checkpoint (per-rank files + manifest), the step logged once its files
+//     are durable, before it is published
 //   export safetensors (rank 0, gathered)
 //
 // Determinism: the same model, seed, data, steps, micro-batch, global micro-batches per step,
@@ -55,7 +58,11 @@ struct TrainOptions {
   ModelSpec model;                   // its seq_len is the training sequence length
   std::optional<Plan> plan;          // none: default_plan() under state_dir
   std::string state_dir = "mlpo-state";
-  std::string data;                  // token file
+  std::vector<std::string> data;     // token files and directories of them, one data set (token_data.hpp)
+  std::string tokenizer;             // the data's SentencePiece model, checked against model and data; "": not given
+  std::vector<std::string> eval_data;  // held-out token files (evaluation.hpp); empty: no validation loss
+  std::int64_t eval_every = 0;       // validation loss every N steps (0: only after the last step)
+  std::int64_t eval_tokens = 0;      // predicted tokens of the held-out set (0: all of eval_data)
   int token_bytes = 2;               // flat token files: 2 (uint16) or 4 (uint32)
   std::int64_t steps = 100;
   int micro_batch = 1;               // sequences per forward/backward
@@ -95,8 +102,10 @@ struct TrainResult {
 // that cannot be served (no CUDA device: CUDA's reason), a run that does not fit in the GPU's
 // memory (bytes needed vs available, and the fix: --param-offload), a missing or
 // invalid data file, tokens outside the vocab, a plan for another model or another world
-// shape, an unreadable checkpoint or one of another model, a checkpoint dir that already
-// holds a run without --resume; and for I/O errors during the run. Collective when
+// shape, an unreadable, damaged or edited checkpoint or one of another model, a checkpoint dir
+// that already holds a run (any ckpt-*) without --resume, a checkpoint dir without room for a
+// checkpoint; and for I/O errors during the run and a step whose loss or gradient norm is not
+// finite (naming the step; thrown before its update, so the last checkpoint stays valid). Collective when
 // options.comm has several ranks: every rank calls it alike; an error during the steps ends
 // the whole job at once through comm.abort_job (before anything waits on a peer), an error
 // before them is thrown (run the call inside comm::run_ranked).

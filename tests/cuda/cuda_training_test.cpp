@@ -36,7 +36,7 @@ struct RunResult {
 TrainOptions options(const std::string& data, const std::string& backend, int grad_accum) {
   TrainOptions o;
   o.model = test::tiny_model();
-  o.data = data;
+  o.data = {data};
   o.steps = 3;
   o.micro_batch = 2;
   o.grad_accum = grad_accum;

@@ -9,6 +9,7 @@
 
 #include "core/plan.hpp"
 #include "executor/model/parameter_layout.hpp"
+#include "executor/train/token_file.hpp"
 #include "tests/train/process_util.hpp"
 #include "tests/train/train_test_util.hpp"
 
@@ -76,6 +77,29 @@ TEST_F(BadInput, TokensOutsideTheModelsVocab) {
   expect_rejected(run({"--data", dir_ / "wide.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
                        dir_ / "out.safetensors"}, false),
                   "token 999 at position 3 is outside the model's vocabulary of 256");
+}
+
+TEST_F(BadInput, DataMadeWithALargerTokenizerThanTheModelsVocab) {
+  std::string tokens(2 * 40, '\0');
+  test::write_file(dir_ / "spm.bin", shard_header(1, 40, 32000) + tokens);  // header[3]: the tokenizer's vocab
+  expect_rejected(run({"--data", dir_ / "spm.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
+                       dir_ / "out.safetensors"}, false),
+                  "spm.bin: was tokenized with a vocabulary of 32000 tokens (its header records it), but the model's "
+                  "vocabulary is 256");
+}
+
+TEST_F(BadInput, MissingTokenizerFile) {
+  expect_rejected(run({"--tokenizer", dir_ / "tokenizer.model", "--checkpoint-dir", dir_ / "ckpt", "--resume"}),
+                  "--tokenizer " + dir_ / "tokenizer.model" + ": no such file; give a SentencePiece model");
+}
+
+TEST_F(BadInput, PrepareDataWithAMissingTokenizerFile) {
+  test::write_file(dir_ / "text.txt", "hello");
+  const int code = test::run_to_end({MLPO_RUN_BIN, "prepare-data", "--input", dir_ / "text.txt", "--out", dir_ / "t.bin",
+                                     "--tokenizer", dir_ / "none.model"}, dir_ / "out.txt");
+  output_ = test::read_file(dir_ / "out.txt");
+  expect_rejected(code, "--tokenizer " + dir_ / "none.model" + ": no such file");
+  EXPECT_FALSE(fs::exists(dir_ / "t.bin"));
 }
 
 // A GPU that cannot be used: on a machine without one CUDA's reason ("no usable CUDA device:

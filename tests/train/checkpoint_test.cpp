@@ -1,10 +1,16 @@
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <filesystem>
+#include <functional>
 
 #include "core/error.hpp"
+#include "executor/io/capacity.hpp"
 #include "executor/model/parameter_layout.hpp"
 #include "executor/train/checkpoint.hpp"
+#include "executor/train/checkpoint_directory.hpp"
 #include "executor/train/safetensors.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/train/train_test_util.hpp"
@@ -18,7 +24,7 @@ using test::TempDir;
 TrainOptions tiny_options(const TempDir& dir, const std::string& data) {
   TrainOptions o;
   o.model = test::tiny_model();
-  o.data = data;
+  o.data = {data};
   o.steps = 3;
   o.micro_batch = 2;
   o.lr = LrSchedule{1e-3, 1e-4, 1, 6};
@@ -115,6 +121,7 @@ TEST(Checkpoint, ResumesTheSingleFileFormatOfVersion1) {
   }
   manifest["schema"] = "mlpo.checkpoint/1";
   manifest.erase("ranks");
+  manifest.erase("manifest_crc32c");  // version 1 had no seal
   manifest["files"] = v1_files;
   test::write_file(ckpt + "/manifest.json", manifest.dump(2));
 
@@ -141,6 +148,222 @@ TEST(Checkpoint, CheckpointOfAnotherModelIsRejected) {
     EXPECT_NE(std::string(e.what()).find("another model (hidden 128"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(Checkpoint::open_latest(dir / "nothing-here", o.model, 1).has_value());
+}
+
+std::int64_t tiny_params() { return ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(); }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// `latest` is the pointer, not the only record: with it gone, --resume continues from the
+// newest complete ckpt-N (saying so) instead of starting over and deleting it.
+TEST(Checkpoint, ResumeFallsBackToTheNewestCompleteCheckpointWhenLatestIsMissing) {
+  TempDir dir;
+  const std::string data = test::make_token_file(dir);
+  TrainOptions whole = tiny_options(dir, data);
+  whole.checkpoint_dir.clear();
+  whole.steps = 6;
+  whole.export_safetensors = dir / "whole.safetensors";
+  train(whole, {});
+
+  TrainOptions first = tiny_options(dir, data);
+  first.steps = 4;
+  first.lr.decay_end = 6;
+  train(first, {});
+  fs::remove(dir / "ckpt/latest");
+  TrainOptions second = whole;
+  second.checkpoint_dir = dir / "ckpt";
+  second.checkpoint_every = 2;
+  second.resume = true;
+  second.export_safetensors = dir / "resumed.safetensors";
+  std::vector<std::string> notes;
+  const auto result = train(second, {[&](const std::string& line) { notes.push_back(line); }, {}});
+  EXPECT_EQ(result.summary["first_step"], 5);
+  EXPECT_TRUE(test::read_file(dir / "resumed.safetensors") == test::read_file(dir / "whole.safetensors"));
+  bool said = false;
+  for (const auto& n : notes) said |= n.find("latest is missing; resuming from the newest complete checkpoint ckpt-4") != std::string::npos;
+  EXPECT_TRUE(said) << "no note about the missing latest";
+  EXPECT_EQ(entries(dir / "ckpt"), (std::vector<std::string>{"ckpt-6", "latest"}));
+}
+
+// A new run (no --resume) must not take over a directory holding checkpoints, even without
+// `latest` or with only an unfinished one: its first checkpoint would delete them.
+TEST(Checkpoint, NewRunRefusesADirectoryHoldingAnyCheckpoint) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  o.steps = 2;
+  train(o, {});
+  fs::remove(dir / "ckpt/latest");
+  std::string error = error_of([&] { train(o, {}); });
+  EXPECT_NE(error.find("already holds checkpoints of a run (ckpt-2)"), std::string::npos) << error;
+  EXPECT_NE(error.find("--resume"), std::string::npos) << error;
+  EXPECT_TRUE(fs::exists(dir / "ckpt/ckpt-2/manifest.json"));
+
+  fs::rename(dir / "ckpt/ckpt-2", dir / "ckpt/ckpt-2.tmp");
+  error = error_of([&] { train(o, {}); });
+  EXPECT_NE(error.find("already holds checkpoints of a run (ckpt-2.tmp)"), std::string::npos) << error;
+}
+
+// A run resumed behind a later complete checkpoint (latest pointed back at ckpt-2 while ckpt-4
+// exists) writes ckpt-3 and must keep ckpt-4.
+TEST(Checkpoint, NeverRemovesACheckpointNewerThanTheOneWritten) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  o.steps = 2;
+  train(o, {});
+  fs::copy(dir / "ckpt/ckpt-2", dir / "saved-ckpt-2");
+  o.steps = 4;
+  o.resume = true;
+  train(o, {});
+  fs::copy(dir / "saved-ckpt-2", dir / "ckpt/ckpt-2");
+  test::write_file(dir / "ckpt/latest", "ckpt-2\n");
+  o.steps = 3;
+  o.checkpoint_every = 1;
+  train(o, {});
+  EXPECT_EQ(test::read_file(dir / "ckpt/latest"), "ckpt-3\n");
+  EXPECT_EQ(entries(dir / "ckpt"), (std::vector<std::string>{"ckpt-3", "ckpt-4", "latest"}));
+}
+
+// The manifest carries its own CRC32C: an edited data position (or any other field) is an
+// error naming the manifest, never a silent resume; so is any other changed byte.
+TEST(Checkpoint, EditedManifestIsRejected) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  train(o, {});
+  const std::string path = dir / "ckpt/ckpt-3/manifest.json";
+  const std::string original = test::read_file(path);
+  Json manifest = Json::parse(original);
+  ASSERT_TRUE(manifest.contains("manifest_crc32c"));
+  test::write_file(path, manifest.dump(4));
+  EXPECT_NE(error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); }).find(path + ": its bytes differ"),
+            std::string::npos);
+  test::write_file(path, original);
+  EXPECT_NO_THROW(Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()));
+
+  manifest["data_position"] = manifest["data_position"].get<std::int64_t>() + 2;
+  test::write_file(path, manifest.dump(2));
+  const std::string error = error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
+  EXPECT_NE(error.find(path + ": manifest_crc32c differs"), std::string::npos) << error;
+
+  manifest = Json::parse(original);
+  manifest.erase("manifest_crc32c");
+  test::write_file(path, manifest.dump(2));
+  EXPECT_NE(error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); }).find("no manifest_crc32c"),
+            std::string::npos);
+}
+
+// A checkpoint written before the seal (mlpo.checkpoint/2) still loads, with a warning.
+TEST(Checkpoint, ManifestOfVersion2WithoutSealLoadsWithAWarning) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  train(o, {});
+  const std::string path = dir / "ckpt/ckpt-3/manifest.json";
+  Json manifest = Json::parse(test::read_file(path));
+  manifest.erase("manifest_crc32c");
+  manifest["schema"] = "mlpo.checkpoint/2";
+  test::write_file(path, manifest.dump(2));
+  const auto c = Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->position().step, 3);
+  ASSERT_EQ(c->notes().size(), 1u);
+  EXPECT_NE(c->notes()[0].find("without manifest_crc32c"), std::string::npos) << c->notes()[0];
+}
+
+// A damaged newest checkpoint is an error — with or without `latest` — that names the file
+// and the older complete checkpoint to fall back to by hand; it is never skipped silently.
+TEST(Checkpoint, DamagedNewestCheckpointIsAnErrorNamingTheOlderOne) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  o.steps = 2;
+  train(o, {});
+  fs::copy(dir / "ckpt/ckpt-2", dir / "saved-ckpt-2");
+  o.steps = 4;
+  o.resume = true;
+  train(o, {});
+  fs::copy(dir / "saved-ckpt-2", dir / "ckpt/ckpt-2");
+  std::string v = test::read_file(dir / "ckpt/ckpt-4/optimizer.rank0.v.f32");
+  v[40] = static_cast<char>(v[40] ^ 0x10);
+  test::write_file(dir / "ckpt/ckpt-4/optimizer.rank0.v.f32", v);
+  for (bool with_latest : {true, false}) {
+    if (!with_latest) fs::remove(dir / "ckpt/latest");
+    const std::string error = error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
+    EXPECT_NE(error.find("ckpt-4/optimizer.rank0.v.f32: CRC32C differs"), std::string::npos) << error;
+    EXPECT_NE(error.find("ckpt-2 is an older complete checkpoint: remove " + dir / "ckpt/ckpt-4"), std::string::npos) << error;
+  }
+}
+
+// A write that fails half-way (here the file-size limit, as a full disk would) leaves no
+// ckpt-N.tmp behind, and the previous checkpoint stays the one `latest` names.
+TEST(Checkpoint, FailedWriteLeavesNoPartialCheckpoint) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  o.plan = test::memory_plan(tiny_params());  // no tier files: only the checkpoint writes big files
+  o.steps = 1;
+  train(o, {});
+  o.steps = 2;
+  o.resume = true;
+  struct rlimit old {};
+  ::getrlimit(RLIMIT_FSIZE, &old);
+  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = static_cast<rlim_t>(tiny_params()) * 3;  // the bf16 weights fit, fp32 p does not
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  const std::string error = error_of([&] { train(o, {}); });
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_NE(error.find("ckpt-2.tmp/optimizer.rank0.p.f32: write failed"), std::string::npos) << error;
+  EXPECT_EQ(entries(dir / "ckpt"), (std::vector<std::string>{"ckpt-1", "latest"}));
+  const auto c = Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->position().step, 1);
+}
+
+// Room for a checkpoint is checked before the run: refused with both numbers and the fix.
+TEST(Checkpoint, RunWithoutRoomForACheckpointIsRefusedBeforeItStarts) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  o.model = find_preset("mlpo-280b");  // a 3.9 TB checkpoint, far more than any test machine's disk
+  o.model.seq_len = 32;
+  const std::uint64_t needed = checkpoint_bytes(static_cast<std::int64_t>(270e9), 1, 1);
+  if (io::free_bytes(dir.path(), "test") >= needed) GTEST_SKIP() << "the temp dir has room for a 280B checkpoint";
+  const std::string error = error_of([&] { train(o, {}); });
+  EXPECT_NE(error.find("--checkpoint-dir " + dir / "ckpt" + ": a checkpoint needs "), std::string::npos) << error;
+  EXPECT_NE(error.find(" free; free space there, or choose a --checkpoint-dir"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(dir / "ckpt"));
+  EXPECT_FALSE(fs::exists(dir / "state"));
+}
+
+// A loss or gradient norm that is not finite stops the run before the update, naming the
+// step; the last checkpoint is untouched and loads.
+TEST(Checkpoint, NonFiniteStepStopsTheRunAndKeepsTheLastCheckpoint) {
+  TempDir dir;
+  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
+  o.steps = 8;
+  o.checkpoint_every = 1;
+  o.lr = LrSchedule{1e3, 1e3, 0, 8};  // diverges within a few steps
+  std::int64_t logged = 0;
+  const std::string error = error_of([&] { train(o, {{}, [&](const Json& rec) { logged = rec["step"]; }}); });
+  const std::string expect = "step " + std::to_string(logged + 1) + ": the loss is ";
+  EXPECT_EQ(error.rfind(expect, 0), 0u) << error;
+  EXPECT_NE(error.find("(not finite); the run stops before updating the weights"), std::string::npos) << error;
+  EXPECT_NE(error.find("ckpt-" + std::to_string(logged) + ", is untouched"), std::string::npos) << error;
+  ASSERT_GT(logged, 0);
+  const auto c = Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->position().step, logged);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 #include "core/model_spec.hpp"
 #include "core/plan.hpp"
-#include "executor/train/token_data.hpp"
+#include "executor/train/prepare_data.hpp"
 
 namespace mlpo::train::test {
 

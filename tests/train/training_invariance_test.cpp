@@ -26,7 +26,7 @@ std::int64_t tiny_params() { return ParameterLayout(ModelShape{256, 128, 4, 4, 2
 TrainOptions base_options(const std::string& data) {
   TrainOptions o;
   o.model = test::tiny_model();
-  o.data = data;
+  o.data = {data};
   o.steps = 6;
   o.micro_batch = 2;
   o.grad_accum = 2;

@@ -152,6 +152,33 @@ TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
   EXPECT_FALSE(fs::exists(*dir_ / "tier-a/mlpo")) << "the ranks' tier directories are removed at the end";
 }
 
+std::vector<double> eval_losses_of(const std::string& log) {
+  std::vector<double> losses;
+  std::istringstream in(test::read_file(log));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && Json::parse(line).contains("eval_loss")) losses.push_back(Json::parse(line).at("eval_loss").get<double>());
+  return losses;
+}
+
+// The validation loss over three micro-batches (an odd count: the second rank's share is padded
+// with a forward it drops) is bitwise one process's on 2 ranks, and training is unchanged.
+TEST_F(ZeroTraining, TwoRanksGiveTheEvalLossOfOneProcessBitwise) {
+  std::string held_out;
+  for (int i = 0; i < 60; ++i) held_out += "while (j < m) total += y[j] * v[j++]; // " + std::to_string(i) + "\n";
+  test::write_file(*dir_ / "val.txt", held_out);
+  prepare_data({*dir_ / "val.txt"}, *dir_ / "val.bin");
+  const std::vector<std::string> eval = {"--eval-data", *dir_ / "val.bin", "--eval-every", "2", "--eval-tokens", "192"};
+  const JobOutcome one = run_job(0, "eval-one", eval);
+  const JobOutcome two = run_job(2, "eval-two", eval);
+  ASSERT_EQ(one.exit_status, 0) << one.output;
+  ASSERT_EQ(two.exit_status, 0) << two.output;
+  const std::vector<double> evals = eval_losses_of(*dir_ / "eval-one/log.jsonl");
+  ASSERT_EQ(evals.size(), 3u);  // steps 2, 4, 6
+  EXPECT_EQ(eval_losses_of(*dir_ / "eval-two/log.jsonl"), evals);
+  EXPECT_EQ(one.losses, reference_->losses);
+  EXPECT_EQ(two.losses, reference_->losses);
+}
+
 TEST_F(ZeroTraining, TwoRankCheckpointResumesOnOneAndOnFourRanks) {
   // Steps 1-3 on 2 ranks, checkpoint at the end (step 3)...
   const JobOutcome first = run_job(2, "first-half", {"--checkpoint-dir", *dir_ / "ckpt2"}, 3);

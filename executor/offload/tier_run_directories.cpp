@@ -1,4 +1,4 @@
-#include "executor/train/tier_run_directories.hpp"
+#include "executor/offload/tier_run_directories.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -6,8 +6,9 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <string>
 
-namespace mlpo::train {
+namespace mlpo::offload {
 
 namespace fs = std::filesystem;
 
@@ -23,8 +24,10 @@ std::string host_name() {
 // The pid of a run directory of this host that may be judged by its pid; 0 for anything else
 // (another host's run, a name we did not make).
 long own_host_pid(const std::string& name, const std::string& host) {
-  if (name.rfind("train-", 0) != 0) return 0;
-  const std::string rest = name.substr(6);
+  std::string rest;
+  for (const char* kind : {"train-", "update-"})
+    if (name.rfind(kind, 0) == 0) rest = name.substr(std::char_traits<char>::length(kind));
+  if (rest.empty()) return 0;
   const auto dash = rest.rfind('-');
   const std::string pid_text = dash == std::string::npos ? rest : rest.substr(dash + 1);
   if (dash != std::string::npos && rest.substr(0, dash) != host) return 0;
@@ -34,7 +37,7 @@ long own_host_pid(const std::string& name, const std::string& host) {
 
 }  // namespace
 
-std::string default_run_name() { return "train-" + host_name() + "-" + std::to_string(::getpid()); }
+std::string default_run_name(const std::string& kind) { return kind + "-" + host_name() + "-" + std::to_string(::getpid()); }
 
 TierRunDirectories::TierRunDirectories(const Plan& plan, const std::string& run) {
   const std::string host = host_name();
@@ -58,4 +61,4 @@ TierRunDirectories::~TierRunDirectories() {
   }
 }
 
-}  // namespace mlpo::train
+}  // namespace mlpo::offload

@@ -1,14 +1,16 @@
 #pragma once
-// TierRunDirectories: the per-process directories of a training run's tier files,
+// TierRunDirectories: the per-process directories of a run's tier files,
 // <tier path>/mlpo/<run>/ (RankEngine puts rank<r>.state there), removed at the end — also
 // after an error — and, at start, those of earlier runs on this host whose process is gone
-// (killed runs).
+// (killed runs). Training (train-<host>-<pid>) and mlpo-run --update-only
+// (update-<host>-<pid>, one directory for all its forked ranks) both use it, and each clean-up
+// judges the directories of both kinds.
 //
-// Run names are train-<host>-<pid> (default_run_name), so every rank of a job has its own
+// Run names are <kind>-<host>-<pid> (default_run_name), so every rank of a job has its own
 // directory even when ranks of one node share a tier, and the clean-up only ever judges
 // directories of its own host: a pid is only meaningful on the host that made it, and a
 // shared remote tier holds the live directories of other nodes' ranks. Names of the older
-// form train-<pid> count as this host's.
+// form <kind>-<pid> count as this host's.
 
 #include <filesystem>
 #include <string>
@@ -16,10 +18,10 @@
 
 #include "core/plan.hpp"
 
-namespace mlpo::train {
+namespace mlpo::offload {
 
-// "train-<hostname>-<pid>" of this process.
-std::string default_run_name();
+// "<kind>-<hostname>-<pid>" of this process; `kind` is "train" or "update".
+std::string default_run_name(const std::string& kind = "train");
 
 class TierRunDirectories {
  public:
@@ -32,4 +34,4 @@ class TierRunDirectories {
   std::vector<std::filesystem::path> dirs_;
 };
 
-}  // namespace mlpo::train
+}  // namespace mlpo::offload
