@@ -20,6 +20,7 @@
 #include "executor/offload/update_only_run.hpp"
 #include "executor/train/prepare_data.hpp"
 #include "executor/train/run_log.hpp"
+#include "executor/train/run_report.hpp"
 #include "executor/train/training_loop.hpp"
 
 namespace {
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
       "over micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v)\n"
       "from every storage tier, and the new bf16 weights back to the device.\n\n"
       "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin [--tokenizer tokenizer.model] [--model M]\n"
+      "  mlpo-run report run.jsonl --out report.svg|report.html [--title TEXT]\n"
       "  mlpo-run --model NAME|FILE --data FILE|DIR... [--plan plan.json] [--steps N] [--micro-batch B]\n"
       "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
       "           [--checkpoint-every K] [--resume] [--export-safetensors FILE] [--param-offload]\n"
@@ -58,7 +60,8 @@ int main(int argc, char** argv) {
       "its first --eval-tokens tokens as fixed sequences, every --eval-every steps and after the last.\n"
       "No --plan: a default plan is made and printed (one disk tier under --state-dir, ./mlpo-state).\n"
       "Schedule: linear warm-up over --warmup-steps to --lr, cosine decay to --min-lr at\n"
-      "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay, applied to every weight).\n"
+      "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay on every matrix, not on the\n"
+      "RMSNorm gains; --weight-decay-on all decays those too).\n"
       "Checkpoints (--checkpoint-dir): every --checkpoint-every steps and at the end: HF-named\n"
       "safetensors + fp32 p, m, v (one file set per rank, each a range of the global order) +\n"
       "step, seed and data position, written to a temp directory, fsync'd, renamed; the previous\n"
@@ -105,6 +108,13 @@ int main(int argc, char** argv) {
   prepare->add_option("--model", prepare_model, "Model preset or file the data is for: its vocab must hold the tokenizer's");
   prepare->add_option("--threads", p.threads, "Tokenizer threads (default: all cores); the output is the same for any count")
       ->check(mlpo::cli::whole_in(1, 4096));
+
+  // report
+  auto* report = app.add_subcommand("report", "Draw a run log as one chart: loss (and eval_loss), tokens/s, phase seconds, tier GB and GB/s");
+  std::string report_log, report_out, report_title;
+  report->add_option("log", report_log, "Run log: the JSON-lines file of mlpo-run --log")->required();
+  report->add_option("--out", report_out, "Report to write: .svg, or .html (the SVG in a page)")->required();
+  report->add_option("--title", report_title, "Title line, e.g. the model and plan (default: the log's file name)");
 
   // shared
   std::string plan_path, log_path;
@@ -159,6 +169,10 @@ int main(int argc, char** argv) {
   app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (also update-only)")
       ->capture_default_str()
       ->check(mlpo::cli::non_negative_real(Precision::fp32));
+  app.add_option("--weight-decay-on", t.weight_decay_on,
+                 "Weights the decay applies to: matrices (all but the RMSNorm gains, as Hugging Face and Megatron) or all")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"matrices", "all"}));
   app.add_option("--checkpoint-dir", t.checkpoint_dir, "Directory of checkpoints (ckpt-<step>/ and a `latest` pointer)");
   app.add_option("--checkpoint-every", t.checkpoint_every, "Checkpoint every K steps (0 = only at the end)")
       ->capture_default_str()
@@ -205,8 +219,9 @@ int main(int argc, char** argv) {
 
   // Which mode reads which flag: one the chosen mode would ignore is an error naming the mode
   // (cli/flag_modes.hpp). Every flag has a row.
-  enum : unsigned { kTraining = 1, kUpdateOnly = 2, kPrepareData = 4 };
-  const mlpo::cli::FlagModes flag_modes({{kTraining, "training"}, {kUpdateOnly, "--update-only"}, {kPrepareData, "prepare-data"}},
+  enum : unsigned { kTraining = 1, kUpdateOnly = 2, kPrepareData = 4, kReport = 8 };
+  const mlpo::cli::FlagModes flag_modes({{kTraining, "training"}, {kUpdateOnly, "--update-only"}, {kPrepareData, "prepare-data"},
+                                         {kReport, "report"}},
                                         {
                                             {"--plan", kTraining | kUpdateOnly},
                                             {"--steps", kTraining | kUpdateOnly},
@@ -220,6 +235,7 @@ int main(int argc, char** argv) {
                                             {"--beta2", kTraining | kUpdateOnly},
                                             {"--eps", kTraining | kUpdateOnly},
                                             {"--weight-decay", kTraining | kUpdateOnly},
+                                            {"--weight-decay-on", kTraining},
                                             {"--mode", kTraining | kUpdateOnly},
                                             {"--model", kTraining},
                                             {"--data", kTraining},
@@ -258,7 +274,7 @@ int main(int argc, char** argv) {
                                         });
 
   return mlpo::cli::run(app, argc, argv, [&] {
-    flag_modes.check(app, prepare->parsed() ? kPrepareData : update_only ? kUpdateOnly : kTraining);
+    flag_modes.check(app, prepare->parsed() ? kPrepareData : report->parsed() ? kReport : update_only ? kUpdateOnly : kTraining);
     if (mode == "baseline" && plan_path.empty())
       throw mlpo::Error("--mode baseline: needs --plan (the baseline is made from a plan: its first tier, fp32 gradients "
                         "flushed, ascending order); add --plan plan.json");
@@ -274,6 +290,11 @@ int main(int argc, char** argv) {
       if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
       std::printf("prepare-data: %lld files, %lld tokens (%s) -> %s\n", static_cast<long long>(r.files),
                   static_cast<long long>(r.tokens), r.tokenizer.c_str(), p.out.c_str());
+      return 0;
+    }
+    if (report->parsed()) {
+      mlpo::train::write_run_report(report_log, report_out, report_title);
+      std::printf("report: %s\n", report_out.c_str());
       return 0;
     }
     const bool tty = ::isatty(STDOUT_FILENO) && !quiet;

@@ -152,7 +152,10 @@ class Backend {
   // h / (Hq/Hkv)); out: [B, T, Hq, D]; lse: A [B, Hq, T] = log-sum-exp of each softmax row.
   // Scores are q.k / sqrt(D), position t attends to positions <= t.
   virtual void attention_forward(Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) = 0;
-  // dq, dk, dv overwritten. Probabilities are recomputed from q, k and lse.
+  // dq, dk, dv overwritten. Probabilities are recomputed from q, k and lse, and the softmax
+  // backward's row term delta_t = sum_j p_tj (dout_t . v_j) in A — not dout_t . out_t from the
+  // rounded out, which is off by as much as the signal while attention is near uniform.
+  // `out` (the forward's) is only checked for shape.
   virtual void attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
                                   Tensor v, Tensor out, Tensor lse) = 0;
 

@@ -29,4 +29,8 @@ echo "== 3. mlpo-run: 30 steps of the small preset on the repository's own text"
   --seq-len 128 --micro-batch 2 --lr 3e-3 --warmup-steps 5 --log "$out/run.jsonl" \
   --checkpoint-dir "$out/checkpoints" --checkpoint-every 10 --export-safetensors "$out/small.safetensors"
 echo
+echo "== 4. mlpo-run report: the run log as one chart (loss, tokens/s, phase seconds, tier traffic)"
+"$bin/mlpo-run" report "$out/run.jsonl" --out "$out/report.svg" --title "small preset, tuned plan ($out/plan.json)"
+echo
 echo "demo: profile, plan, timeline, run log, checkpoints and weights are in $out"
+echo "demo: run report: $out/report.svg"

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/json_io.hpp"
+#include "core/svg.hpp"
 #include "core/units.hpp"
 
 namespace mlpo::tune {
@@ -22,20 +23,6 @@ const char* color_of(const std::string& kind) {
   for (const auto& s : kStyles)
     if (kind == s.kind) return s.color;
   return "#999999";
-}
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -64,12 +51,12 @@ std::string timeline_svg(const std::vector<sim::TimelineEvent>& events, const st
                 kLeft + kWidth + 20, height);
   svg += buf;
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  std::snprintf(buf, sizeof buf, "<text x=\"10\" y=\"22\" font-size=\"15\">%s</text>\n", escape(title).c_str());
+  std::snprintf(buf, sizeof buf, "<text x=\"10\" y=\"22\" font-size=\"15\">%s</text>\n", svg::escape(title).c_str());
   svg += buf;
 
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     const double y = kTop + kLane * static_cast<double>(i);
-    std::snprintf(buf, sizeof buf, "<g class=\"lane\"><text x=\"10\" y=\"%.1f\">%s</text>", y + kLane * 0.65, escape(lanes[i]).c_str());
+    std::snprintf(buf, sizeof buf, "<g class=\"lane\"><text x=\"10\" y=\"%.1f\">%s</text>", y + kLane * 0.65, svg::escape(lanes[i]).c_str());
     svg += buf;
     std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n", kLeft, y + 2, kWidth, kLane - 4);
     svg += buf;

@@ -42,6 +42,13 @@ ParameterRange ParameterLayout::layer_range(int i) const {
 
 ParameterRange ParameterLayout::head_range() const { return {final_norm_.offset, total_ - final_norm_.offset}; }
 
+std::vector<ParameterRange> ParameterLayout::norm_ranges() const {
+  std::vector<ParameterRange> ranges;
+  for (const auto& e : entries_)
+    if (e.is_norm) ranges.push_back({e.offset, e.numel()});
+  return ranges;
+}
+
 const ParameterEntry& ParameterLayout::entry_at(std::int64_t index) const {
   MLPO_CHECK(index >= 0 && index < total_, "parameter index out of range");
   auto it = std::upper_bound(entries_.begin(), entries_.end(), index,

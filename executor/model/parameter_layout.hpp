@@ -69,6 +69,9 @@ class ParameterLayout {
   ParameterRange embedding_range() const { return {embedding().offset, embedding().numel()}; }
   ParameterRange layer_range(int i) const;
   ParameterRange head_range() const;  // final norm, then lm_head unless tied
+  // Every RMSNorm gain (is_norm entries), in flat order: what AdamW leaves undecayed by
+  // default (the matrices, embeddings included, are decayed).
+  std::vector<ParameterRange> norm_ranges() const;
 
   // The entry holding flat element `index` (binary search), and the entry named `name`.
   const ParameterEntry& entry_at(std::int64_t index) const;

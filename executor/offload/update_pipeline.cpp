@@ -348,10 +348,8 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     const auto adam0 = Clock::now();
     const auto n = static_cast<std::size_t>(sg.elements);
     bf16* out = weights_out.empty() ? nullptr : weights_out.data() + sg.begin;
-    if (fp32_grads)
-      adamw_update_fp32grad(threads_, adam, p, p + floats, p + 2 * floats, g32, out, n);
-    else
-      adamw_update_bf16grad(threads_, adam, p, p + floats, p + 2 * floats, grads.data() + sg.begin, out, n);
+    adamw_masked(threads_, adam, decay_mask_, sg.begin, n, p, p + floats, p + 2 * floats, grads.data() + sg.begin,
+                 fp32_grads ? g32 : nullptr, out);
     stats.adam_s += seconds_since(adam0);
     if (out != nullptr && weights_written) weights_written(sg);
     stats.elements += sg.elements;

@@ -16,13 +16,15 @@
 // transfer, then throws it (mlpo::Error naming tier, file and offset). Never hangs.
 //
 // The numbers do not depend on any of this: AdamW is element-wise and each element is
-// updated exactly once per iteration with the same inputs, wherever its state came from.
+// updated exactly once per iteration with the same inputs, wherever its state came from —
+// its weight decay too, which a WeightDecayMask gives per element, not per subgroup.
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.hpp"
@@ -32,6 +34,7 @@
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/state_store.hpp"
+#include "executor/offload/weight_decay_mask.hpp"
 #include "core/update_order.hpp"
 #include "kernels/cpu/adamw.hpp"
 
@@ -81,6 +84,9 @@ class UpdatePipeline {
   UpdatePipeline(const UpdatePipeline&) = delete;
   UpdatePipeline& operator=(const UpdatePipeline&) = delete;
 
+  // Which elements AdamW decays from the next update on (default: all of them).
+  void set_weight_decay_mask(WeightDecayMask mask) { decay_mask_ = std::move(mask); }
+
   // Writes the initial state: p from init(local element index), m = v = 0.
   void initialize(const std::function<float(std::int64_t)>& init);
 
@@ -120,6 +126,7 @@ class UpdatePipeline {
   std::vector<io::TierSlots*> slots_;
   ThreadPool& threads_;
   PipelineOptions options_;
+  WeightDecayMask decay_mask_;
   std::unordered_map<std::int64_t, io::PinnedBuffer> cache_;  // subgroup -> its state
 };
 

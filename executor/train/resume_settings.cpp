@@ -17,6 +17,7 @@ Json resume_settings(const TrainOptions& o, const LrSchedule& lr, unsigned blas_
               {"beta2", o.beta2},
               {"eps", o.eps},
               {"weight_decay", o.weight_decay},
+              {"weight_decay_on", o.weight_decay_on},
               {"max_grad_norm", o.max_grad_norm},
               {"blas_threads", blas_threads},
               {"data_tokens", data.tokens()}};

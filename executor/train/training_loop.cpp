@@ -32,6 +32,7 @@
 #include "executor/train/step_record.hpp"
 #include "executor/train/train_input_checks.hpp"
 #include "executor/train/training_data.hpp"
+#include "executor/train/weight_decay_scope.hpp"
 #include "kernels/cpu/convert.hpp"
 
 namespace mlpo::train {
@@ -94,6 +95,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const ParameterLayout layout(shape);
   const std::int64_t params = layout.total();
   const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
+  const WeightDecayScope decay_scope = parse_weight_decay_scope(o.weight_decay_on, "--weight-decay-on");
   check_train_options(o, job, backend_choice);
   const TrainingData run_data = open_training_data(o);
   const TokenData& data = run_data.train;
@@ -141,6 +143,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   offload::TierRunDirectories run_dirs(plan, run);
   offload::RankEngine engine(plan, mine, run, threads);
   offload::UpdatePipeline& pipeline = engine.pipeline();
+  pipeline.set_weight_decay_mask(weight_decay_mask(decay_scope, layout, mine));
   const Json settings = resume_settings(o, lr, blas_threads, data, ranks);
   PhaseTrace trace(o.trace_path, ranks, rank);
 

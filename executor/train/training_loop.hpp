@@ -70,6 +70,7 @@ struct TrainOptions {
   std::uint64_t seed = 1;            // model init and data sampling
   LrSchedule lr{1e-3, 1e-4, 0, 0};   // decay_end 0: = steps
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+  std::string weight_decay_on = "matrices";  // matrices (not the norm gains) or all (weight_decay_scope.hpp)
   double max_grad_norm = 1.0;        // <= 0: no clipping
   std::string checkpoint_dir;        // empty: no checkpoints
   std::int64_t checkpoint_every = 0; // 0: only at the end

@@ -2,8 +2,13 @@
 // Forward, per (batch, query head) and query position t:
 //   s_j = q_t . k_j / sqrt(D) for j <= t;  p_j = exp(s_j - lse_t);  out_t = sum_j p_j v_j
 // and lse_t = log sum_j exp(s_j) is saved, so backward recomputes p without storing T x T.
-// Backward (dO = dout):  dv_j += p_j dO_t;  dp_j = dO_t . v_j;  ds_j = p_j (dp_j - dO_t . out_t);
-//   dq_t += ds_j k_j / sqrt(D);  dk_j += ds_j q_t / sqrt(D).
+// Backward (dO = dout):  dv_j += p_j dO_t;  dp_j = dO_t . v_j;  ds_j = p_j (dp_j - delta_t);
+//   dq_t += ds_j k_j / sqrt(D);  dk_j += ds_j q_t / sqrt(D),
+// with delta_t = sum_j p_j dp_j summed in the accumulation type. That equals dO_t . out_t, but
+// not from the stored (bf16) out: its rounding error, ~2^-9 |dO_t| |out_t|, is as large as the
+// spread of dp_j - delta_t while attention is near uniform (early training, out_t close to the
+// values' common mean), and it put the first layers' q/k gradients 10-90 % off. The CUDA twin
+// computes delta the same way.
 // Forward threads over (batch, query head); backward over (batch, kv head) because the query
 // heads of one group all add into the same dk and dv. Each thread owns whole rows, so the
 // summation order never depends on the thread count.
@@ -101,12 +106,12 @@ void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tenso
     using A = Acc<T>;
     const A scale = A(1) / std::sqrt(static_cast<A>(s.D));
     const std::int64_t group = s.Hq / s.Hkv;
-    const T *qp = q.as<T>(), *kp = k.as<T>(), *vp = v.as<T>(), *op = out.as<T>(), *dop = dout.as<T>();
+    const T *qp = q.as<T>(), *kp = k.as<T>(), *vp = v.as<T>(), *dop = dout.as<T>();
     T *dqp = dq.as<T>(), *dkp = dk.as<T>(), *dvp = dv.as<T>();
     const A* lp = lse.as<A>();
     pool.parallel_for(static_cast<std::size_t>(s.B * s.Hkv), 1, [&](std::size_t lo, std::size_t hi) {
       const std::size_t td = static_cast<std::size_t>(s.T * s.D);
-      std::vector<A> K(td), V(td), dK(td), dV(td), Q(td), O(td), dO(td), dQ(td), p(s.T);
+      std::vector<A> K(td), V(td), dK(td), dV(td), Q(td), dO(td), dQ(td), p(s.T), dp(s.T);
       for (std::size_t bk = lo; bk < hi; ++bk) {
         const std::int64_t b = static_cast<std::int64_t>(bk) / s.Hkv, hk = static_cast<std::int64_t>(bk) % s.Hkv;
         gather_head(kp, b, hk, s.Hkv, s, K.data());
@@ -115,17 +120,20 @@ void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tenso
         std::fill(dV.begin(), dV.end(), A(0));
         for (std::int64_t h = hk * group; h < (hk + 1) * group; ++h) {
           gather_head(qp, b, h, s.Hq, s, Q.data());
-          gather_head(op, b, h, s.Hq, s, O.data());
           gather_head(dop, b, h, s.Hq, s, dO.data());
           std::fill(dQ.begin(), dQ.end(), A(0));
           const A* lse_row = lp + (b * s.Hq + h) * s.T;
           for (std::int64_t t = 0; t < s.T; ++t) {
             const A* qt = &Q[t * s.D];
             const A* dOt = &dO[t * s.D];
-            const A delta = dot(dOt, &O[t * s.D], s.D);
+            A delta = 0;
             for (std::int64_t j = 0; j <= t; ++j) {
               p[j] = std::exp(dot(qt, &K[j * s.D], s.D) * scale - lse_row[t]);
-              const A ds = p[j] * (dot(dOt, &V[j * s.D], s.D) - delta) * scale;
+              dp[j] = dot(dOt, &V[j * s.D], s.D);
+              delta += p[j] * dp[j];
+            }
+            for (std::int64_t j = 0; j <= t; ++j) {
+              const A ds = p[j] * (dp[j] - delta) * scale;
               for (std::int64_t d = 0; d < s.D; ++d) {
                 dV[j * s.D + d] += p[j] * dOt[d];
                 dQ[t * s.D + d] += ds * K[j * s.D + d];

@@ -10,10 +10,14 @@
 // lse = m + log(l) is saved for backward.
 //
 // Backward — probabilities are recomputed tile by tile from q, k and lse:
-//   p = exp(q.k/sqrt(D) - lse),  delta_t = dO_t . out_t,  ds = p (dO_t . v_j - delta_t) / sqrt(D)
+//   p = exp(q.k/sqrt(D) - lse),  dp = dO_t . v_j,  delta_t = sum_j p dp,  ds = p (dp - delta_t) / sqrt(D)
 //   dv_j = sum_t p dO_t,  dk_j = sum_t ds q_t,  dq_t = sum_j ds k_j.
-// Flash-attention 2 sums dq with atomics, which would make it order-dependent. Here two kernels
-// each own their outputs instead, at the cost of computing the scores twice:
+// delta_t equals dO_t . out_t, but flash attention's shortcut of reading it from the stored
+// bf16 out is off by ~2^-9 |dO_t| |out_t|, as much as the spread of dp - delta_t while attention
+// is near uniform (early training): the first layers' q/k gradients came out 10-90 % wrong. So
+// (0) a delta kernel walks the key tiles like the dq kernel and sums p dp in fp32, as the CPU
+// twin does. Flash-attention 2 sums dq with atomics, which would make it order-dependent. Here
+// two kernels each own their outputs instead, at the cost of computing the scores again:
 //   (1) dk/dv: one block per (key tile, kv head, batch), each warp owning 4 keys; it walks the
 //       group's query heads and, for each, the query tiles from the key tile on (earlier
 //       queries cannot see these keys), lane t = one query of the tile;
@@ -132,21 +136,56 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(T* out, flo
   }
 }
 
-// delta[b, h, t] = dO_t . out_t, one warp per row.
+// delta[b, h, t] = sum_j p_j (dO_t . v_j), one block per (query tile, query head, batch) with the
+// dq kernel's layout: each warp owns 4 rows, lane j scores key j of the tile; a warp sum per
+// tile, tiles added in ascending order.
 template <class T>
-__global__ void attention_delta_kernel(float* delta, const T* dout, const T* out, std::int64_t rows, Dims s) {
-  const std::int64_t row = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % 32;
-  const int t = static_cast<int>(row % s.T), h = static_cast<int>((row / s.T) % s.Hq);
-  const int b = static_cast<int>(row / (static_cast<std::int64_t>(s.T) * s.Hq));
-  float sum = 0.0f;
-  for (int d = lane; d < s.D; d += 32) {
-    const std::int64_t i = at(b, t, h, d, s.T, s.Hq, s.D);
-    sum += load(dout[i]) * load(out[i]);
+__global__ void __launch_bounds__(kThreads) attention_delta_kernel(float* delta, const T* dout, const T* q, const T* k,
+                                                                   const T* v, const float* lse, Dims s) {
+  extern __shared__ float smem[];
+  const int stride = s.D + 1;
+  float* Qs = smem;
+  float* dOs = Qs + kTile * stride;
+  float* Ks = dOs + kTile * stride;
+  float* Vs = Ks + kTile * stride;
+  const int q0 = blockIdx.x * kTile, h = blockIdx.y, b = blockIdx.z, hk = h / (s.Hq / s.Hkv);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  load_tile(Qs, q, b, q0, h, s.Hq, s);
+  load_tile(dOs, dout, b, q0, h, s.Hq, s);
+  float row_lse[kRowsPerWarp], row_delta[kRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int t = q0 + warp * kRowsPerWarp + r;
+    row_lse[r] = t < s.T ? lse[(static_cast<std::int64_t>(b) * s.Hq + h) * s.T + t] : 0.0f;
+    row_delta[r] = 0.0f;
   }
-  sum = warp_sum(sum);
-  if (lane == 0) delta[row] = sum;
+
+  const int last_query = min(s.T, q0 + kTile) - 1;
+  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
+    __syncthreads();
+    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
+    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
+    __syncthreads();
+    const int key = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row = warp * kRowsPerWarp + r, t = q0 + row;
+      float pdp = 0.0f;
+      if (t < s.T && key <= t) {
+        const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
+        pdp = p * dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
+      }
+      row_delta[r] += warp_sum(pdp);
+    }
+  }
+
+  if (lane != 0) return;
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) {
+    const int t = q0 + warp * kRowsPerWarp + r;
+    if (t < s.T) delta[(static_cast<std::int64_t>(b) * s.Hq + h) * s.T + t] = row_delta[r];
+  }
 }
 
 template <class T, int DPL>
@@ -372,8 +411,10 @@ void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, T
     const T *qp = static_cast<const T*>(q.data), *kp = static_cast<const T*>(k.data), *vp = static_cast<const T*>(v.data);
     const T* dop = static_cast<const T*>(dout.data);
     const float* lp = static_cast<const float*>(lse.data);
-    attention_delta_kernel<T><<<static_cast<unsigned>((rows + 7) / 8), 256, 0, ctx.stream>>>(
-        delta, dop, static_cast<const T*>(out.data), rows, d);
+    const dim3 query_tiles(tiles, static_cast<unsigned>(s.Hq), static_cast<unsigned>(s.B));
+    auto delta_kernel = attention_delta_kernel<T>;
+    allow_shared_memory(delta_kernel, shared_dq);
+    delta_kernel<<<query_tiles, kThreads, shared_dq, ctx.stream>>>(delta, dop, qp, kp, vp, lp, d);
     dispatch_head_dim(s.D, [&](auto dpl) {
       constexpr int DPL = decltype(dpl)::value;
       auto dkdv = attention_backward_dkdv_kernel<T, DPL>;
@@ -382,8 +423,7 @@ void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, T
              ctx.stream>>>(static_cast<T*>(dk.data), static_cast<T*>(dv.data), dop, qp, kp, vp, lp, delta, d);
       auto dq_kernel = attention_backward_dq_kernel<T, DPL>;
       allow_shared_memory(dq_kernel, shared_dq);
-      dq_kernel<<<dim3(tiles, static_cast<unsigned>(s.Hq), static_cast<unsigned>(s.B)), kThreads, shared_dq,
-                  ctx.stream>>>(static_cast<T*>(dq.data), dop, qp, kp, vp, lp, delta, d);
+      dq_kernel<<<query_tiles, kThreads, shared_dq, ctx.stream>>>(static_cast<T*>(dq.data), dop, qp, kp, vp, lp, delta, d);
     });
   });
   check_launch("attention_backward");

@@ -286,6 +286,8 @@ TEST(CliModes, FlagsTheModeIgnoresAreErrorsNamingTheMode) {
       {train + " --plan " + plan.path() + " --state-dir s", "--state-dir: is the tier directory of the default plan"},
       {train + " --gpu-memory-limit 1GiB", "--gpu-memory-limit: limits GPU memory, but --backend is cpu"},
       {kRun + " --steps 5 prepare-data --input /nonexistent-mlpo --out t.bin", "--steps: not used by prepare-data"},
+      {kRun + " --lr 1 report /nonexistent-mlpo.jsonl --out r.svg", "--lr: not used by report"},
+      {update + " --weight-decay-on all", "--weight-decay-on: not used by --update-only"},
       {kTune + " --model tiny --json", "--json: not used by the plan search; only --describe reads it"},
       {kTune + " --model tiny --plan " + plan.path(), "--plan: not used by the plan search"},
       {kTune + " --model tiny --describe --profile " + plan.path(), "--profile: not used by --describe"},

@@ -91,6 +91,12 @@ inline double normalized_error(const Vec& got, const Vec& want) {
   return scale > 0 ? err / scale : err;
 }
 
+// a . b / (|a| |b|): 1 when got points exactly along want; 0 for a zero vector.
+inline double cosine(const Vec& a, const Vec& b) {
+  const double na = std::sqrt(dot(a, a)), nb = std::sqrt(dot(b, b));
+  return na > 0 && nb > 0 ? dot(a, b) / (na * nb) : 0.0;
+}
+
 // The values v takes once stored as type t.
 inline Vec rounded(const Vec& v, DType t) {
   Vec r(v.size());
