@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "cli/cli_main.hpp"
+#include "cli/flag_values.hpp"
 #include "core/error.hpp"
 #include "core/json_io.hpp"
+#include "core/path_checks.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
 #include "profiles/gpu_probe.hpp"
@@ -17,24 +19,13 @@
 #include "profiles/profile_runner.hpp"
 #include "profiles/summary_table.hpp"
 
-namespace {
-
-void check_output_path(const std::string& out) {
-  const std::filesystem::path dir = std::filesystem::absolute(out).parent_path();
-  if (!std::filesystem::is_directory(dir))
-    throw mlpo::Error("--out " + out + ": directory " + dir.string() + " does not exist; create it or pick another path");
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw mlpo::Error("--out " + out + ": directory " + dir.string() + " is not writable; pick another path");
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace mlpo;
   CLI::App app{
       "mlpo-profile: measure this machine (host memory and CPU Adam throughput, GPUs and PCIe,\n"
       "and the bandwidth of every storage tier at several concurrencies) into a profile that\n"
-      "mlpo-tune reads. Without --tier, the current directory is profiled as tier 'scratch'.",
+      "mlpo-tune reads. Without --tier, the current directory is profiled as tier 'scratch'.\n"
+      "Every number is checked against the range --help shows (a count of 0 is an error, not the default).",
       "mlpo-profile"};
   cli::add_version_flag(app);
   std::vector<std::string> tier_texts;
@@ -47,33 +38,38 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print the profile as JSON on stdout and nothing else");
   app.add_option("--compare", compare, "an earlier profile: print every figure old vs new with the ratio");
   app.add_option("--model", request.model, "model preset or mlpo.model/1 file whose layer GEMMs are timed (default llama2-7b)");
-  app.add_option("--micro-batch", request.micro_batch, "sequences per micro-batch for the GEMM shapes (default 1)");
-  app.add_option("--seq-len", request.seq_len, "tokens per sequence for the GEMM shapes (default: the model's)");
-  app.add_option("--tier-size", tier_size, "bytes each stream writes and reads per tier (default 1GiB, --quick 256MiB; clamped to free space)");
-  app.add_option("--streams", request.max_streams, "largest stream count of the contention curve (default 8, --quick 4)");
-  app.add_option("--block-size", block_size, "I/O block size (default 1MiB, as the executor)");
-  app.add_option("--queue-depth", request.queue_depth, "I/O operations in flight per stream (default 8, as the executor)");
-  app.add_option("--host-size", host_size, "AdamW state and memcpy buffer bytes (default 1GiB, --quick 256MiB)");
-  app.add_option("--reps", request.repetitions, "timed repetitions per figure (default 5, --quick 3)");
+  app.add_option("--micro-batch", request.micro_batch, "sequences per micro-batch for the GEMM shapes (default 1)")
+      ->check(cli::whole_in(1, 1 << 20));
+  app.add_option("--seq-len", request.seq_len, "tokens per sequence for the GEMM shapes (default: the model's)")
+      ->check(cli::whole_in(1, 1 << 24));
+  app.add_option("--tier-size", tier_size, "bytes each stream writes and reads per tier (default 1GiB, --quick 256MiB; clamped to free space)")
+      ->check(cli::byte_size());
+  app.add_option("--streams", request.max_streams, "largest stream count of the contention curve (default 8, --quick 4)")
+      ->check(cli::whole_in(1, 64));
+  app.add_option("--block-size", block_size, "I/O block size (default 1MiB, as the executor)")->check(cli::byte_size(4096, 4096));
+  app.add_option("--queue-depth", request.queue_depth, "I/O operations in flight per stream (default 8, as the executor)")
+      ->check(cli::whole_in(1, 4096));
+  app.add_option("--host-size", host_size, "AdamW state and memcpy buffer bytes (default 1GiB, --quick 256MiB)")->check(cli::byte_size());
+  app.add_option("--reps", request.repetitions, "timed repetitions per figure (default 5, --quick 3)")->check(cli::whole_in(1, 1000));
   app.add_option("--notes", request.notes, "free text stored in the profile's notes (e.g. the machine class)");
 
   return cli::run(app, argc, argv, [&] {
     for (const std::string& text : tier_texts) request.tiers.push_back(profiles::parse_tier_spec(text));
-    if (request.tiers.empty()) {
-      const std::filesystem::path here = std::filesystem::current_path();
-      request.tiers.push_back(profiles::parse_tier_spec("scratch=" + here.string()));
-      std::fprintf(stderr, "mlpo-profile: no --tier given: profiling the current directory %s as tier 'scratch' (%s)\n",
-                   here.c_str(), to_string(request.tiers.back().kind));
-    }
+    const bool default_tier = request.tiers.empty();
+    if (default_tier) request.tiers.push_back(profiles::parse_tier_spec("scratch=" + std::filesystem::current_path().string()));
     if (!tier_size.empty()) request.tier_bytes_per_stream = parse_bytes(tier_size, "--tier-size");
     if (!host_size.empty()) request.host_bytes = parse_bytes(host_size, "--host-size");
     request.block_size = parse_bytes(block_size, "--block-size");
     if (!json && out.empty()) out = "profile.json";
-    if (!out.empty()) check_output_path(out);
+    if (!out.empty()) check_output_file(out, "--out");
     Profile old_profile;
     if (!compare.empty()) old_profile = load_profile(compare);
 
     const profiles::PreparedProfile prepared = profiles::prepare_profile(request);
+    // Printed once the input is known to be good, so bad input is one line.
+    if (default_tier)
+      std::fprintf(stderr, "mlpo-profile: no --tier given: profiling the current directory %s as tier 'scratch' (%s)\n",
+                   request.tiers.back().path.c_str(), to_string(request.tiers.back().kind));
     for (const auto& plan : prepared.tiers)
       if (!plan.clamp_note.empty()) std::fprintf(stderr, "mlpo-profile: note: %s\n", plan.clamp_note.c_str());
 

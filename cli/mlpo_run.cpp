@@ -6,8 +6,11 @@
 #include <fstream>
 
 #include "cli/cli_main.hpp"
+#include "cli/flag_modes.hpp"
+#include "cli/flag_values.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "core/path_checks.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/units.hpp"
@@ -33,6 +36,7 @@ std::string eta_text(double seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  using mlpo::cli::Precision;
   CLI::App app{
       "mlpo-run: pre-train a LLaMA-style model with its optimizer state offloaded under a plan from\n"
       "mlpo-tune: forward and backward on the compute device (--backend cpu, or cuda: a GPU), each\n"
@@ -81,7 +85,10 @@ int main(int argc, char** argv) {
       "keeps only two layers' weights and, with --grad-accum 1, one layer's gradient on the GPU).\n"
       "Without a usable GPU --backend cuda exits 2 naming CUDA's reason. docs/cuda.md.\n"
       "Per step it prints step, loss, tokens/s, phase times and ETA, and --log writes one JSON object\n"
-      "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing.\n\n"
+      "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing: every number\n"
+      "is checked against the range --help shows (FLOAT:>0 ...; NaN and inf never pass), and a flag the\n"
+      "mode does not read (--data with --update-only, --checkpoint-every without --checkpoint-dir) is an\n"
+      "error, as is --mode baseline without --plan.\n\n"
       "--update-only runs the real update phase without a model: synthetic bf16 gradients (a pure\n"
       "function of seed, step and element index), real tier files and io_uring, the plan's cache,\n"
       "order and concurrency limits, fused AdamW. --ranks R forks R rank processes that share the\n"
@@ -99,7 +106,8 @@ int main(int argc, char** argv) {
                       "written atomically)")->required();
   prepare->add_option("--tokenizer", p.tokenizer, "SentencePiece model (tokenizer.model; spm_train makes one); default: byte-level, vocab 256");
   prepare->add_option("--model", prepare_model, "Model preset or file the data is for: its vocab must hold the tokenizer's");
-  prepare->add_option("--threads", p.threads, "Tokenizer threads (default: all cores); the output is the same for any count");
+  prepare->add_option("--threads", p.threads, "Tokenizer threads (default: all cores); the output is the same for any count")
+      ->check(mlpo::cli::whole_in(1, 4096));
 
   // report
   auto* report = app.add_subcommand("report", "Draw a run log as one chart: loss (and eval_loss), tokens/s, phase seconds, tier GB and GB/s");
@@ -117,11 +125,16 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_option("--plan", plan_path, "Plan file (mlpo.plan/1) from mlpo-tune or written by hand; training without it makes a default plan")
       ->check(CLI::ExistingFile);
-  app.add_option("--steps", steps, "Optimizer steps (default: 100 training, 10 update-only)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-  app.add_option("--seed", seed, "Seed of the model's initial weights and of data sampling (update-only: synthetic data)")->capture_default_str();
-  app.add_option("--lr", lr, "Peak AdamW learning rate (default: 1e-3 training, 1e-4 update-only)");
-  app.add_option("--max-grad-norm", max_grad_norm, "Global gradient-norm clipping threshold (0 = off)")->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads for the compute ops and AdamW (default: all cores)");
+  app.add_option("--steps", steps, "Optimizer steps (default: 100 training, 10 update-only)")->check(mlpo::cli::whole_in(1, std::int64_t{1} << 30));
+  app.add_option("--seed", seed, "Seed of the model's initial weights and of data sampling (update-only: synthetic data)")
+      ->capture_default_str()
+      ->check(mlpo::cli::unsigned_whole());
+  app.add_option("--lr", lr, "Peak AdamW learning rate (default: 1e-3 training, 1e-4 update-only)")
+      ->check(mlpo::cli::positive_real(Precision::fp32));
+  app.add_option("--max-grad-norm", max_grad_norm, "Global gradient-norm clipping threshold (0 = off)")
+      ->capture_default_str()
+      ->check(mlpo::cli::non_negative_real());
+  app.add_option("--threads", threads, "CPU threads for the compute ops and AdamW (default: all cores)")->check(mlpo::cli::whole_in(1, 4096));
   app.add_option("--log", log_path, "Write one JSON object per step to this file (JSON lines)");
   app.add_flag("--quiet", quiet, "Print only notes and the summary");
 
@@ -133,29 +146,42 @@ int main(int argc, char** argv) {
   app.add_option("--data", t.data, "Token files or directories of them (prepare-data's, flat uint16/uint32, llm.c shards): one data set");
   app.add_option("--tokenizer", t.tokenizer, "The SentencePiece model the data was made with: checked against the model's vocab and the data");
   app.add_option("--eval-data", t.eval_data, "Held-out token files or directories: validation loss (eval_loss in the log)");
-  app.add_option("--eval-every", t.eval_every, "Validation loss every N steps (0 = only after the last step)")->capture_default_str();
-  app.add_option("--eval-tokens", t.eval_tokens, "Tokens of --eval-data evaluated, as fixed sequences (0 = all of it)")->capture_default_str();
+  app.add_option("--eval-every", t.eval_every, "Validation loss every N steps (0 = only after the last step)")
+      ->capture_default_str()
+      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  app.add_option("--eval-tokens", t.eval_tokens, "Tokens of --eval-data evaluated, as fixed sequences (0 = all of it)")
+      ->capture_default_str()
+      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 50));
   app.add_option("--token-bytes", t.token_bytes, "Width of a flat (headerless) token file's tokens")->capture_default_str()->check(CLI::IsMember({2, 4}));
-  app.add_option("--seq-len", seq_len, "Training sequence length (default: the model's seq_len)")->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20));
-  app.add_option("--micro-batch", t.micro_batch, "Sequences per forward/backward")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  app.add_option("--grad-accum", t.grad_accum, "Micro-batches per optimizer step")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  app.add_option("--min-lr", t.lr.min_lr, "Learning rate at the end of the cosine decay")->capture_default_str();
-  app.add_option("--warmup-steps", t.lr.warmup_steps, "Steps of linear warm-up")->capture_default_str();
-  app.add_option("--lr-decay-steps", t.lr.decay_end, "Step at which the cosine reaches --min-lr (0 = --steps)")->capture_default_str();
-  app.add_option("--beta1", t.beta1, "AdamW beta1")->capture_default_str();
-  app.add_option("--beta2", t.beta2, "AdamW beta2")->capture_default_str();
-  app.add_option("--eps", t.eps, "AdamW epsilon")->capture_default_str();
-  app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay")->capture_default_str();
+  app.add_option("--seq-len", seq_len, "Training sequence length (default: the model's seq_len)")->check(mlpo::cli::whole_in(2, std::int64_t{1} << 20));
+  app.add_option("--micro-batch", t.micro_batch, "Sequences per forward/backward")->capture_default_str()->check(mlpo::cli::whole_in(1, 1 << 16));
+  app.add_option("--grad-accum", t.grad_accum, "Micro-batches per optimizer step")->capture_default_str()->check(mlpo::cli::whole_in(1, 1 << 16));
+  app.add_option("--min-lr", t.lr.min_lr, "Learning rate at the end of the cosine decay (at most --lr)")
+      ->capture_default_str()
+      ->check(mlpo::cli::non_negative_real(Precision::fp32));
+  app.add_option("--warmup-steps", t.lr.warmup_steps, "Steps of linear warm-up")->capture_default_str()->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  app.add_option("--lr-decay-steps", t.lr.decay_end, "Step at which the cosine reaches --min-lr (0 = --steps)")
+      ->capture_default_str()
+      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  app.add_option("--beta1", t.beta1, "AdamW beta1 (also update-only)")->capture_default_str()->check(mlpo::cli::fraction_below_one());
+  app.add_option("--beta2", t.beta2, "AdamW beta2 (also update-only)")->capture_default_str()->check(mlpo::cli::fraction_below_one());
+  app.add_option("--eps", t.eps, "AdamW epsilon (also update-only)")->capture_default_str()->check(mlpo::cli::positive_real(Precision::fp32));
+  app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (also update-only)")
+      ->capture_default_str()
+      ->check(mlpo::cli::non_negative_real(Precision::fp32));
   app.add_option("--weight-decay-on", t.weight_decay_on,
                  "Weights the decay applies to: matrices (all but the RMSNorm gains, as Hugging Face and Megatron) or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"matrices", "all"}));
   app.add_option("--checkpoint-dir", t.checkpoint_dir, "Directory of checkpoints (ckpt-<step>/ and a `latest` pointer)");
-  app.add_option("--checkpoint-every", t.checkpoint_every, "Checkpoint every K steps (0 = only at the end)")->capture_default_str();
+  app.add_option("--checkpoint-every", t.checkpoint_every, "Checkpoint every K steps (0 = only at the end)")
+      ->capture_default_str()
+      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
   app.add_flag("--resume", t.resume, "Continue from the latest checkpoint in --checkpoint-dir (under this plan)");
   app.add_option("--export-safetensors", t.export_safetensors, "Write the final bf16 weights as safetensors (HF LLaMA names)");
   app.add_option("--state-dir", t.state_dir, "Tier directory of the default plan (used without --plan)")->capture_default_str();
-  app.add_option("--blas-threads", t.blas_threads, "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count");
+  app.add_option("--blas-threads", t.blas_threads, "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count")
+      ->check(mlpo::cli::whole_in(1, 4096));
   std::string comm_name = "auto";
   app.add_option("--comm", comm_name,
                  "Communicator between data-parallel ranks: auto (MPI when launched by mpirun/srun, else one "
@@ -170,7 +196,8 @@ int main(int argc, char** argv) {
   std::string gpu_memory_limit;
   app.add_option("--gpu-memory-limit", gpu_memory_limit,
                  "--backend cuda: plan for at most this much GPU memory (e.g. 8GiB) instead of the device's free memory; "
-                 "the up-front check then refuses a run that would need more (to try parameter offload on a large GPU)");
+                 "the up-front check then refuses a run that would need more (to try parameter offload on a large GPU)")
+      ->check(mlpo::cli::byte_size());
   app.add_flag("--param-offload", t.param_offload,
                "One process: keep the bf16 weights in host memory and stream them to the device one part (layer) at "
                "a time, two parts resident (parameter offload); with --grad-accum 1 the gradients also leave the device "
@@ -181,15 +208,77 @@ int main(int argc, char** argv) {
   std::string params_text, profile_path, mode = "mlp";
   mlpo::offload::UpdateOnlyOptions u;
   app.add_flag("--update-only", update_only, "Run only the offloaded update phase, with synthetic gradients");
-  app.add_option("--params", params_text, "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)");
-  app.add_option("--ranks", u.ranks, "Update-only: rank processes on this node, sharing the tiers")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--params", params_text, "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)")
+      ->check(mlpo::cli::count_at_least(1));
+  app.add_option("--ranks", u.ranks, "Update-only: rank processes on this node, sharing the tiers")->capture_default_str()->check(mlpo::cli::whole_in(1, 256));
   app.add_option("--mode", mode, "mlp: the plan as written; baseline: its ZeRO-3-offload baseline (first tier, fp32 gradients flushed, ascending, no cache, no limit)")
       ->capture_default_str()
       ->check(CLI::IsMember({"mlp", "baseline"}));
   app.add_option("--profile", profile_path, "Update-only: profile (mlpo.profile/1) for the physical bound of each step")->check(CLI::ExistingFile);
   app.add_flag("--state-hash", u.state_hash, "Update-only: print state-sha256: <hex> over all ranks' final p, m, v");
 
+  // Which mode reads which flag: one the chosen mode would ignore is an error naming the mode
+  // (cli/flag_modes.hpp). Every flag has a row.
+  enum : unsigned { kTraining = 1, kUpdateOnly = 2, kPrepareData = 4, kReport = 8 };
+  const mlpo::cli::FlagModes flag_modes({{kTraining, "training"}, {kUpdateOnly, "--update-only"}, {kPrepareData, "prepare-data"},
+                                         {kReport, "report"}},
+                                        {
+                                            {"--plan", kTraining | kUpdateOnly},
+                                            {"--steps", kTraining | kUpdateOnly},
+                                            {"--seed", kTraining | kUpdateOnly},
+                                            {"--lr", kTraining | kUpdateOnly},
+                                            {"--max-grad-norm", kTraining | kUpdateOnly},
+                                            {"--threads", kTraining | kUpdateOnly},
+                                            {"--log", kTraining | kUpdateOnly},
+                                            {"--quiet", kTraining | kUpdateOnly},
+                                            {"--beta1", kTraining | kUpdateOnly},
+                                            {"--beta2", kTraining | kUpdateOnly},
+                                            {"--eps", kTraining | kUpdateOnly},
+                                            {"--weight-decay", kTraining | kUpdateOnly},
+                                            {"--weight-decay-on", kTraining},
+                                            {"--mode", kTraining | kUpdateOnly},
+                                            {"--model", kTraining},
+                                            {"--data", kTraining},
+                                            {"--tokenizer", kTraining},
+                                            {"--eval-data", kTraining},
+                                            {"--eval-every", kTraining},
+                                            {"--eval-tokens", kTraining},
+                                            {"--token-bytes", kTraining},
+                                            {"--seq-len", kTraining},
+                                            {"--micro-batch", kTraining},
+                                            {"--grad-accum", kTraining},
+                                            {"--min-lr", kTraining},
+                                            {"--warmup-steps", kTraining},
+                                            {"--lr-decay-steps", kTraining},
+                                            {"--checkpoint-dir", kTraining},
+                                            {"--checkpoint-every", kTraining},
+                                            {"--resume", kTraining},
+                                            {"--export-safetensors", kTraining},
+                                            {"--state-dir", kTraining},
+                                            {"--blas-threads", kTraining},
+                                            {"--comm", kTraining},
+                                            {"--backend", kTraining},
+                                            {"--gpu-memory-limit", kTraining},
+                                            {"--param-offload", kTraining},
+                                            {"--update-only", kUpdateOnly},
+                                            {"--params", kUpdateOnly},
+                                            {"--ranks", kUpdateOnly},
+                                            {"--profile", kUpdateOnly},
+                                            {"--state-hash", kUpdateOnly},
+                                        },
+                                        {
+                                            {"--checkpoint-every", "--checkpoint-dir", "where the checkpoints are written"},
+                                            {"--resume", "--checkpoint-dir", "where the checkpoints to resume from are"},
+                                            {"--eval-every", "--eval-data", "the held-out tokens to evaluate on"},
+                                            {"--eval-tokens", "--eval-data", "the held-out tokens to evaluate on"},
+                                        });
+
   return mlpo::cli::run(app, argc, argv, [&] {
+    flag_modes.check(app, prepare->parsed() ? kPrepareData : report->parsed() ? kReport : update_only ? kUpdateOnly : kTraining);
+    if (mode == "baseline" && plan_path.empty())
+      throw mlpo::Error("--mode baseline: needs --plan (the baseline is made from a plan: its first tier, fp32 gradients "
+                        "flushed, ascending order); add --plan plan.json");
+    if (!log_path.empty()) mlpo::check_output_file(log_path, "--log");
     if (prepare->parsed()) {
       if (!prepare_model.empty()) p.model = mlpo::load_model(prepare_model);
       if (::isatty(STDERR_FILENO))
@@ -223,6 +312,10 @@ int main(int argc, char** argv) {
       u.threads = threads;
       u.max_grad_norm = max_grad_norm;
       if (lr > 0) u.adam.lr = static_cast<float>(lr);
+      u.adam.beta1 = t.beta1;
+      u.adam.beta2 = t.beta2;
+      u.adam.eps = t.eps;
+      u.adam.weight_decay = t.weight_decay;
       mlpo::train::RunLog log(log_path, false);
       auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
         log.write(rec);
@@ -242,6 +335,12 @@ int main(int argc, char** argv) {
 
     if (model_name.empty()) throw mlpo::Error("--model is required (a preset such as tiny or small, or a model JSON file); see --help");
     if (t.data.empty()) throw mlpo::Error("--data is required (a token file; make one with `mlpo-run prepare-data`)");
+    if (!plan_path.empty() && mlpo::cli::given(app, "--state-dir"))
+      throw mlpo::Error("--state-dir: is the tier directory of the default plan, but --plan gives the tiers; drop --state-dir "
+                        "(or --plan)");
+    if (!gpu_memory_limit.empty() && t.backend.rfind("cuda", 0) != 0)
+      throw mlpo::Error("--gpu-memory-limit: limits GPU memory, but --backend is " + t.backend +
+                        "; add --backend cuda or drop --gpu-memory-limit");
     t.model = mlpo::load_model(model_name);
     if (seq_len > 0) t.model.seq_len = seq_len;
     if (!plan_path.empty()) {

@@ -6,9 +6,12 @@
 #include <cstdio>
 
 #include "cli/cli_main.hpp"
+#include "cli/flag_modes.hpp"
+#include "cli/flag_values.hpp"
 #include "core/accounting.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "core/path_checks.hpp"
 #include "core/units.hpp"
 #include "tuner/explain.hpp"
 #include "tuner/search.hpp"
@@ -31,6 +34,8 @@ int main(int argc, char** argv) {
       "  mlpo-tune --simulate plan.json --profile P [shape] [--json] [--timeline t.svg]\n"
       "      predicts exactly that plan (any subgroup size, cache, buffers, limits): per phase with its\n"
       "      bound resource, per tier, and whether it fits; shape flags override the plan's cluster.\n"
+      "Numbers are checked against the ranges --help shows (INT:[1,1048576] ...), and a flag the mode does\n"
+      "not read (--plan without --validate, --explain with --describe) is an error.\n"
       "See docs/simulator.md for the models and the search space.",
       "mlpo-tune"};
   mlpo::cli::add_version_flag(app);
@@ -43,21 +48,22 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile_path, "Machine profile (mlpo.profile/1 JSON, from mlpo-profile)");
   app.add_flag("--describe", describe, "Print the model's parameter, memory and FLOP accounting and exit");
   app.add_flag("--json", json, "Print machine-readable JSON instead of text (--describe, --simulate, --validate, and the search: the plan)");
-  app.add_option("--nodes", shape.nodes, "Number of nodes")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  app.add_option("--gpus-per-node", shape.gpus_per_node, "GPUs (ranks) per node")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  app.add_option("--micro-batch", shape.micro_batch, "Sequences per rank per micro-step")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  app.add_option("--seq-len", shape.seq_len, "Sequence length (default: the model's)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  app.add_option("--grad-accum", shape.grad_accum, "Gradient accumulation steps")->capture_default_str()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-  app.add_option("--host-memory-budget", budget_text, "Host memory per node plans may use, e.g. 400GiB (default: the profile's host.available_bytes)");
+  app.add_option("--nodes", shape.nodes, "Number of nodes")->capture_default_str()->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  app.add_option("--gpus-per-node", shape.gpus_per_node, "GPUs (ranks) per node")->capture_default_str()->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  app.add_option("--micro-batch", shape.micro_batch, "Sequences per rank per micro-step")->capture_default_str()->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  app.add_option("--seq-len", shape.seq_len, "Sequence length (default: the model's)")->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  app.add_option("--grad-accum", shape.grad_accum, "Gradient accumulation steps")->capture_default_str()->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  app.add_option("--host-memory-budget", budget_text, "Host memory per node plans may use, e.g. 400GiB (default: the profile's host.available_bytes)")
+      ->check(mlpo::cli::byte_size());
   app.add_option("--out", out_path, "Write the chosen plan (mlpo.plan/1 JSON) here");
   app.add_flag("--explain", explain, "Explain the choice: bound resource per phase, tier split vs bandwidth, what each principle saves");
   app.add_option("--timeline", timeline_path, "Write an SVG Gantt chart of the chosen plan's simulated iteration (node 0)");
-  app.add_option("--top", top, "Alternatives kept in the plan file")->capture_default_str()->check(CLI::Range(0, 50));
+  app.add_option("--top", top, "Alternatives kept in the plan file")->capture_default_str()->check(mlpo::cli::whole_in(0, 50));
   app.add_flag("--update-only", update_only, "Predict the update phase alone (what `mlpo-run --update-only` measures); skips the GPU memory check");
-  app.add_option("--jobs", jobs, "SimGrid simulations run at once (child processes)")->capture_default_str()->check(CLI::Range(1, 256));
-  app.add_option("--simulate-top", simulate_top, "Analytic survivors ranked with SimGrid")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--jobs", jobs, "SimGrid simulations run at once (child processes)")->capture_default_str()->check(mlpo::cli::whole_in(1, 256));
+  app.add_option("--simulate-top", simulate_top, "Analytic survivors ranked with SimGrid")->capture_default_str()->check(mlpo::cli::whole_in(1, 1000));
   app.add_option("--remote-backbone-gbps", backbone, "Cluster-wide bandwidth of remote tiers per direction, GB/s (default: no shared limit)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(mlpo::cli::real_in({0, 1e6, true}));
   app.add_option("--validate", validate_path, "Compare a run log (JSON lines from mlpo-run) with the prediction for --plan");
   app.add_option("--plan", plan_path, "With --validate: the plan the run used");
   app.add_option("--simulate", simulate_path, "Predict this plan (mlpo.plan/1 JSON) on --profile: per phase, per tier, bound resource, fit");
@@ -67,9 +73,43 @@ int main(int argc, char** argv) {
                "One rank: count the weights as `mlpo-run --param-offload` holds them (host memory, streamed per layer)");
   app.add_flag("--quiet", quiet, "Print only errors and warnings");
 
+  // Which mode reads which flag: one the chosen mode would ignore is an error naming the mode
+  // (cli/flag_modes.hpp). Every flag has a row.
+  enum : unsigned { kSearch = 1, kDescribe = 2, kValidate = 4, kSimulate = 8 };
+  const mlpo::cli::FlagModes flag_modes(
+      {{kSearch, "the plan search"}, {kDescribe, "--describe"}, {kValidate, "--validate"}, {kSimulate, "--simulate"}},
+      {
+          {"--model", kSearch | kDescribe | kValidate | kSimulate},
+          {"--profile", kSearch | kValidate | kSimulate},
+          {"--describe", kDescribe},
+          {"--json", kSearch | kDescribe | kValidate | kSimulate},
+          {"--nodes", kSearch | kDescribe | kSimulate},
+          {"--gpus-per-node", kSearch | kDescribe | kSimulate},
+          {"--micro-batch", kSearch | kDescribe | kSimulate},
+          {"--seq-len", kSearch | kDescribe | kSimulate},
+          {"--grad-accum", kSearch | kDescribe | kSimulate},
+          {"--host-memory-budget", kSearch | kSimulate},
+          {"--out", kSearch},
+          {"--explain", kSearch},
+          {"--timeline", kSearch | kSimulate},
+          {"--top", kSearch},
+          {"--update-only", kSearch | kSimulate},
+          {"--jobs", kSearch},
+          {"--simulate-top", kSearch},
+          {"--remote-backbone-gbps", kSearch | kSimulate},
+          {"--quiet", kSearch | kSimulate},
+          {"--validate", kValidate},
+          {"--plan", kValidate},
+          {"--simulate", kSimulate},
+          {"--baseline-tier", kSearch},
+          {"--param-offload", kSearch | kSimulate},
+      });
+
   return mlpo::cli::run(app, argc, argv, [&] {
+    flag_modes.check(app, !validate_path.empty() ? kValidate : !simulate_path.empty() ? kSimulate : describe ? kDescribe : kSearch);
     if (!validate_path.empty()) {
       if (plan_path.empty() || profile_path.empty()) throw mlpo::Error("--validate needs --plan FILE and --profile FILE");
+      mlpo::check_input_file(validate_path, "a run log (JSON lines from mlpo-run --log)");
       const mlpo::Plan plan = mlpo::load_plan(plan_path);
       const mlpo::ModelSpec spec = mlpo::load_model(model.empty() ? plan.model_name : model);
       const auto report = mlpo::tune::validate_run(validate_path, plan, mlpo::load_profile(profile_path), spec);
@@ -79,6 +119,7 @@ int main(int argc, char** argv) {
     }
     if (!simulate_path.empty()) {
       if (profile_path.empty()) throw mlpo::Error("--simulate needs --profile FILE (write one with mlpo-profile)");
+      if (!timeline_path.empty()) mlpo::check_output_file(timeline_path, "--timeline");
       mlpo::Plan plan = mlpo::load_plan(simulate_path);
       std::int64_t* fields[5] = {&plan.cluster.nodes, &plan.cluster.gpus_per_node, &plan.cluster.micro_batch, &plan.cluster.seq_len,
                                  &plan.cluster.grad_accum};
@@ -110,6 +151,8 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (profile_path.empty()) throw mlpo::Error("--profile is required to search plans (write one with mlpo-profile), or pass --describe");
+    if (!out_path.empty()) mlpo::check_output_file(out_path, "--out");
+    if (!timeline_path.empty()) mlpo::check_output_file(timeline_path, "--timeline");
     mlpo::tune::TuneRequest request;
     request.model = spec;
     request.shape = shape;

@@ -1,5 +1,7 @@
 #include "core/accounting.hpp"
 
+#include <cstdio>
+
 #include "core/error.hpp"
 
 namespace mlpo {
@@ -19,6 +21,33 @@ ParamCounts count_params(const ModelSpec& s) {
   return c;
 }
 
+namespace {
+
+// The per-iteration token and activation counts below are int64: refuse a shape whose counts
+// would overflow (computed here in double, which cannot), naming the flags that make them.
+void check_shape_counts(const ModelSpec& spec, const ClusterShape& shape) {
+  constexpr double kLimit = static_cast<double>(std::int64_t{1} << 62);
+  const double tokens = static_cast<double>(shape.micro_batch) * static_cast<double>(shape.seq_len);
+  const double global_tokens = tokens * static_cast<double>(shape.nodes) * static_cast<double>(shape.gpus_per_node) *
+                               static_cast<double>(shape.grad_accum);
+  char text[200];
+  if (global_tokens > kLimit) {
+    std::snprintf(text, sizeof text, "%.3g tokens per iteration, more than 64 bits count (%.3g); make them smaller",
+                  global_tokens, kLimit);
+    throw Error(std::string("--nodes x --gpus-per-node x --micro-batch x --seq-len x --grad-accum: ") + text);
+  }
+  const double per_token = static_cast<double>(spec.hidden) * static_cast<double>(spec.layers) * kBf16Bytes +
+                           (10.0 * static_cast<double>(spec.hidden) + 4.0 * static_cast<double>(spec.ffn_hidden)) * kBf16Bytes +
+                           static_cast<double>(spec.vocab) * 4;
+  if (tokens * per_token > kLimit) {
+    std::snprintf(text, sizeof text, "%.3g bytes of activations per rank, more than 64 bits count (%.3g); make them smaller",
+                  tokens * per_token, kLimit);
+    throw Error(std::string("--micro-batch x --seq-len: ") + text);
+  }
+}
+
+}  // namespace
+
 Accounting account(const ModelSpec& spec, const ClusterShape& shape_in) {
   ClusterShape shape = shape_in;
   if (shape.seq_len == 0) shape.seq_len = spec.seq_len;
@@ -29,6 +58,7 @@ Accounting account(const ModelSpec& spec, const ClusterShape& shape_in) {
                                                          {"--grad-accum", shape.grad_accum}};
   for (const auto& [name, v] : fields)
     if (v <= 0) throw Error(std::string(name) + ": must be > 0, got " + std::to_string(v));
+  check_shape_counts(spec, shape);
 
   Accounting a;
   a.spec = spec;

@@ -58,7 +58,8 @@ struct Accounting {
   std::int64_t activation_working_bytes_per_rank = 0;     // one layer recomputed + logits
 };
 
-// Throws mlpo::Error on a non-positive shape field.
+// Throws mlpo::Error on a non-positive shape field, or a shape whose token or activation
+// counts would overflow int64 (naming the flags).
 Accounting account(const ModelSpec& spec, const ClusterShape& shape);
 
 Json to_json(const Accounting& a);

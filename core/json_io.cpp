@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/path_checks.hpp"
 
 namespace mlpo {
 
@@ -33,6 +34,7 @@ std::string format_number(double v) {
 }  // namespace
 
 Json read_json_file(const std::string& path, const std::string& what) {
+  check_input_file(path, what);  // a FIFO or device would block the read below, a directory fail obscurely
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open (" + errno_text(errno) + "); expected " + what);
   std::stringstream buffer;
@@ -40,8 +42,9 @@ Json read_json_file(const std::string& path, const std::string& what) {
   std::string text = buffer.str();
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(path + ": file is empty; expected " + what);
+  Json json;
   try {
-    return Json::parse(text);
+    json = Json::parse(text);
   } catch (const Json::parse_error& e) {
     // e.what() reads "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
     std::string msg = e.what();
@@ -49,6 +52,8 @@ Json read_json_file(const std::string& path, const std::string& what) {
     if (pos != std::string::npos) msg = msg.substr(pos + 2);
     throw Error(path + ": not valid JSON (" + msg + "); expected " + what);
   }
+  if (!json.is_object()) throw Error(path + ": the document is " + type_name(json) + ", not a JSON object; expected " + what);
+  return json;
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {

@@ -14,8 +14,10 @@ namespace mlpo {
 
 using Json = nlohmann::json;
 
-// Reads and parses a JSON file. Errors (missing, unreadable, empty, not JSON) name the
-// path and what was expected (`what`, e.g. "an mlpo.profile/1 profile").
+// Reads and parses a JSON file whose document is an object (every MLPO file is one). Errors
+// (missing, a directory, FIFO or device — refused before it is opened, so it never blocks —,
+// unreadable, empty, not JSON, not an object) name the path and what was expected (`what`,
+// e.g. "an mlpo.profile/1 profile").
 Json read_json_file(const std::string& path, const std::string& what);
 
 // Writes `text` to `path` atomically: temp file in the same directory, fsync, rename,

@@ -1,10 +1,42 @@
 #include "core/model_spec.hpp"
 
+#include <cstdio>
 #include <filesystem>
+#include <utility>
 
 #include "core/error.hpp"
 
 namespace mlpo {
+
+namespace {
+
+// The parameter count (accounting.cpp, in int64) must not overflow: its terms are summed here
+// in double, which cannot, and a model over kMaxModelParams is refused naming the fields of
+// its largest term.
+template <typename Fail>
+void check_parameter_count(const ModelSpec& s, const Fail& fail) {
+  const double h = static_cast<double>(s.hidden), layers = static_cast<double>(s.layers);
+  const double kv_dim = static_cast<double>(s.kv_heads) * static_cast<double>(s.head_dim());
+  const std::pair<const char*, double> terms[] = {
+      {"vocab x hidden", static_cast<double>(s.vocab) * h * (s.tied_embeddings ? 1 : 2)},
+      {"layers x hidden x (hidden + kv_heads x head_dim)", layers * 2 * h * (h + kv_dim)},
+      {"layers x hidden x ffn_hidden", layers * 3 * h * static_cast<double>(s.ffn_hidden)},
+      {"layers x hidden", layers * 2 * h + h}};
+  double total = 0;
+  const std::pair<const char*, double>* largest = &terms[0];
+  for (const auto& term : terms) {
+    total += term.second;
+    if (term.second > largest->second) largest = &term;
+  }
+  if (total > static_cast<double>(kMaxModelParams)) {
+    char text[160];
+    std::snprintf(text, sizeof text, "the model would have %.3g parameters, more than the %.3g MLPO can count", total,
+                  static_cast<double>(kMaxModelParams));
+    fail(largest->first, std::string(text) + " (16 bytes of state each, in 64 bits); make these sizes smaller");
+  }
+}
+
+}  // namespace
 
 void validate(const ModelSpec& s, const std::string& where) {
   auto fail = [&](const std::string& field, const std::string& why) {
@@ -24,11 +56,12 @@ void validate(const ModelSpec& s, const std::string& where) {
   if (s.head_dim() % 2 != 0) fail("heads", "head_dim = hidden/heads must be even for RoPE, got " + std::to_string(s.head_dim()));
   if (!(s.rope_theta > 0)) fail("rope_theta", "must be > 0");
   if (!(s.norm_eps > 0)) fail("norm_eps", "must be > 0");
+  check_parameter_count(s, fail);
 }
 
 ModelSpec model_from_json(const Json& json, const std::string& where) {
-  JsonObject o(json, "");
   try {
+    JsonObject o(json, "");
     o.expect_schema("mlpo.model/1");
     ModelSpec s;
     s.name = o.string_or("name", "custom");

@@ -29,9 +29,14 @@ struct ModelSpec {
   std::int64_t kv_dim() const { return kv_heads * head_dim(); }
 };
 
+// The largest model MLPO accepts: its 16 bytes per parameter (fp32 p, m, v and a gradient)
+// still count in int64 bytes, and so does every derived parameter count.
+inline constexpr std::int64_t kMaxModelParams = INT64_MAX / 16;
+
 // Throws mlpo::Error naming the field when the shape is inconsistent (hidden not divisible by
-// heads, heads not divisible by kv_heads, odd head_dim, non-positive sizes). `where` prefixes
-// field names (e.g. the file name).
+// heads, heads not divisible by kv_heads, odd head_dim, non-positive sizes) or too large (more
+// than kMaxModelParams parameters: the fields of the largest term are named). `where`
+// prefixes field names (e.g. the file name).
 void validate(const ModelSpec& spec, const std::string& where = "");
 
 // Built-in presets, in the order `--help` lists them.

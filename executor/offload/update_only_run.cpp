@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -201,6 +202,16 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
   if (o.ranks < 1 || o.ranks > 256) throw Error("--ranks: must be between 1 and 256, got " + std::to_string(o.ranks));
   if (o.steps < 1) throw Error("--steps: must be >= 1");
   if (o.params < 1) throw Error("--params: must be >= 1");
+  // AdamW's values, named by their flags: a NaN or infinite rate would "succeed" with NaN state.
+  const std::pair<const char*, bool> adam_checks[] = {
+      {"--lr: must be a finite number > 0", std::isfinite(o.adam.lr) && o.adam.lr > 0},
+      {"--beta1: must be in [0, 1)", o.adam.beta1 >= 0 && o.adam.beta1 < 1},
+      {"--beta2: must be in [0, 1)", o.adam.beta2 >= 0 && o.adam.beta2 < 1},
+      {"--eps: must be a finite number > 0", std::isfinite(o.adam.eps) && o.adam.eps > 0},
+      {"--weight-decay: must be a finite number >= 0", std::isfinite(o.adam.weight_decay) && o.adam.weight_decay >= 0},
+      {"--max-grad-norm: must be a finite number (0 = no clipping)", std::isfinite(o.max_grad_norm)}};
+  for (const auto& [message, ok] : adam_checks)
+    if (!ok) throw Error(message);
   validate(o.plan);
   std::vector<std::string> tier_names;
   std::vector<std::optional<TierRates>> tier_rates;  // per file tier; none for one updated in place

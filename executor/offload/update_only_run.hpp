@@ -49,7 +49,8 @@ struct UpdateOnlyResult {
 };
 
 // Runs it. `on_step` (may be empty) sees each step's record as soon as it is complete.
-// Throws mlpo::Error on invalid options (e.g. a tier missing from the profile), a tier
+// Throws mlpo::Error on invalid options (AdamW values that are not finite or out of range,
+// named by their flags; a tier missing from the profile), a tier
 // error, or a rank that failed (naming the rank).
 UpdateOnlyResult run_update_only(const UpdateOnlyOptions& options, const std::function<void(const Json&)>& on_step);
 

@@ -1,21 +1,49 @@
 #include "executor/train/train_input_checks.hpp"
 
-#include <unistd.h>
-
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
+#include "core/path_checks.hpp"
 
 namespace mlpo::train {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// The optimizer's hyper-parameters and the schedule: finite and in range (the CLI's flag
+// validators say the same; this keeps a library caller from training to NaN).
+void check_optimizer_options(const TrainOptions& o) {
+  validate(o.lr);
+  if (o.lr.decay_end < 0) throw Error("--lr-decay-steps: must be >= 0 (0 = --steps), got " + std::to_string(o.lr.decay_end));
+  const std::pair<const char*, float> betas[] = {{"--beta1", o.beta1}, {"--beta2", o.beta2}};
+  for (const auto& [flag, beta] : betas)
+    if (!(beta >= 0.0f && beta < 1.0f)) throw Error(std::string(flag) + ": must be in [0, 1), got " + number_text(beta));
+  if (!(o.eps > 0.0f) || !std::isfinite(o.eps)) throw Error("--eps: must be a finite number > 0, got " + number_text(o.eps));
+  if (!(o.weight_decay >= 0.0f) || !std::isfinite(o.weight_decay))
+    throw Error("--weight-decay: must be a finite number >= 0, got " + number_text(o.weight_decay));
+  if (!std::isfinite(o.max_grad_norm))
+    throw Error("--max-grad-norm: must be a finite number (0 = no clipping), got " + number_text(o.max_grad_norm));
+}
+
+}  // namespace
 
 void check_train_options(const TrainOptions& o, const comm::Communicator& comm, const BackendChoice& backend) {
   if (o.steps < 1) throw Error("--steps: must be >= 1");
   if (o.micro_batch < 1) throw Error("--micro-batch: must be >= 1");
   if (o.grad_accum < 1) throw Error("--grad-accum: must be >= 1");
   if (o.checkpoint_every < 0) throw Error("--checkpoint-every: must be >= 0");
+  check_optimizer_options(o);
   if (o.resume && o.checkpoint_dir.empty()) throw Error("--resume needs --checkpoint-dir (where the checkpoints are)");
   if (comm.memory() != comm::MemorySpace::host) {
     if (backend.kind != BackendChoice::Kind::cuda)
@@ -31,11 +59,9 @@ void check_train_options(const TrainOptions& o, const comm::Communicator& comm, 
   if (o.param_offload && comm.size() > 1)
     throw Error("--param-offload: is for a single process; with " + std::to_string(comm.size()) +
                 " ranks the weights are already sharded (ZeRO-3) and gathered one part at a time; drop --param-offload");
-  if (!o.export_safetensors.empty()) {
-    const fs::path parent = fs::absolute(o.export_safetensors).parent_path();
-    if (!fs::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
-      throw Error("--export-safetensors " + o.export_safetensors + ": directory " + parent.string() + " does not exist or is not writable");
-  }
+  if (!o.export_safetensors.empty()) check_output_file(o.export_safetensors, "--export-safetensors");
+  if (!o.checkpoint_dir.empty() && fs::exists(o.checkpoint_dir) && !fs::is_directory(o.checkpoint_dir))
+    throw Error("--checkpoint-dir " + o.checkpoint_dir + ": exists and is not a directory; give a directory (it is created if missing)");
 }
 
 void check_train_plan(const TrainOptions& o, const Plan& plan, std::int64_t params) {

@@ -13,10 +13,13 @@
 
 namespace mlpo::train {
 
-// The options alone and against the job: counts in range, --resume with a --checkpoint-dir,
-// a GPU-buffer communicator (NCCL) only with the CUDA backend, on one rank and on the local
-// rank's GPU, --param-offload only on one process, an --export-safetensors directory that
-// exists and is writable.
+// The options alone and against the job: counts in range; the learning-rate schedule (rates
+// finite, --min-lr <= --lr, steps >= 0), AdamW's betas in [0, 1), eps finite > 0, weight decay
+// finite >= 0, a finite clipping threshold; --resume with a --checkpoint-dir that is not a
+// file; a GPU-buffer communicator (NCCL) only with the CUDA backend, on one rank and on the
+// local rank's GPU; --param-offload only on one process; an --export-safetensors path that is
+// not a directory, in a directory that exists and is writable. train() makes these checks
+// before it prints anything (the default plan included).
 void check_train_options(const TrainOptions& options, const comm::Communicator& comm, const BackendChoice& backend);
 
 // The plan is valid, made for a model of `params` parameters, and each file tier's directory

@@ -86,7 +86,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   };
   const auto run_start = Clock::now();
 
-  // ---- Inputs, all checked before anything is written ---------------------------------
+  // ---- Inputs, all checked before anything is written or printed ----------------------
+  // Notes about the inputs wait until every input is checked, so bad input prints one line.
+  std::vector<std::string> input_notes;
+  auto input_note = [&](const std::string& line) { input_notes.push_back(line); };
   validate(o.model);
   const ModelShape shape = shape_of(o.model);
   const ParameterLayout layout(shape);
@@ -103,7 +106,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     if (o.resume) {
       // Each rank checks the state files it will read; rank 0 also the weights file.
       checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params, {mine.global_begin, mine.global_end(), rank0});
-      if (!checkpoint) note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
+      if (!checkpoint) input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
     } else {
       expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
     }
@@ -116,22 +119,23 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
   ComputeBackend device = open_backend(backend_choice, threads, blas_threads, comm.local_rank());
   const TrainingFootprint footprint{o.micro_batch, o.grad_accum, ranks, o.param_offload};
-  if (const auto line = check_training_memory(device, shape, footprint, o.gpu_memory_limit)) note(*line);
+  if (const auto line = check_training_memory(device, shape, footprint, o.gpu_memory_limit)) input_note(*line);
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
     plan.cluster.gpus_per_node = comm.local_size();
-    note("plan: none given; using the default plan (one disk tier under " + o.state_dir + "):");
-    note(to_json(plan).dump());
+    input_note("plan: none given; using the default plan (one disk tier under " + o.state_dir + "):");
+    input_note(to_json(plan).dump());
   }
   check_train_plan(o, plan, params);
   comm::check_world_matches(comm, plan.cluster);  // collective: every rank stops alike on a mismatch
   if (ranks > 1 && (ranks & (ranks - 1)) != 0)
-    note("note: " + std::to_string(ranks) + " ranks is not a power of two: the run is deterministic, but its gradient sums "
-         "differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism of reductions\")");
+    input_note("note: " + std::to_string(ranks) + " ranks is not a power of two: the run is deterministic, but its gradient "
+               "sums differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism of reductions\")");
   LrSchedule lr = o.lr;
   if (lr.decay_end <= 0) lr.decay_end = o.steps;
   validate(lr);
+  for (const std::string& line : input_notes) note(line);
 
   // ---- Compute device, model and offload engine ---------------------------------------
   Backend& backend = *device.backend;

@@ -1,12 +1,14 @@
 // The command-line contract: --help and --version exit 0, bad usage and invalid input exit 2
 // with a one-line message, and --describe --json is machine-readable.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/json_io.hpp"
 
@@ -190,4 +192,233 @@ TEST(TuneSearch, UnknownBaselineTierExitsTwoListingTheTiers) {
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--baseline-tier floppy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nvme"), std::string::npos) << r.out;
+}
+
+// ---- Input validation (issue #19): every numeric flag, every mode, model sizes, paths -------
+
+namespace {
+
+const std::string kRun = MLPO_RUN_BIN;
+const std::string kProfile = MLPO_PROFILE_BIN;
+
+// Every invocation below must fail at validation; `timeout` turns one that would block or do
+// real work into a failure instead of a hang.
+Result run_bounded(const std::string& command) { return run("timeout -k 2 20 " + command); }
+
+long lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+// A scratch file with `text`, removed at the end of the test.
+class ScratchFile {
+ public:
+  ScratchFile(const std::string& name, const std::string& text) : path_(::testing::TempDir() + "/mlpo-cli-" + name) {
+    FILE* f = std::fopen(path_.c_str(), "w");
+    if (f) {
+      std::fputs(text.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  ~ScratchFile() { std::remove(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct BadNumber {
+  std::string command;  // binary and the arguments before the flag
+  std::string flag;
+  std::vector<std::string> values;
+};
+
+}  // namespace
+
+// Each bad value of each numeric flag of the three commands is refused at parse time, before
+// anything is loaded, with one line naming the flag (mlpo-profile gets an --out whose directory
+// is missing, so a value that slipped through fails there instead of profiling).
+TEST(CliNumbers, EveryNumericFlagRefusesNanInfinityNegativeAndZeroWhereMeaningless) {
+  const std::string run_update = kRun + " --update-only --params 1M";
+  const std::string profile = kProfile + " --out /nonexistent-mlpo-dir/p.json";
+  const std::vector<BadNumber> cases = {
+      {kRun, "--steps", {"0", "-1", "nan", "1.5", "1e3"}},
+      {kRun, "--seed", {"-1", "nan", "1.5"}},
+      {kRun, "--lr", {"nan", "inf", "-inf", "-1", "0", "1e-50", "3x"}},
+      {run_update, "--lr", {"nan", "inf", "-1"}},
+      {kRun, "--max-grad-norm", {"nan", "inf", "-1"}},
+      {run_update, "--max-grad-norm", {"nan", "-1"}},
+      {run_update, "--seed", {"-1"}},
+      {kRun, "--threads", {"0", "-1", "nan"}},
+      {kRun, "--seq-len", {"1", "0", "nan"}},
+      {kRun, "--micro-batch", {"0", "-1", "nan"}},
+      {kRun, "--grad-accum", {"0", "-1"}},
+      {kRun, "--min-lr", {"nan", "inf", "-1"}},
+      {kRun, "--warmup-steps", {"-1", "nan"}},
+      {kRun, "--lr-decay-steps", {"-1", "nan"}},
+      {kRun, "--beta1", {"nan", "1", "-0.1", "inf", "0.9999999999"}},
+      {kRun, "--beta2", {"nan", "1", "-0.1"}},
+      {run_update, "--beta2", {"1"}},
+      {kRun, "--eps", {"nan", "inf", "0", "-1", "1e-50"}},
+      {kRun, "--weight-decay", {"nan", "inf", "-1"}},
+      {kRun, "--checkpoint-every", {"-1", "nan"}},
+      {kRun, "--blas-threads", {"0", "-1"}},
+      {kRun, "--gpu-memory-limit", {"0", "-1", "nan"}},
+      {kRun, "--params", {"0", "-1", "nan", "inf"}},
+      {kRun, "--ranks", {"0", "-1", "257"}},
+      {kRun, "--token-bytes", {"3"}},
+      {kRun, "--eval-every", {"-1", "nan"}},
+      {kRun, "--eval-tokens", {"-1", "1.5"}},
+      {kRun + " prepare-data --input x --out y", "--threads", {"0", "-1"}},
+      {kTune, "--nodes", {"0", "-1", "nan"}},
+      {kTune, "--gpus-per-node", {"0", "-1"}},
+      {kTune, "--micro-batch", {"0", "nan"}},
+      {kTune, "--seq-len", {"0", "-1"}},
+      {kTune, "--grad-accum", {"0"}},
+      {kTune, "--top", {"-1", "51", "nan"}},
+      {kTune, "--jobs", {"0"}},
+      {kTune, "--simulate-top", {"0"}},
+      {kTune, "--remote-backbone-gbps", {"nan", "inf", "0", "-1"}},
+      {kTune, "--host-memory-budget", {"0", "-1", "nan"}},
+      {profile, "--micro-batch", {"0", "-1"}},
+      {profile, "--seq-len", {"0", "-1"}},
+      {profile, "--tier-size", {"0", "nan"}},
+      {profile, "--streams", {"0", "65", "-1"}},
+      {profile, "--block-size", {"0", "100", "nan"}},
+      {profile, "--queue-depth", {"0"}},
+      {profile, "--host-size", {"0"}},
+      {profile, "--reps", {"0", "-1"}},
+  };
+  for (const BadNumber& c : cases) {
+    for (const std::string& value : c.values) {
+      const Result r = run_bounded(c.command + " " + c.flag + " " + value);
+      EXPECT_EQ(r.status, 2) << c.command << " " << c.flag << " " << value << ": " << r.out;
+      EXPECT_EQ(lines(r.out), 1) << c.flag << " " << value << ": " << r.out;
+      EXPECT_NE(r.out.find(c.flag + ": "), std::string::npos) << c.flag << " " << value << ": " << r.out;
+    }
+  }
+}
+
+TEST(CliNumbers, HelpStatesTheRanges) {
+  EXPECT_NE(run(kRun + " --help").out.find("--beta1 FLOAT:[0,1)"), std::string::npos);
+  EXPECT_NE(run(kRun + " --help").out.find("--lr FLOAT:>0"), std::string::npos);
+  EXPECT_NE(run(kProfile + " --help").out.find("--streams UINT:[1,64]"), std::string::npos) << run(kProfile + " --help").out;
+}
+
+struct IgnoredFlag {
+  std::string command;
+  std::string message;
+};
+
+// A flag that the chosen mode does not read is an error naming the mode, as is a flag given
+// without the one it needs. Each command fails at validation: on the old code the plan file
+// `{}` and the missing data file made them fail fast too (after ignoring the flag).
+TEST(CliModes, FlagsTheModeIgnoresAreErrorsNamingTheMode) {
+  const ScratchFile plan("empty-plan.json", "{}");
+  const std::string update = kRun + " --update-only --params 1M --plan " + plan.path();
+  const std::string train = kRun + " --model tiny --data /nonexistent-mlpo.bin";
+  const std::vector<IgnoredFlag> cases = {
+      {update + " --data x.bin", "--data: not used by --update-only; only training reads it"},
+      {update + " --resume", "--resume: not used by --update-only"},
+      {update + " --checkpoint-dir ckpt", "--checkpoint-dir: not used by --update-only"},
+      {update + " --checkpoint-every 5", "--checkpoint-every: not used by --update-only"},
+      {update + " --model tiny", "--model: not used by --update-only"},
+      {update + " --export-safetensors w.safetensors", "--export-safetensors: not used by --update-only"},
+      {update + " --backend cpu", "--backend: not used by --update-only"},
+      {update + " --comm single", "--comm: not used by --update-only"},
+      {update + " --min-lr 0", "--min-lr: not used by --update-only"},
+      {update + " --micro-batch 2", "--micro-batch: not used by --update-only"},
+      {update + " --state-dir s", "--state-dir: not used by --update-only"},
+      {train + " --profile " + plan.path(), "--profile: not used by training"},
+      {train + " --params 1M", "--params: not used by training"},
+      {train + " --ranks 2", "--ranks: not used by training"},
+      {train + " --state-hash", "--state-hash: not used by training"},
+      {train + " --checkpoint-every 5", "--checkpoint-every: needs --checkpoint-dir"},
+      {train + " --eval-every 5", "--eval-every: needs --eval-data"},
+      {update + " --eval-data x.bin", "--eval-data: not used by --update-only"},
+      {update + " --tokenizer t.model", "--tokenizer: not used by --update-only"},
+      {train + " --resume", "--resume: needs --checkpoint-dir"},
+      {train + " --mode baseline", "--mode baseline: needs --plan"},
+      {train + " --plan " + plan.path() + " --state-dir s", "--state-dir: is the tier directory of the default plan"},
+      {train + " --gpu-memory-limit 1GiB", "--gpu-memory-limit: limits GPU memory, but --backend is cpu"},
+      {kRun + " --steps 5 prepare-data --input /nonexistent-mlpo --out t.bin", "--steps: not used by prepare-data"},
+      {kRun + " --lr 1 report /nonexistent-mlpo.jsonl --out r.svg", "--lr: not used by report"},
+      {update + " --weight-decay-on all", "--weight-decay-on: not used by --update-only"},
+      {kTune + " --model tiny --describe --explain", "--explain: not used by --describe"},
+      {kTune + " --simulate " + plan.path() + " --profile " + plan.path() + " --out p.json", "--out: not used by --simulate"},
+      {kTune + " --simulate " + plan.path() + " --profile " + plan.path() + " --baseline-tier disk",
+       "--baseline-tier: not used by --simulate"},
+      {kTune + " --model tiny --plan " + plan.path(), "--plan: not used by the plan search"},
+      {kTune + " --model tiny --describe --profile " + plan.path(), "--profile: not used by --describe"},
+      {kTune + " --model tiny --describe --out p.json", "--out: not used by --describe"},
+      {kTune + " --model tiny --describe --remote-backbone-gbps 5", "--remote-backbone-gbps: not used by --describe"},
+      {kTune + " --model tiny --describe --update-only", "--update-only: not used by --describe"},
+      {kTune + " --model tiny --describe --quiet", "--quiet: not used by --describe"},
+      {kTune + " --validate x.jsonl --plan " + plan.path() + " --profile " + plan.path() + " --nodes 2",
+       "--nodes: not used by --validate"},
+      {kTune + " --validate x.jsonl --plan " + plan.path() + " --profile " + plan.path() + " --describe",
+       "--describe: not used by --validate"},
+  };
+  for (const IgnoredFlag& c : cases) {
+    const Result r = run_bounded(c.command);
+    EXPECT_EQ(r.status, 2) << c.command << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << c.command << ": " << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.command << ": " << r.out;
+  }
+}
+
+// hidden 1048576 x 1M layers printed a negative parameter count; now the fields are named.
+TEST(TuneDescribe, ModelWhoseParameterCountOverflowsIsRefusedNamingTheFields) {
+  const ScratchFile model("huge-model.json", R"({"schema":"mlpo.model/1","vocab":32000,"hidden":1048576,"layers":1048576,
+      "heads":1024,"kv_heads":1024,"ffn_hidden":4194304,"seq_len":4096})");
+  const Result r = run_bounded(kTune + " --model " + model.path() + " --describe");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("huge-model.json: layers x hidden x ffn_hidden: the model would have"), std::string::npos) << r.out;
+}
+
+TEST(TuneDescribe, ShapeWhoseTokenCountOverflowsIsRefusedNamingTheFlags) {
+  const Result r = run_bounded(kTune + " --model llama2-70b --describe --nodes 1048576 --gpus-per-node 1048576 --micro-batch 1048576"
+                                       " --seq-len 1048576");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find("--micro-batch x --seq-len"), std::string::npos) << r.out;
+}
+
+// A FIFO given as an input file is refused without opening it (which would block forever),
+// a directory is reported as one, and a JSON document that is not an object names its file.
+TEST(CliPaths, FifoDirectoryAndNonObjectInputsAreRefusedNamingTheFile) {
+  const std::string fifo = ::testing::TempDir() + "/mlpo-cli-fifo.json";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const ScratchFile array("array.json", "[1, 2]");
+  const ScratchFile log("log.jsonl", "{}\n");
+  const std::string dir = ::testing::TempDir();
+  const std::vector<IgnoredFlag> cases = {
+      {kTune + " --model " + fifo + " --describe", fifo + ": is a FIFO (named pipe), not a regular file; expected an mlpo.model/1"},
+      {kTune + " --model tiny --profile " + fifo, fifo + ": is a FIFO"},
+      {kTune + " --validate " + log.path() + " --plan " + fifo + " --profile " + fifo, fifo + ": is a FIFO"},
+      {kTune + " --validate " + fifo + " --plan " + fifo + " --profile " + fifo, fifo + ": is a FIFO"},
+      {kRun + " --update-only --params 1M --plan " + fifo, fifo + ": is a FIFO"},
+      {kRun + " --model " + fifo + " --data x.bin", fifo + ": is a FIFO"},
+      {kProfile + " --tier a=" + dir + " --out " + dir + "/mlpo-cli-p.json --compare " + fifo, fifo + ": is a FIFO"},
+      {kTune + " --model " + dir + "/ --describe", ": is a directory, not a regular file; expected an mlpo.model/1"},
+      {kTune + " --model " + array.path() + " --describe", array.path() + ": the document is an array, not a JSON object"},
+      {kTune + " --model tiny --profile " + array.path(), array.path() + ": the document is an array"},
+  };
+  for (const IgnoredFlag& c : cases) {
+    const Result r = run_bounded(c.command);
+    EXPECT_EQ(r.status, 2) << c.command << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << c.command << ": " << r.out;
+    EXPECT_NE(r.out.find(c.message), std::string::npos) << c.command << ": " << r.out;
+  }
+  std::remove(fifo.c_str());
+}
+
+// An output path that is a directory is refused before the search (which would fail only at
+// its final rename).
+TEST(CliPaths, OutputThatIsADirectoryIsRefusedBeforeTheWork) {
+  const std::string dir = ::testing::TempDir();
+  for (const std::string flag : {"--out", "--timeline"}) {
+    const Result r = run_bounded(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB " + flag + " " + dir);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(lines(r.out), 1) << r.out;
+    EXPECT_NE(r.out.find(flag + " " + dir + ": is a directory"), std::string::npos) << r.out;
+  }
 }

@@ -111,4 +111,41 @@ TEST(Accounting, RejectsNonPositiveShape) {
   EXPECT_THROW(account(find_preset("tiny"), shape), Error);
 }
 
+// Counts that would overflow int64 (hidden 1048576 x 1M layers printed a negative parameter
+// count) are refused naming the fields of the largest term; the largest preset passes.
+TEST(ModelSpecValidate, ParameterCountBeyondInt64IsRefusedNamingTheFields) {
+  ModelSpec s = find_preset("llama2-7b");
+  s.hidden = 1 << 20;
+  s.heads = 1024;
+  s.kv_heads = 1024;
+  s.layers = 1 << 20;
+  s.ffn_hidden = 4 << 20;
+  try {
+    validate(s, "huge.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("huge.json: layers x hidden x ffn_hidden: the model would have"), std::string::npos)
+        << e.what();
+  }
+  s = find_preset("llama2-7b");
+  s.vocab = std::int64_t{1} << 40;
+  s.hidden = std::int64_t{1} << 20;
+  s.heads = 1024;
+  s.kv_heads = 1024;
+  EXPECT_THROW(validate(s), Error);
+  EXPECT_NO_THROW(validate(find_preset("mlpo-280b")));
+}
+
+TEST(Accounting, ShapeWhoseTokenCountOverflowsIsRefusedNamingTheFlags) {
+  ClusterShape shape;
+  shape.nodes = shape.gpus_per_node = shape.micro_batch = shape.seq_len = shape.grad_accum = 1 << 20;
+  try {
+    account(find_preset("tiny"), shape);
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--nodes x --gpus-per-node x --micro-batch x --seq-len x --grad-accum"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace mlpo

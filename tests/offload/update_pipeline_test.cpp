@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <future>
+#include <limits>
 
 #include "core/error.hpp"
 #include "executor/offload/synthetic_gradients.hpp"
@@ -144,6 +145,37 @@ TEST(UpdatePipelineIo, RankFailureEndsTheRunNamingTheRank) {
   // unusable for every rank by pointing it at a regular file.
   o.plan.tiers[0].path = "/etc/hostname";
   EXPECT_THROW(run_update_only(o, {}), Error);
+}
+
+// Checked before any tier file exists: NaN or out-of-range AdamW values, named by their flags.
+TEST(UpdateOnlyRun, NonFiniteOrOutOfRangeHyperParametersAreRefusedNamingTheFlag) {
+  const struct {
+    const char* flag;
+    void (*set)(UpdateOnlyOptions&);
+  } cases[] = {
+      {"--lr", [](UpdateOnlyOptions& o) { o.adam.lr = std::numeric_limits<float>::quiet_NaN(); }},
+      {"--lr", [](UpdateOnlyOptions& o) { o.adam.lr = -1; }},
+      {"--beta1", [](UpdateOnlyOptions& o) { o.adam.beta1 = 1; }},
+      {"--beta2", [](UpdateOnlyOptions& o) { o.adam.beta2 = std::numeric_limits<float>::quiet_NaN(); }},
+      {"--eps", [](UpdateOnlyOptions& o) { o.adam.eps = 0; }},
+      {"--weight-decay", [](UpdateOnlyOptions& o) { o.adam.weight_decay = std::numeric_limits<float>::infinity(); }},
+      {"--max-grad-norm", [](UpdateOnlyOptions& o) { o.max_grad_norm = std::numeric_limits<double>::quiet_NaN(); }},
+  };
+  for (const auto& c : cases) {
+    UpdateOnlyOptions o;
+    o.plan.model_name = "x";
+    o.plan.model_params = 10000;
+    o.plan.tiers = {PlanTier{"mem", "", TierKind::memory, 1.0, 0}};
+    o.params = 10000;
+    o.steps = 1;
+    c.set(o);
+    try {
+      run_update_only(o, {});
+      ADD_FAILURE() << c.flag << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(std::string(c.flag) + ": must be", 0), 0u) << e.what();
+    }
+  }
 }
 
 }  // namespace mlpo::offload

@@ -106,6 +106,10 @@ TEST(ProfileCli, BadInputExitsTwoWithOneLineAndLeavesNothing) {
       {"OutDirMissing", " --tier a={T} --out /nonexistent/dir/p.json", "does not exist"},
       {"BadKindlessSpec", " --tier {T} --out {W}/p.json", "expected NAME=PATH"},
       {"CompareMissing", " --tier a={T} --out {W}/p.json --compare /nonexistent/old.json", "old.json"},
+      // Refused before profiling (on the old code: after it, at the final rename).
+      {"OutIsADirectory", " --tier a={T} --out {W}", "is a directory"},
+      // The "no --tier given" note waits until the input is known to be good: one line.
+      {"DefaultTierWithBadOut", " --out /nonexistent/dir/p.json", "does not exist"},
   };
   for (const BadInput& c : cases) {
     TempDir tier, work;

@@ -39,8 +39,9 @@ class BadInput : public ::testing::Test {
   }
 
   int run(std::vector<std::string> extra, bool with_data = true) {
-    std::vector<std::string> argv = {MLPO_RUN_BIN, "--model", "tiny", "--seq-len", "16", "--threads", "1",
-                                     "--blas-threads", "1", "--state-dir", dir_ / "state", "--quiet"};
+    std::vector<std::string> argv = {MLPO_RUN_BIN, "--model", "tiny", "--seq-len", "16", "--threads", "1", "--blas-threads", "1", "--quiet"};
+    // The default plan's directory (--state-dir and --plan together are an error).
+    if (std::find(extra.begin(), extra.end(), "--plan") == extra.end()) argv.insert(argv.end(), {"--state-dir", dir_ / "state"});
     if (with_data) argv.insert(argv.end(), {"--data", data_});
     argv.insert(argv.end(), extra.begin(), extra.end());
     const int code = test::run_to_end(argv, dir_ / "out.txt");
@@ -149,6 +150,44 @@ TEST_F(BadInput, CheckpointOfAnotherModel) {
 TEST_F(BadInput, CheckpointDirectoryOfAnotherRunWithoutResume) {
   expect_rejected(run({"--checkpoint-dir", dir_ / "ckpt", "--export-safetensors", dir_ / "out.safetensors"}),
                   "pass --resume");
+}
+
+}  // namespace
+}  // namespace mlpo::train
+
+namespace mlpo::train {
+namespace {
+
+// Checked before anything is printed: on the old code the default plan (two lines) came first.
+TEST_F(BadInput, MinLrAboveLrIsOneLineWithoutTheDefaultPlan) {
+  expect_rejected(run({"--lr", "1e-3", "--min-lr", "1e-2", "--export-safetensors", dir_ / "out.safetensors"}),
+                  "--min-lr: must be between 0 and --lr");
+}
+
+// "resume: no checkpoint ... yet" waits until every input is checked.
+TEST_F(BadInput, NoCheckpointYetIsNotNotedBeforeAnError) {
+  Plan plan = test::memory_plan(18'000'000);
+  save_plan(plan, dir_ / "small-plan.json");
+  expect_rejected(run({"--plan", dir_ / "small-plan.json", "--checkpoint-dir", dir_ / "empty-ckpt", "--resume"}),
+                  "--plan: made for a model of 18000000 parameters");
+}
+
+// Refused before training: on the old code the run trained and failed only at the export.
+TEST_F(BadInput, ExportPathThatIsADirectory) {
+  fs::create_directories(dir_ / "export-dir");
+  expect_rejected(run({"--steps", "2", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors", dir_ / "export-dir"}),
+                  "--export-safetensors " + (dir_ / "export-dir") + ": is a directory");
+}
+
+TEST_F(BadInput, LogPathThatIsADirectory) {
+  fs::create_directories(dir_ / "log-dir");
+  expect_rejected(run({"--steps", "3", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--log", dir_ / "log-dir"}),
+                  "--log " + (dir_ / "log-dir") + ": is a directory");
+}
+
+TEST_F(BadInput, CheckpointDirectoryThatIsAFile) {
+  test::write_file(dir_ / "ckpt-file", "x");
+  expect_rejected(run({"--checkpoint-dir", dir_ / "ckpt-file", "--resume"}), "exists and is not a directory");
 }
 
 }  // namespace

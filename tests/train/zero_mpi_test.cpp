@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -92,11 +93,12 @@ class ZeroTraining : public ::testing::Test {
                                  std::string("--seed"), std::string("5"), std::string("--lr"), std::string("3e-3"),
                                  std::string("--warmup-steps"), std::string("2"), std::string("--max-grad-norm"),
                                  std::string("0.5"), std::string("--threads"), std::string("1"), std::string("--blas-threads"),
-                                 std::string("1"), std::string("--quiet"), std::string("--state-dir"), out + "/state",
-                                 std::string("--log"), out + "/log.jsonl", std::string("--export-safetensors"),
+                                 std::string("1"), std::string("--quiet"), std::string("--log"), out + "/log.jsonl", std::string("--export-safetensors"),
                                  out + "/final.safetensors"})
       argv.push_back(a);
     argv.insert(argv.end(), extra.begin(), extra.end());
+    // The default plan's directory; a --plan gives its own tiers (both together are an error).
+    if (std::find(extra.begin(), extra.end(), "--plan") == extra.end()) argv.insert(argv.end(), {"--state-dir", out + "/state"});
     return argv;
   }
 
