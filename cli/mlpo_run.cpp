@@ -18,6 +18,7 @@
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
 #include "executor/offload/update_only_run.hpp"
+#include "executor/train/hf_checkpoint.hpp"
 #include "executor/train/prepare_data.hpp"
 #include "executor/train/run_log.hpp"
 #include "executor/train/run_report.hpp"
@@ -47,7 +48,8 @@ int main(int argc, char** argv) {
       "  mlpo-run report run.jsonl --out report.svg|report.html [--title TEXT]\n"
       "  mlpo-run --model NAME|FILE --data FILE|DIR... [--plan plan.json] [--steps N] [--micro-batch B]\n"
       "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
-      "           [--checkpoint-every K] [--resume] [--export-safetensors FILE] [--param-offload]\n"
+      "           [--checkpoint-every K] [--resume] [--init-from HF_DIR] [--export-safetensors DIR|FILE]\n"
+      "           [--export-dtype bf16|fp32] [--export-shard-size SIZE] [--export-tokenizer FILE...] [--param-offload]\n"
       "           [--backend cpu|cuda|cuda:N] [--gpu-memory-limit SIZE] [--tokenizer tokenizer.model]\n"
       "           [--eval-data FILE|DIR... [--eval-every N] [--eval-tokens T]]\n"
       "  mpirun -np R mlpo-run --model ... [--comm auto|mpi|single|nccl]\n"
@@ -84,6 +86,9 @@ int main(int argc, char** argv) {
       "is allocated (a shortfall names bytes needed and available, and suggests --param-offload, which\n"
       "keeps only two layers' weights and, with --grad-accum 1, one layer's gradient on the GPU).\n"
       "Without a usable GPU --backend cuda exits 2 naming CUDA's reason. docs/cuda.md.\n"
+      "Hugging Face: --init-from DIR starts from a LLaMA checkpoint directory (config.json + model.safetensors or\n"
+      "index + shards; bf16, fp16 or fp32), streamed tensor by tensor into each rank's tiers; --export-safetensors\n"
+      "DIR writes one that transformers' LlamaForCausalLM.from_pretrained loads (docs/formats.md).\n"
       "Per step it prints step, loss, tokens/s, phase times and ETA, and --log writes one JSON object\n"
       "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing: every number\n"
       "is checked against the range --help shows (FLOAT:>0 ...; NaN and inf never pass), and a flag the\n"
@@ -178,7 +183,21 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
   app.add_flag("--resume", t.resume, "Continue from the latest checkpoint in --checkpoint-dir (under this plan)");
-  app.add_option("--export-safetensors", t.export_safetensors, "Write the final bf16 weights as safetensors (HF LLaMA names)");
+  app.add_option("--export-safetensors", t.export_safetensors,
+                 "Write the final weights: DIR = a Hugging Face LLaMA directory (config.json, safetensors shards + "
+                 "index, tokenizer files); a path ending in .safetensors = one file of bf16 weights (HF names)");
+  std::string export_shard_size = "5GB";
+  app.add_option("--export-dtype", t.export_dtype, "Directory export: bf16 (the weights trained with) or fp32 (the master weights)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bf16", "fp32"}));
+  app.add_option("--export-shard-size", export_shard_size, "Directory export: tensor bytes per safetensors shard at most (GB = 1e9, GiB = 2^30)")
+      ->capture_default_str();
+  app.add_option("--export-tokenizer", t.export_tokenizer_files, "Directory export: tokenizer file(s) to copy beside the weights (e.g. tokenizer.model)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--init-from", t.init_from,
+                 "Start from a Hugging Face LLaMA checkpoint directory (config.json + safetensors, bf16/fp16/fp32), with a fresh "
+                 "optimizer state; without --model its config.json is the model")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--state-dir", t.state_dir, "Tier directory of the default plan (used without --plan)")->capture_default_str();
   app.add_option("--blas-threads", t.blas_threads, "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count")
       ->check(mlpo::cli::whole_in(1, 4096));
@@ -254,6 +273,10 @@ int main(int argc, char** argv) {
                                             {"--checkpoint-every", kTraining},
                                             {"--resume", kTraining},
                                             {"--export-safetensors", kTraining},
+                                            {"--export-dtype", kTraining},
+                                            {"--export-shard-size", kTraining},
+                                            {"--export-tokenizer", kTraining},
+                                            {"--init-from", kTraining},
                                             {"--state-dir", kTraining},
                                             {"--blas-threads", kTraining},
                                             {"--comm", kTraining},
@@ -271,6 +294,9 @@ int main(int argc, char** argv) {
                                             {"--resume", "--checkpoint-dir", "where the checkpoints to resume from are"},
                                             {"--eval-every", "--eval-data", "the held-out tokens to evaluate on"},
                                             {"--eval-tokens", "--eval-data", "the held-out tokens to evaluate on"},
+                                            {"--export-dtype", "--export-safetensors", "the export directory"},
+                                            {"--export-shard-size", "--export-safetensors", "the export directory"},
+                                            {"--export-tokenizer", "--export-safetensors", "the export directory"},
                                         });
 
   return mlpo::cli::run(app, argc, argv, [&] {
@@ -333,7 +359,9 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    if (model_name.empty()) throw mlpo::Error("--model is required (a preset such as tiny or small, or a model JSON file); see --help");
+    if (model_name.empty() && t.init_from.empty())
+      throw mlpo::Error("--model is required (a preset such as tiny or small, a model JSON file or a Hugging Face config.json), "
+                        "unless --init-from names a checkpoint; see --help");
     if (t.data.empty()) throw mlpo::Error("--data is required (a token file; make one with `mlpo-run prepare-data`)");
     if (!plan_path.empty() && mlpo::cli::given(app, "--state-dir"))
       throw mlpo::Error("--state-dir: is the tier directory of the default plan, but --plan gives the tiers; drop --state-dir "
@@ -341,7 +369,8 @@ int main(int argc, char** argv) {
     if (!gpu_memory_limit.empty() && t.backend.rfind("cuda", 0) != 0)
       throw mlpo::Error("--gpu-memory-limit: limits GPU memory, but --backend is " + t.backend +
                         "; add --backend cuda or drop --gpu-memory-limit");
-    t.model = mlpo::load_model(model_name);
+    t.model = model_name.empty() ? mlpo::train::read_hf_model(t.init_from) : mlpo::load_model(model_name);
+    t.export_shard_bytes = mlpo::parse_bytes(export_shard_size, "--export-shard-size");
     if (seq_len > 0) t.model.seq_len = seq_len;
     if (!plan_path.empty()) {
       t.plan = mlpo::load_plan(plan_path);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/hf_config.hpp"
 
 namespace mlpo {
 
@@ -92,14 +93,19 @@ Json to_json(const ModelSpec& s) {
 }
 
 ModelSpec load_model(const std::string& name_or_file) {
-  bool looks_like_path = name_or_file.find('/') != std::string::npos ||
-                         name_or_file.find(".json") != std::string::npos;
+  const bool looks_like_path = name_or_file.find('/') != std::string::npos ||
+                               name_or_file.find(".json") != std::string::npos;
   if (!looks_like_path) {
     for (const auto& p : model_presets())
       if (p.name == name_or_file) return p;
     if (!std::filesystem::exists(name_or_file)) return find_preset(name_or_file);  // throws, listing presets
   }
-  return model_from_json(read_json_file(name_or_file, "an mlpo.model/1 model spec"), name_or_file);
+  // A Hugging Face checkpoint directory stands for its config.json.
+  const std::string path =
+      std::filesystem::is_directory(name_or_file) ? (std::filesystem::path(name_or_file) / "config.json").string() : name_or_file;
+  const Json json = read_json_file(path, "an mlpo.model/1 model spec or a Hugging Face config.json");
+  if (is_hf_config(json)) return model_from_hf_config(json, path);
+  return model_from_json(json, path);
 }
 
 }  // namespace mlpo

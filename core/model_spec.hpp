@@ -45,7 +45,8 @@ const std::vector<ModelSpec>& model_presets();
 // A preset by name; unknown names are an Error listing the known ones.
 ModelSpec find_preset(const std::string& name);
 
-// `name_or_file` is a preset name, or a path to an mlpo.model/1 JSON file.
+// `name_or_file` is a preset name, a path to an mlpo.model/1 JSON file, a Hugging Face
+// config.json (core/hf_config.hpp), or a directory holding one.
 ModelSpec load_model(const std::string& name_or_file);
 
 ModelSpec model_from_json(const Json& json, const std::string& where);

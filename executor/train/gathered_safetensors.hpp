@@ -7,6 +7,8 @@
 // nobody holds the whole model. With one rank this is the plain file, byte for byte the same
 // as safetensors_bytes.
 
+#include <cstddef>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -18,6 +20,17 @@
 #include "executor/train/synced_file.hpp"
 
 namespace mlpo::train {
+
+// Hands a piece of flat weights on: `elements` values of the stream's element size.
+using FlatPieceSink = std::function<void(const std::byte* data, std::int64_t elements)>;
+
+// Collective. The job's flat weights in global order, handed to `sink` on rank 0 (ignored
+// elsewhere): rank 0's shard as its `local` emits it, then each other rank's, broadcast in
+// pieces of at most 16 Mi elements of `element_bytes` bytes. `local(emit)` must call emit with
+// this rank's partition.mine().elements values, front to back, in pieces of any size (its
+// bf16 weights at once, or fp32 master weights subgroup by subgroup). Memory: one piece.
+void gather_flat(comm::Communicator& comm, const comm::ZeroPartition& partition, std::size_t element_bytes,
+                 const std::function<void(const FlatPieceSink& emit)>& local, const FlatPieceSink& sink);
 
 // Collective. Appends the whole file to `out` on rank 0 (`out` is ignored elsewhere).
 // `shard`: this rank's weights, partition.mine().elements of them.

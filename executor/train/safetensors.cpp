@@ -8,13 +8,25 @@
 
 namespace mlpo::train {
 
-std::string safetensors_header(const ParameterLayout& layout, const std::map<std::string, std::string>& metadata) {
+std::size_t safetensors_dtype_bytes(const std::string& dtype) {
+  static const std::map<std::string, std::size_t> bytes = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+                                                           {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+                                                           {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8}};
+  const auto it = bytes.find(dtype);
+  return it == bytes.end() ? 0 : it->second;
+}
+
+std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors, const std::map<std::string, std::string>& metadata) {
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
-  for (const auto& e : layout.entries()) {
-    const auto begin = static_cast<std::uint64_t>(e.offset) * sizeof(bf16);
-    const auto end = begin + static_cast<std::uint64_t>(e.numel()) * sizeof(bf16);
-    header[e.name] = Json{{"dtype", "BF16"}, {"shape", e.shape}, {"data_offsets", {begin, end}}};
+  std::uint64_t at = 0;
+  for (const auto& t : tensors) {
+    const std::size_t element_bytes = safetensors_dtype_bytes(t.dtype);
+    MLPO_CHECK(element_bytes > 0, "safetensors: dtype to write");
+    std::uint64_t bytes = element_bytes;
+    for (auto d : t.shape) bytes *= static_cast<std::uint64_t>(d);
+    header[t.name] = Json{{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {at, at + bytes}}};
+    at += bytes;
   }
   std::string text = header.dump();
   text.resize((text.size() + 7) / 8 * 8, ' ');
@@ -23,6 +35,12 @@ std::string safetensors_header(const ParameterLayout& layout, const std::map<std
   for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
   out += text;
   return out;
+}
+
+std::string safetensors_header(const ParameterLayout& layout, const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsEntry> tensors;
+  for (const auto& e : layout.entries()) tensors.push_back({e.name, "BF16", e.shape});
+  return safetensors_header(tensors, metadata);
 }
 
 std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
@@ -62,7 +80,10 @@ std::vector<SafetensorsTensor> read_safetensors_header(const std::string& path, 
     try {
       SafetensorsTensor st{name, t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>(),
                            t.at("data_offsets").at(0).get<std::uint64_t>(), t.at("data_offsets").at(1).get<std::uint64_t>()};
-      if (st.end < st.begin || st.end > data_bytes) throw Error("data_offsets outside the file");
+      if (st.end < st.begin) throw Error("data_offsets end before they begin");
+      if (st.end > data_bytes)
+        throw Error("data_offsets end at byte " + std::to_string(st.end) + " of the data, which holds " +
+                    std::to_string(data_bytes) + " bytes: the file is truncated");
       st.begin += 8 + n;
       st.end += 8 + n;
       out.push_back(std::move(st));

@@ -22,6 +22,21 @@
 
 namespace mlpo::train {
 
+// One tensor of a file being written: its data follows the previous tensor's.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  // a safetensors dtype: "BF16", "F16", "F32", ... (MLPO imports those three)
+  std::vector<std::int64_t> shape;
+};
+
+// Bytes per element of a safetensors dtype ("BF16": 2, "F32": 4, "I8": 1, ...); 0 for a name
+// safetensors does not define.
+std::size_t safetensors_dtype_bytes(const std::string& dtype);
+
+// The bytes before the tensor data of a file holding `tensors` back to back in this order
+// (data_offsets follow from the order, the shapes and the dtypes).
+std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors, const std::map<std::string, std::string>& metadata);
+
 // The bytes before the tensor data: 8-byte header length + JSON header (padded). The data
 // that follows is the layout().total() bf16 weights in layout order, back to back, so a
 // file can be streamed: header, then the flat weights in pieces.

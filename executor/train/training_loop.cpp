@@ -24,10 +24,13 @@
 #include "executor/train/default_plan.hpp"
 #include "executor/train/gathered_safetensors.hpp"
 #include "executor/train/gradient_handover.hpp"
+#include "executor/train/hf_checkpoint.hpp"
+#include "executor/train/hf_export.hpp"
 #include "executor/train/micro_batch_gradient_sum.hpp"
 #include "executor/train/phase_trace.hpp"
 #include "executor/train/rank_weights.hpp"
 #include "executor/train/resume_settings.hpp"
+#include "executor/train/spec_shape.hpp"
 #include "executor/train/step_collectives.hpp"
 #include "executor/train/step_record.hpp"
 #include "executor/train/train_input_checks.hpp"
@@ -43,21 +46,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-ModelShape shape_of(const ModelSpec& s) {
-  ModelShape m;
-  m.vocab = static_cast<int>(s.vocab);
-  m.hidden = static_cast<int>(s.hidden);
-  m.layers = static_cast<int>(s.layers);
-  m.heads = static_cast<int>(s.heads);
-  m.kv_heads = static_cast<int>(s.kv_heads);
-  m.ffn_hidden = static_cast<int>(s.ffn_hidden);
-  m.seq_len = static_cast<int>(s.seq_len);
-  m.rope_theta = static_cast<float>(s.rope_theta);
-  m.norm_eps = static_cast<float>(s.norm_eps);
-  m.tied_embeddings = s.tied_embeddings;
-  return m;
-}
 
 // Step `step` computed a NaN or infinite loss or gradient norm: the run cannot go on.
 Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double loss, double grad_norm) {
@@ -114,6 +102,19 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     if (!checkpoint || checkpoint->position().step < o.steps)
       check_checkpoint_space(o.checkpoint_dir, checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), ranks));
   }
+  // A Hugging Face checkpoint to start from: config.json and every tensor checked here; a
+  // checkpoint of this run, when there is one, takes precedence (a restarted --init-from run).
+  std::optional<HfCheckpoint> init;
+  if (!o.init_from.empty()) {
+    if (checkpoint) note("resume: --init-from " + o.init_from + " is not read; the run continues from its checkpoint");
+    else init.emplace(o.init_from, o.model);
+  }
+  const HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes, o.export_tokenizer_files};
+  const bool export_file = !o.export_safetensors.empty() && exports_single_file(o.export_safetensors);
+  if (!o.export_safetensors.empty() && !export_file) check_hf_export(hf_export);
+  if (export_file && (o.export_dtype != "bf16" || !o.export_tokenizer_files.empty()))
+    throw Error("--export-safetensors " + o.export_safetensors + ": one .safetensors file holds bf16 weights only; for "
+                "--export-dtype or --export-tokenizer name a directory (a path not ending in .safetensors)");
   // The compute device, and whether the run fits in its memory: both before anything is written.
   ThreadPool threads(o.threads);
   const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
@@ -173,6 +174,13 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     });
     note("resume: continuing from " + checkpoint->path() + " (step " + std::to_string(pos.step) + ", written by " +
          std::to_string(checkpoint->ranks()) + (checkpoint->ranks() == 1 ? " rank" : " ranks") + ")");
+  } else if (init) {
+    // Each rank streams its own range, tensor by tensor, into its subgroups' homes.
+    pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
+      init->read(mine.global_begin + sg.begin, sg.elements, p);
+      fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
+    });
+    note("init: weights from " + o.init_from + " (" + init->dtypes() + "), fresh optimizer state");
   } else {
     // Each element's initial value is a pure function of (seed, index): hashed on every core
     // (billions of parameters would take minutes on one).
@@ -319,9 +327,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     if (first_step > o.steps) note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
 
     // ---- Export -------------------------------------------------------------------------
-    if (!o.export_safetensors.empty())
-      export_safetensors(comm, partition, weights, layout, {{"format", "pt"}, {"step", std::to_string(pos.step)}},
-                         o.export_safetensors);
+    const std::map<std::string, std::string> export_metadata{{"format", "pt"}, {"step", std::to_string(pos.step)}};
+    if (export_file) export_safetensors(comm, partition, weights, layout, export_metadata, o.export_safetensors);
+    else if (!o.export_safetensors.empty())
+      export_hf_directory(comm, partition, layout, o.model, weights, pipeline, export_metadata, hf_export);
   } catch (const std::exception& e) {
     if (ranks > 1) comm.abort_job(e.what());
     throw;
@@ -345,6 +354,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     if (result.steps.back().contains("eval_loss")) result.summary["last_eval_loss"] = result.steps.back()["eval_loss"];
   }
   if (!o.export_safetensors.empty()) result.summary["export"] = o.export_safetensors;
+  if (init) result.summary["init_from"] = o.init_from;
   trace.mark("finished " + std::to_string(pos.step));
   return result;
 }

@@ -4,7 +4,8 @@
 // One function, train(), reads top to bottom like the algorithm:
 //
 //   check every input (model, plan, data, checkpoint, the launched world against the plan)
-//   this rank's shard of fp32 master weights p (offload engine) := checkpoint, or hashed init
+//   this rank's shard of fp32 master weights p (offload engine) := checkpoint, or a Hugging
+//     Face checkpoint (--init-from, m = v = 0), or hashed init
 //   this rank's bf16 weights := round(p)  (one rank: all of them, to the device unless offloaded)
 //   for step = first .. steps:
 //     for each of this rank's grad_accum micro-batches (global micro-batches r*a .. r*a+a-1):
@@ -26,7 +27,7 @@
 //     log the step (rank 0; timings are the slowest rank's); every checkpoint_every steps
 //     and at the end: checkpoint (per-rank files + manifest), the step logged once its files
 //     are durable, before it is published
-//   export safetensors (rank 0, gathered)
+//   export safetensors: one file, or a Hugging Face directory (rank 0, gathered, streamed)
 //
 // Determinism: the same model, seed, data, steps, micro-batch, global micro-batches per step,
 // hyper-parameters and OpenBLAS thread count give bitwise the same losses and weights under
@@ -75,7 +76,11 @@ struct TrainOptions {
   std::string checkpoint_dir;        // empty: no checkpoints
   std::int64_t checkpoint_every = 0; // 0: only at the end
   bool resume = false;
-  std::string export_safetensors;    // empty: no export
+  std::string export_safetensors;    // empty: no export; *.safetensors: one file; else a HF directory (hf_export.hpp)
+  std::string export_dtype = "bf16";             // directory export: bf16 or fp32 (the master weights)
+  std::uint64_t export_shard_bytes = 5'000'000'000;  // directory export: data bytes per shard at most
+  std::vector<std::string> export_tokenizer_files;   // directory export: copied beside the weights
+  std::string init_from;             // HF LLaMA checkpoint directory: initial weights, fresh optimizer state
   unsigned threads = 0;              // ThreadPool (ops, AdamW); 0 = all cores
   unsigned blas_threads = 0;         // OpenBLAS; 0 = all cores. Part of the determinism contract
   std::string run_name;              // tier subdirectory; default train-<host>-<pid>
@@ -105,8 +110,10 @@ struct TrainResult {
 // invalid data file, tokens outside the vocab, a plan for another model or another world
 // shape, an unreadable, damaged or edited checkpoint or one of another model, a checkpoint dir
 // that already holds a run (any ckpt-*) without --resume, a checkpoint dir without room for a
-// checkpoint; and for I/O errors during the run and a step whose loss or gradient norm is not
-// finite (naming the step; thrown before its update, so the last checkpoint stays valid). Collective when
+// checkpoint, an --init-from directory that is not a checkpoint of this model (the tensor and
+// the mismatch named), an export directory holding other files; and for I/O errors during the
+// run and a step whose loss or gradient norm is not finite (naming the step; thrown before its
+// update, so the last checkpoint stays valid). Collective when
 // options.comm has several ranks: every rank calls it alike; an error during the steps ends
 // the whole job at once through comm.abort_job (before anything waits on a peer), an error
 // before them is thrown (run the call inside comm::run_ranked).
