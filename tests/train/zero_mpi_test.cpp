@@ -6,6 +6,7 @@
 // Global batch in every run: 4 micro-batches of 2 sequences per step — one process with
 // --grad-accum 4, 2 ranks with --grad-accum 2, 4 ranks (oversubscribed) with --grad-accum 1.
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -93,9 +94,10 @@ class ZeroTraining : public ::testing::Test {
                                  std::string("--seed"), std::string("5"), std::string("--lr"), std::string("3e-3"),
                                  std::string("--warmup-steps"), std::string("2"), std::string("--max-grad-norm"),
                                  std::string("0.5"), std::string("--threads"), std::string("1"), std::string("--blas-threads"),
-                                 std::string("1"), std::string("--quiet"), std::string("--log"), out + "/log.jsonl", std::string("--export-safetensors"),
-                                 out + "/final.safetensors"})
+                                 std::string("1"), std::string("--quiet"), std::string("--log"), out + "/log.jsonl"})
       argv.push_back(a);
+    if (std::find(extra.begin(), extra.end(), "--export-safetensors") == extra.end())
+      argv.insert(argv.end(), {"--export-safetensors", out + "/final.safetensors"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     // The default plan's directory; a --plan gives its own tiers (both together are an error).
     if (std::find(extra.begin(), extra.end(), "--plan") == extra.end()) argv.insert(argv.end(), {"--state-dir", out + "/state"});
@@ -233,6 +235,35 @@ TEST_F(ZeroTraining, KillingOneRankEndsTheJobNamingTheRankAndTheLastCheckpointRe
   const JobOutcome resumed = run_job(2, "killed", {"--checkpoint-dir", *dir_ / "killed/ckpt", "--checkpoint-every", "1", "--resume"});
   ASSERT_EQ(resumed.exit_status, 0) << resumed.output;
   EXPECT_TRUE(resumed.weights == reference_->weights) << "resumed after the kill: weights differ from the uninterrupted run's";
+}
+
+// The Hugging Face directory export gathers the ranks' shards as the single file does — here
+// the fp32 master weights, subgroup by subgroup, cut into several shards — and --init-from
+// loads each rank's range of it: 2 ranks give one process's files and losses.
+TEST_F(ZeroTraining, HfDirectoryExportAndInitFromOnTwoRanksMatchOneProcess) {
+  auto exporting = [&](const std::string& name) {
+    return std::vector<std::string>{"--export-dtype", "fp32", "--export-shard-size", "500KB", "--export-safetensors",
+                                    *dir_ / name + "/hf"};
+  };
+  const JobOutcome one = run_job(0, "hf-one", exporting("hf-one"), 2);
+  ASSERT_EQ(one.exit_status, 0) << one.output;
+  const JobOutcome two = run_job(2, "hf-two", exporting("hf-two"), 2);
+  ASSERT_EQ(two.exit_status, 0) << two.output;
+  EXPECT_EQ(two.losses, one.losses);
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(*dir_ / "hf-one/hf")) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(test::read_file(entry.path()) == test::read_file(*dir_ / "hf-two/hf/" + name)) << name << " differs";
+    ++files;
+  }
+  EXPECT_GT(files, 3u) << "config.json, the index and several shards";
+  const JobOutcome init_one = run_job(0, "hf-init-one", {"--init-from", *dir_ / "hf-one/hf"}, 1);
+  ASSERT_EQ(init_one.exit_status, 0) << init_one.output;
+  const JobOutcome init_two = run_job(2, "hf-init-two", {"--init-from", *dir_ / "hf-one/hf"}, 1);
+  ASSERT_EQ(init_two.exit_status, 0) << init_two.output;
+  EXPECT_NE(init_two.output.find("init: weights from"), std::string::npos) << init_two.output;
+  EXPECT_EQ(init_two.losses, init_one.losses);
+  EXPECT_TRUE(init_two.weights == init_one.weights);
 }
 
 // 3 ranks: allowed (a 6-GPU node is a real shape), deterministic, but the ranks' blocks of
