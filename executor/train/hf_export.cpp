@@ -172,7 +172,8 @@ void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& pa
   const bool fp32 = o.dtype == "fp32";
   const std::size_t element_bytes = fp32 ? sizeof(float) : sizeof(bf16);
   const std::vector<HfShard> shards = plan_hf_shards(layout, element_bytes, o.shard_bytes);
-  const fs::path target = fs::absolute(o.dir).lexically_normal();
+  fs::path target = fs::absolute(o.dir).lexically_normal();
+  if (!target.has_filename()) target = target.parent_path();  // "DIR/"
   std::string built_name = ".";  // built step by step: GCC 12 warns (-Wrestrict) on the one-line concatenation
   built_name += target.filename().string();
   built_name += ".tmp.";

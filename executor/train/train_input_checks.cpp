@@ -1,5 +1,7 @@
 #include "executor/train/train_input_checks.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -8,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/path_checks.hpp"
+#include "executor/train/hf_export.hpp"
 
 namespace mlpo::train {
 
@@ -59,7 +62,15 @@ void check_train_options(const TrainOptions& o, const comm::Communicator& comm, 
   if (o.param_offload && comm.size() > 1)
     throw Error("--param-offload: is for a single process; with " + std::to_string(comm.size()) +
                 " ranks the weights are already sharded (ZeRO-3) and gathered one part at a time; drop --param-offload");
-  if (!o.export_safetensors.empty()) check_output_file(o.export_safetensors, "--export-safetensors");
+  if (!o.export_safetensors.empty() && exports_single_file(o.export_safetensors)) {
+    check_output_file(o.export_safetensors, "--export-safetensors");
+  } else if (!o.export_safetensors.empty()) {  // a directory (hf_export.hpp checks what it holds)
+    fs::path target = fs::absolute(o.export_safetensors).lexically_normal();
+    if (!target.has_filename()) target = target.parent_path();  // "DIR/"
+    const fs::path parent = target.parent_path();
+    if (!fs::is_directory(parent) || ::access(parent.c_str(), W_OK) != 0)
+      throw Error("--export-safetensors " + o.export_safetensors + ": directory " + parent.string() + " does not exist or is not writable");
+  }
   if (!o.checkpoint_dir.empty() && fs::exists(o.checkpoint_dir) && !fs::is_directory(o.checkpoint_dir))
     throw Error("--checkpoint-dir " + o.checkpoint_dir + ": exists and is not a directory; give a directory (it is created if missing)");
 }

@@ -55,7 +55,7 @@ void expect_same_files(const std::string& a, const std::string& b) {
 TEST(HfRoundTrip, ExportedDirectoryIsAShardedLlamaCheckpoint) {
   TempDir dir;
   TrainOptions o = options(test::make_token_file(dir), 1);
-  o.export_safetensors = dir / "hf";
+  o.export_safetensors = dir / "hf/";  // a directory, also when named with a trailing slash
   o.export_tokenizer_files = {dir / "corpus.txt"};  // stands in for a tokenizer.model
   train(o, {});
   const Json index = Json::parse(test::read_file(dir / "hf/model.safetensors.index.json"));
