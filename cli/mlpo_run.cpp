@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"bf16", "fp32"}));
   app.add_option("--export-shard-size", export_shard_size, "Directory export: tensor bytes per safetensors shard at most (GB = 1e9, GiB = 2^30)")
       ->capture_default_str();
-  app.add_option("--export-tokenizer", t.export_tokenizer_files, "Directory export: tokenizer file(s) to copy beside the weights (e.g. tokenizer.model)")
+  app.add_option("--export-tokenizer", t.export_tokenizer_files, "Directory export: more files to copy beside the weights (e.g. tokenizer_config.json); --tokenizer is copied as tokenizer.model")
       ->check(CLI::ExistingFile);
   app.add_option("--init-from", t.init_from,
                  "Start from a Hugging Face LLaMA checkpoint directory (config.json + safetensors, bf16/fp16/fp32), with a fresh "

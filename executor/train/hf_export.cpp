@@ -95,14 +95,14 @@ void write_text(const fs::path& path, const std::string& text) {
 
 void copy_file_synced(const std::string& from, const fs::path& to) {
   std::ifstream in(from, std::ios::binary);
-  if (!in) throw Error("--export-tokenizer " + from + ": cannot open (" + errno_text(errno) + ")");
+  if (!in) throw Error(from + ": cannot open to copy into the export (" + errno_text(errno) + ")");
   SyncedFile out(to, "check that the --export-safetensors directory's file system has space and is writable");
   std::vector<char> buf(1 << 20);
   while (in) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     out.write(buf.data(), static_cast<std::size_t>(in.gcount()));
   }
-  if (in.bad()) throw Error("--export-tokenizer " + from + ": read failed");
+  if (in.bad()) throw Error(from + ": read failed while copying it into the export");
   out.finish();
 }
 
@@ -152,6 +152,12 @@ void check_hf_export(const HfExportOptions& o) {
     if (is_export_file(name)) throw Error("--export-tokenizer " + file + ": has the name of a file the export writes itself");
     if (!given.insert(name).second) throw Error("--export-tokenizer " + file + ": another tokenizer file has the same name " + name);
     allowed.insert(name);
+  }
+  if (!o.sentencepiece_model.empty()) {
+    if (!fs::is_regular_file(o.sentencepiece_model))
+      throw Error("--tokenizer " + o.sentencepiece_model + ": not a file; the export copies it as tokenizer.model");
+    if (given.count("tokenizer.model"))
+      throw Error("--export-tokenizer: a file named tokenizer.model, and --tokenizer is copied under that name too; pass one");
   }
   std::error_code ec;
   if (!fs::exists(o.dir, ec)) return;
@@ -218,6 +224,7 @@ void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& pa
     write_text(built / kIndexFile, Json{{"metadata", {{"total_size", total}}}, {"weight_map", map}}.dump(2) + "\n");
   }
   write_text(built / "config.json", hf_config(model, torch_dtype(o.dtype)).dump(2) + "\n");
+  if (!o.sentencepiece_model.empty()) copy_file_synced(o.sentencepiece_model, built / "tokenizer.model");
   for (const std::string& file : o.tokenizer_files) copy_file_synced(file, built / fs::path(file).filename());
   fsync_directory(built);
   put_in_place(built, target, flag);

@@ -7,7 +7,8 @@
 //   DIR/model.safetensors                  when all tensors fit in one shard, else
 //   DIR/model-00001-of-0000N.safetensors   shards of at most shard_bytes of tensor data each
 //   DIR/model.safetensors.index.json       {"metadata": {"total_size"}, "weight_map"}
-//   DIR/<tokenizer files>                  copies of the files given (e.g. tokenizer.model)
+//   DIR/tokenizer.model                    the run's SentencePiece model (--tokenizer), if any
+//   DIR/<tokenizer files>                  copies of the files given (--export-tokenizer)
 //
 // Streamed: the tensors are written in ParameterLayout order, tensor by tensor as the ranks'
 // shards arrive (gather_flat), so the export holds one 16 Mi-element piece, never the model.
@@ -39,6 +40,7 @@ struct HfExportOptions {
   std::string dtype = "bf16";                       // bf16 | fp32
   std::uint64_t shard_bytes = 5'000'000'000;        // transformers' default max_shard_size "5GB"
   std::vector<std::string> tokenizer_files;         // copied into DIR under their file names
+  std::string sentencepiece_model;                  // the run's --tokenizer: copied as DIR/tokenizer.model
 };
 
 // One file of the export: the tensors [first_entry, end_entry) of layout.entries(), which are

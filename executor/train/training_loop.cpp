@@ -109,7 +109,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     if (checkpoint) note("resume: --init-from " + o.init_from + " is not read; the run continues from its checkpoint");
     else init.emplace(o.init_from, o.model);
   }
-  const HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes, o.export_tokenizer_files};
+  const HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes, o.export_tokenizer_files,
+                                  o.tokenizer};
   const bool export_file = !o.export_safetensors.empty() && exports_single_file(o.export_safetensors);
   if (!o.export_safetensors.empty() && !export_file) check_hf_export(hf_export);
   if (export_file && (o.export_dtype != "bf16" || !o.export_tokenizer_files.empty()))

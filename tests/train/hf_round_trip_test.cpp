@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "core/hf_config.hpp"
 #include "executor/train/training_loop.hpp"
+#include "executor/train/prepare_data.hpp"
+#include "tests/train/tiny_tokenizer.hpp"
 #include "tests/train/train_test_util.hpp"
 
 namespace mlpo::train {
@@ -23,7 +25,7 @@ constexpr LrSchedule kFrozen{1e-3, 0.0, 0, 1};
 TrainOptions options(const std::string& data, std::int64_t steps) {
   TrainOptions o;
   o.model = test::tiny_model();
-  o.data = data;
+  o.data = {data};
   o.steps = steps;
   o.micro_batch = 2;
   o.seed = 3;
@@ -68,6 +70,25 @@ TEST(HfRoundTrip, ExportedDirectoryIsAShardedLlamaCheckpoint) {
   EXPECT_EQ(config["max_position_embeddings"], 32);
   EXPECT_TRUE(test::read_file(dir / "hf/corpus.txt") == test::read_file(dir / "corpus.txt"));
   EXPECT_FALSE(fs::exists(dir / "hf/model.safetensors"));
+}
+
+TEST(HfRoundTrip, TheRunsSentencePieceTokenizerIsExportedAsTokenizerModel) {
+  TempDir dir;
+  test::write_file(dir / "text.txt", test::tokenizer_corpus(100));
+  PrepareDataOptions p;
+  p.inputs = {dir / "text.txt"};
+  p.out = dir / "tokens.bin";
+  p.tokenizer = test::train_tiny_tokenizer(dir, 320);
+  prepare_data(p);
+  TrainOptions o = options(p.out, 1);
+  o.model.vocab = 320;
+  o.plan.reset();
+  o.state_dir = dir / "state";
+  o.tokenizer = p.tokenizer;
+  o.export_safetensors = dir / "hf";
+  train(o, {});
+  EXPECT_TRUE(test::read_file(dir / "hf/tokenizer.model") == test::read_file(p.tokenizer));
+  EXPECT_EQ(Json::parse(test::read_file(dir / "hf/config.json"))["vocab_size"], 320);
 }
 
 TEST(HfRoundTrip, InitFromAnExportComputesTheSameFirstLossAndWeights) {
