@@ -101,8 +101,9 @@ ModelSpec load_model(const std::string& name_or_file) {
     if (!std::filesystem::exists(name_or_file)) return find_preset(name_or_file);  // throws, listing presets
   }
   // A Hugging Face checkpoint directory stands for its config.json.
+  const std::string config = (std::filesystem::path(name_or_file) / "config.json").string();
   const std::string path =
-      std::filesystem::is_directory(name_or_file) ? (std::filesystem::path(name_or_file) / "config.json").string() : name_or_file;
+      std::filesystem::is_directory(name_or_file) && std::filesystem::exists(config) ? config : name_or_file;
   const Json json = read_json_file(path, "an mlpo.model/1 model spec or a Hugging Face config.json");
   if (is_hf_config(json)) return model_from_hf_config(json, path);
   return model_from_json(json, path);

@@ -174,9 +174,11 @@ TEST_F(BadInput, NoCheckpointYetIsNotNotedBeforeAnError) {
 
 // Refused before training: on the old code the run trained and failed only at the export.
 TEST_F(BadInput, ExportPathThatIsADirectory) {
-  fs::create_directories(dir_ / "export-dir");
-  expect_rejected(run({"--steps", "2", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors", dir_ / "export-dir"}),
-                  "--export-safetensors " + (dir_ / "export-dir") + ": is a directory");
+  // A path ending in .safetensors is one file (any other path is a Hugging Face directory export).
+  fs::create_directories(dir_ / "export-dir.safetensors");
+  expect_rejected(run({"--steps", "2", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
+                       dir_ / "export-dir.safetensors"}),
+                  "--export-safetensors " + (dir_ / "export-dir.safetensors") + ": is a directory");
 }
 
 TEST_F(BadInput, LogPathThatIsADirectory) {
