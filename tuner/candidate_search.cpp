@@ -159,16 +159,22 @@ void Search::setting(TierSetting st) {
   }
 }
 
-// Every plan one limit away from `plan`, with its other choices: the near-ties of the best
-// plans that the descent, which moves only while it improves, may not have visited.
-void Search::neighbours(const Plan& plan) {
+// The tier subset, limits and gradient policy of `plan`, as indices into the profile's tiers.
+TierSetting setting_of(const Plan& plan, const Profile& profile) {
   TierSetting st;
   for (const auto& t : plan.tiers) {
-    for (std::size_t i = 0; i < r_.profile.tiers.size(); ++i)
-      if (r_.profile.tiers[i].name == t.name) st.members.push_back(i);
+    for (std::size_t i = 0; i < profile.tiers.size(); ++i)
+      if (profile.tiers[i].name == t.name) st.members.push_back(i);
     st.limits.push_back(t.concurrency_limit);
   }
   st.gradients = plan.gradients;
+  return st;
+}
+
+// Every plan one limit away from `plan`, with its other choices: the near-ties of the best
+// plans that the descent, which moves only while it improves, may not have visited.
+void Search::neighbours(const Plan& plan) {
+  const TierSetting st = setting_of(plan, r_.profile);
   const Inner in = inner_of(plan);
   for (std::size_t i = 0; i < st.members.size(); ++i) {
     for (std::int64_t k : limit_values(r_.profile, st.members[i], a_.shape.gpus_per_node)) {
@@ -194,13 +200,7 @@ std::vector<std::int64_t> near(std::int64_t v, std::int64_t lo, std::int64_t hi,
 
 // Local search around one plan, one choice at a time, while its score improves.
 void Search::refine(Plan plan) {
-  TierSetting st;
-  for (const auto& t : plan.tiers) {
-    for (std::size_t i = 0; i < r_.profile.tiers.size(); ++i)
-      if (r_.profile.tiers[i].name == t.name) st.members.push_back(i);
-    st.limits.push_back(t.concurrency_limit);
-  }
-  st.gradients = plan.gradients;
+  const TierSetting st = setting_of(plan, r_.profile);
   const std::vector<std::int64_t> grid = grid_subgroup_sizes(a_);
   const std::int64_t step = grid.front() >= (std::int64_t{1} << 20) ? std::int64_t{1} << 20 : 1024;
   const std::int64_t sg_hi = std::max(grid.back(), a_.params_per_rank / 8 / step * step);

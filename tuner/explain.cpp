@@ -3,17 +3,11 @@
 #include <cstdio>
 
 #include "core/units.hpp"
+#include "tuner/appendf.hpp"
 
 namespace mlpo::tune {
 
 namespace {
-
-template <typename... Args>
-void add(std::string& out, const char* fmt, Args... args) {
-  char line[512];
-  std::snprintf(line, sizeof line, fmt, args...);
-  out += line;
-}
 
 std::string gbps(double bps) {
   char s[32];
@@ -25,15 +19,15 @@ std::string gbps(double bps) {
 
 std::string describe_plan(const Plan& p) {
   std::string out;
-  add(out, "plan (%s mode): subgroups of %lld elements (%s of state each)\n", to_string(p.mode), (long long)p.subgroup_elements,
+  appendf(out, "plan (%s mode): subgroups of %lld elements (%s of state each)\n", to_string(p.mode), (long long)p.subgroup_elements,
       format_bytes(static_cast<double>(p.subgroup_elements) * 12).c_str());
   for (const auto& t : p.tiers) {
     std::string limit = t.concurrency_limit > 0 ? std::to_string(t.concurrency_limit) : std::string("none");
-    add(out, "  tier %-10s %5.1f %% of subgroups, node-wide concurrency limit %s\n", t.name.c_str(), 100 * t.fraction, limit.c_str());
+    appendf(out, "  tier %-10s %5.1f %% of subgroups, node-wide concurrency limit %s\n", t.name.c_str(), 100 * t.fraction, limit.c_str());
   }
-  add(out, "  host cache %lld subgroups, %lld pinned buffers, prefetch depth %lld, order %s, gradients %s\n",
+  appendf(out, "  host cache %lld subgroups, %lld pinned buffers, prefetch depth %lld, order %s, gradients %s\n",
       (long long)p.host_cache_subgroups, (long long)p.buffers, (long long)p.prefetch_depth, to_string(p.order), to_string(p.gradients));
-  add(out, "  slots %s, I/O blocks of %s, queue depth %lld\n", to_string(p.slot_scope), format_bytes(static_cast<double>(p.io_block_size)).c_str(),
+  appendf(out, "  slots %s, I/O blocks of %s, queue depth %lld\n", to_string(p.slot_scope), format_bytes(static_cast<double>(p.io_block_size)).c_str(),
       (long long)p.io_queue_depth);
   return out;
 }
@@ -45,20 +39,20 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   const sim::AnalyticBreakdown& an = r.chosen.analytic;
   const bool update_only = r.chosen.plan.explanation.value("update_only", false);
   out += describe_plan(r.chosen.plan);
-  add(out, "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per rank\n",
+  appendf(out, "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per rank\n",
       format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str(),
       format_seconds(p.update_s).c_str(), format_seconds(p.stall_s).c_str());
   if (update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
 
   out += "\nwhat bounds each phase (analytic model):\n";
   if (!update_only) {
-    add(out, "  forward   %-40s compute %s\n", an.forward_bound.c_str(), format_seconds(an.forward_compute_s).c_str());
-    add(out, "  backward  %-40s compute %s, gradients to host %s, fp32 flush %s\n", an.backward_bound.c_str(),
+    appendf(out, "  forward   %-40s compute %s\n", an.forward_bound.c_str(), format_seconds(an.forward_compute_s).c_str());
+    appendf(out, "  backward  %-40s compute %s, gradients to host %s, fp32 flush %s\n", an.backward_bound.c_str(),
         format_seconds(an.backward_compute_s).c_str(), format_seconds(an.grad_d2h_s).c_str(), format_seconds(an.grad_flush_s).c_str());
   }
-  add(out, "  update    %-40s CPU Adam %s, weights to GPU %s, pipeline fill %s\n", an.update_bound.c_str(),
+  appendf(out, "  update    %-40s CPU Adam %s, weights to GPU %s, pipeline fill %s\n", an.update_bound.c_str(),
       format_seconds(an.adam_s).c_str(), format_seconds(an.h2d_s).c_str(), format_seconds(an.fill_s).c_str());
-  add(out, "            physical limit max(bytes / sum of tier bandwidth, Adam) = %s; simulated update is %.2fx that\n",
+  appendf(out, "            physical limit max(bytes / sum of tier bandwidth, Adam) = %s; simulated update is %.2fx that\n",
       format_seconds(an.update_bound_s).c_str(), an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
 
   out += "\ntier split versus bandwidth (one node, all its ranks):\n";
@@ -67,7 +61,7 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   for (std::size_t i = 0; i < an.tiers.size(); ++i) {
     const auto& t = an.tiers[i];
     if (updated_in_place(r.chosen.plan.tiers[i].kind)) {
-      add(out, "  %-10s share %5.1f %%  updated in place: no reads or writes, Adam time only\n", t.name.c_str(),
+      appendf(out, "  %-10s share %5.1f %%  updated in place: no reads or writes, Adam time only\n", t.name.c_str(),
           100 * r.chosen.plan.tiers[i].fraction);
       continue;
     }
@@ -75,7 +69,7 @@ std::string explain(const TuneResult& r, const Profile& profile) {
     const double bw = moved > 0 ? moved / t.seconds : 0;
     double busy = 0;
     if (i < r.chosen.simulated.tiers.size()) busy = r.chosen.simulated.tiers[i].busy_fraction;
-    add(out, "  %-10s share %5.1f %%  moves %10s at %s (%4.1f %% of the node's aggregate)  busy %3.0f %% of the iteration\n",
+    appendf(out, "  %-10s share %5.1f %%  moves %10s at %s (%4.1f %% of the node's aggregate)  busy %3.0f %% of the iteration\n",
         t.name.c_str(), 100 * r.chosen.plan.tiers[i].fraction, format_bytes(moved).c_str(), gbps(bw).c_str(),
         total_bw > 0 ? 100 * bw / total_bw : 0.0, 100 * busy);
   }
@@ -86,18 +80,18 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   const double chosen = score(p);
   for (const auto& ab : r.ablations) {
     if (!ab.applies) {
-      add(out, "  %-22s not simulated: %s\n", ab.principle.c_str(), ab.why_not.c_str());
+      appendf(out, "  %-22s not simulated: %s\n", ab.principle.c_str(), ab.why_not.c_str());
       continue;
     }
-    add(out, "  %-22s without it (%s): %s, %+.1f %%\n", ab.principle.c_str(), ab.change.c_str(), format_seconds(ab.seconds).c_str(),
+    appendf(out, "  %-22s without it (%s): %s, %+.1f %%\n", ab.principle.c_str(), ab.change.c_str(), format_seconds(ab.seconds).c_str(),
         chosen > 0 ? 100 * (ab.seconds - chosen) / chosen : 0.0);
   }
   if (r.baseline) {
     const double base = score(r.baseline->simulated.prediction);
-    add(out, "\nbaseline (ZeRO-3 style on %s: fp32 gradients flushed, ascending, no cache, no limit): %s; predicted speedup %.2fx\n",
+    appendf(out, "\nbaseline (ZeRO-3 style on %s: fp32 gradients flushed, ascending, no cache, no limit): %s; predicted speedup %.2fx\n",
         r.baseline->plan.tiers[0].name.c_str(), format_seconds(base).c_str(), chosen > 0 ? base / chosen : 0.0);
   }
-  add(out, "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the finer search beat the grid, "
+  appendf(out, "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the finer search beat the grid, "
       "%zu SimGrid runs, %s\n", r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
   return out;
 }

@@ -4,18 +4,12 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "tuner/appendf.hpp"
 #include "tuner/explain.hpp"
 
 namespace mlpo::tune {
 
 namespace {
-
-template <typename... Args>
-void add(std::string& out, const char* fmt, Args... args) {
-  char line[512];
-  std::snprintf(line, sizeof line, fmt, args...);
-  out += line;
-}
 
 Json shortfall_json(const std::optional<Shortfall>& s) {
   if (!s) return nullptr;
@@ -53,18 +47,18 @@ std::string format_simulation(const PlanSimulation& s) {
   std::string out = describe_plan(s.plan);
   const Prediction& p = s.simulated.prediction;
   const sim::AnalyticBreakdown& an = s.analytic;
-  add(out, "cluster: %lld nodes x %lld GPUs, micro-batch %lld, grad-accum %lld\n", (long long)s.plan.cluster.nodes,
+  appendf(out, "cluster: %lld nodes x %lld GPUs, micro-batch %lld, grad-accum %lld\n", (long long)s.plan.cluster.nodes,
       (long long)s.plan.cluster.gpus_per_node, (long long)s.plan.cluster.micro_batch, (long long)s.plan.cluster.grad_accum);
-  add(out, "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per rank\n",
+  appendf(out, "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per rank\n",
       format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str(),
       format_seconds(p.update_s).c_str(), format_seconds(p.stall_s).c_str());
   if (s.update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
   out += "bound per phase (analytic model):\n";
   if (!s.update_only) {
-    add(out, "  forward   %s\n", an.forward_bound.c_str());
-    add(out, "  backward  %s\n", an.backward_bound.c_str());
+    appendf(out, "  forward   %s\n", an.forward_bound.c_str());
+    appendf(out, "  backward  %s\n", an.backward_bound.c_str());
   }
-  add(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n", an.update_bound.c_str(),
+  appendf(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n", an.update_bound.c_str(),
       format_seconds(an.update_bound_s).c_str(), an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
   out += "per tier (node 0, all its ranks):\n";
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
@@ -72,16 +66,16 @@ std::string format_simulation(const PlanSimulation& s) {
     const double wait = i < s.simulated.tiers.size() ? s.simulated.tiers[i].slot_wait_s : 0.0;
     const double busy = i < s.simulated.tiers.size() ? s.simulated.tiers[i].busy_fraction : 0.0;
     if (updated_in_place(s.plan.tiers[i].kind)) {
-      add(out, "  %-10s updated in place: no reads or writes\n", t.name.c_str());
+      appendf(out, "  %-10s updated in place: no reads or writes\n", t.name.c_str());
       continue;
     }
-    add(out, "  %-10s read %10s  written %10s  busy %s (%3.0f %% of the iteration)  slot wait %s\n", t.name.c_str(),
+    appendf(out, "  %-10s read %10s  written %10s  busy %s (%3.0f %% of the iteration)  slot wait %s\n", t.name.c_str(),
         format_bytes(t.read_bytes).c_str(), format_bytes(t.write_bytes).c_str(), format_seconds(t.busy_s).c_str(), 100 * busy,
         format_seconds(wait).c_str());
   }
-  add(out, "cache hits per rank: %lld\n", (long long)s.simulated.cache_hits);
+  appendf(out, "cache hits per rank: %lld\n", (long long)s.simulated.cache_hits);
   if (s.shortfall)
-    add(out, "does not fit: %s short by %s (needs %s, has %s: %s)\n", s.shortfall->resource.c_str(),
+    appendf(out, "does not fit: %s short by %s (needs %s, has %s: %s)\n", s.shortfall->resource.c_str(),
         format_bytes(s.shortfall->need - s.shortfall->have).c_str(), format_bytes(s.shortfall->need).c_str(),
         format_bytes(s.shortfall->have).c_str(), s.shortfall->detail.c_str());
   else
