@@ -217,10 +217,9 @@ TEST(Checkpoint, NewRunRefusesADirectoryHoldingAnyCheckpoint) {
   EXPECT_NE(error.find("already holds checkpoints of a run (ckpt-2.tmp)"), std::string::npos) << error;
 }
 
-// A run resumed behind a later complete checkpoint (latest pointed back at ckpt-2 while ckpt-4
-// exists) writes ckpt-3 and must keep ckpt-4.
-TEST(Checkpoint, NeverRemovesACheckpointNewerThanTheOneWritten) {
-  TempDir dir;
+// A run of 4 steps whose checkpoint directory holds both ckpt-2 and ckpt-4 (complete), with
+// `latest` naming ckpt-4; returns its options (resume on, steps 4).
+TrainOptions two_complete_checkpoints(const TempDir& dir) {
   TrainOptions o = tiny_options(dir, test::make_token_file(dir));
   o.steps = 2;
   train(o, {});
@@ -229,6 +228,14 @@ TEST(Checkpoint, NeverRemovesACheckpointNewerThanTheOneWritten) {
   o.resume = true;
   train(o, {});
   fs::copy(dir / "saved-ckpt-2", dir / "ckpt/ckpt-2");
+  return o;
+}
+
+// A run resumed behind a later complete checkpoint (latest pointed back at ckpt-2 while ckpt-4
+// exists) writes ckpt-3 and must keep ckpt-4.
+TEST(Checkpoint, NeverRemovesACheckpointNewerThanTheOneWritten) {
+  TempDir dir;
+  TrainOptions o = two_complete_checkpoints(dir);
   test::write_file(dir / "ckpt/latest", "ckpt-2\n");
   o.steps = 3;
   o.checkpoint_every = 1;
@@ -286,14 +293,7 @@ TEST(Checkpoint, ManifestOfVersion2WithoutSealLoadsWithAWarning) {
 // and the older complete checkpoint to fall back to by hand; it is never skipped silently.
 TEST(Checkpoint, DamagedNewestCheckpointIsAnErrorNamingTheOlderOne) {
   TempDir dir;
-  TrainOptions o = tiny_options(dir, test::make_token_file(dir));
-  o.steps = 2;
-  train(o, {});
-  fs::copy(dir / "ckpt/ckpt-2", dir / "saved-ckpt-2");
-  o.steps = 4;
-  o.resume = true;
-  train(o, {});
-  fs::copy(dir / "saved-ckpt-2", dir / "ckpt/ckpt-2");
+  TrainOptions o = two_complete_checkpoints(dir);
   std::string v = test::read_file(dir / "ckpt/ckpt-4/optimizer.rank0.v.f32");
   v[40] = static_cast<char>(v[40] ^ 0x10);
   test::write_file(dir / "ckpt/ckpt-4/optimizer.rank0.v.f32", v);
