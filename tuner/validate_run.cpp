@@ -1,40 +1,19 @@
 #include "tuner/validate_run.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
 #include "core/error.hpp"
+#include "core/json_lines.hpp"
 #include "core/units.hpp"
 
 namespace mlpo::tune {
 
-namespace {
-
-double number(const Json& obj, const char* key, const std::string& where) {
-  if (!obj.contains(key)) return 0;
-  const Json& v = obj[key];
-  if (!v.is_number()) throw Error(where + ": field '" + key + "' must be a number");
-  return v.get<double>();
-}
-
-}  // namespace
-
 MeasuredRun read_run_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open the run log (" + errno_text(errno) + "); pass the JSON-lines file mlpo-run wrote");
   std::vector<Json> steps;
-  std::string line;
-  for (std::size_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Json j = Json::parse(line, nullptr, false);
-    const std::string where = path + ":" + std::to_string(n);
-    if (j.is_discarded() || !j.is_object()) throw Error(where + ": not a JSON object (the run log has one object per line)");
-    if (!j.contains("update_s")) continue;  // other records (e.g. a header) are not iterations
-    steps.push_back(std::move(j));
-  }
+  for (JsonLine& line : read_json_lines(path))
+    if (line.value.contains("update_s")) steps.push_back(std::move(line.value));  // other records (a header) are no iterations
   if (steps.empty()) throw Error(path + ": no iteration records (lines with \"update_s\"); run mlpo-run with --log");
   MeasuredRun m;
   m.steps_logged = steps.size();
@@ -44,11 +23,11 @@ MeasuredRun read_run_log(const std::string& path) {
   for (std::size_t i = first; i < steps.size(); ++i) {
     const Json& s = steps[i];
     const std::string where = path + ": step " + std::to_string(i);
-    m.forward_s += number(s, "forward_s", where) / k;
-    m.backward_s += number(s, "backward_s", where) / k;
-    m.update_s += number(s, "update_s", where) / k;
-    m.prefetch_stall_s += number(s, "prefetch_stall_s", where) / k;
-    m.cache_hits += number(s, "cache_hits", where) / k;
+    m.forward_s += number_field(s, "forward_s", where) / k;
+    m.backward_s += number_field(s, "backward_s", where) / k;
+    m.update_s += number_field(s, "update_s", where) / k;
+    m.prefetch_stall_s += number_field(s, "prefetch_stall_s", where) / k;
+    m.cache_hits += number_field(s, "cache_hits", where) / k;
     if (!s.contains("tiers")) continue;
     if (!s["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
     for (const Json& t : s["tiers"]) {
@@ -59,10 +38,10 @@ MeasuredRun read_run_log(const std::string& path) {
         m.tiers.push_back({name});
         it = m.tiers.end() - 1;
       }
-      it->read_bytes += number(t, "read_bytes", where) / k;
-      it->write_bytes += number(t, "write_bytes", where) / k;
-      it->busy_s += number(t, "busy_s", where) / k;
-      it->slot_wait_s += number(t, "slot_wait_s", where) / k;
+      it->read_bytes += number_field(t, "read_bytes", where) / k;
+      it->write_bytes += number_field(t, "write_bytes", where) / k;
+      it->busy_s += number_field(t, "busy_s", where) / k;
+      it->slot_wait_s += number_field(t, "slot_wait_s", where) / k;
     }
   }
   return m;

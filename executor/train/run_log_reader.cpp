@@ -1,12 +1,10 @@
 #include "executor/train/run_log_reader.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <fstream>
 #include <map>
 
 #include "core/error.hpp"
-#include "core/json_io.hpp"
+#include "core/json_lines.hpp"
 
 namespace mlpo::train {
 
@@ -18,10 +16,6 @@ std::optional<double> optional_number(const Json& obj, const char* key, const st
   return obj[key].get<double>();
 }
 
-double number(const Json& obj, const char* key, const std::string& where) {
-  return optional_number(obj, key, where).value_or(0.0);
-}
-
 RunLogStep parse_step(const Json& j, const std::string& where) {
   RunLogStep s;
   if (!j["step"].is_number_integer() || j["step"].get<std::int64_t>() < 0)
@@ -30,19 +24,19 @@ RunLogStep parse_step(const Json& j, const std::string& where) {
   s.loss = optional_number(j, "loss", where);
   s.eval_loss = optional_number(j, "eval_loss", where);
   s.tokens_per_s = optional_number(j, "tokens_per_s", where);
-  s.step_s = number(j, "step_s", where);
-  s.forward_s = number(j, "forward_s", where);
-  s.backward_s = number(j, "backward_s", where);
-  s.update_s = number(j, "update_s", where);
-  s.weights_to_device_s = number(j, "weights_to_device_s", where);
-  s.checkpoint_s = number(j, "checkpoint_s", where);
+  s.step_s = number_field(j, "step_s", where);
+  s.forward_s = number_field(j, "forward_s", where);
+  s.backward_s = number_field(j, "backward_s", where);
+  s.update_s = number_field(j, "update_s", where);
+  s.weights_to_device_s = number_field(j, "weights_to_device_s", where);
+  s.checkpoint_s = number_field(j, "checkpoint_s", where);
   if (!j.contains("tiers")) return s;
   if (!j["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
   for (const Json& t : j["tiers"]) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
       throw Error(where + ": every entry of 'tiers' needs a string 'name'");
-    s.tiers.push_back({t["name"].get<std::string>(), number(t, "read_bytes", where), number(t, "write_bytes", where),
-                       number(t, "busy_s", where)});
+    s.tiers.push_back({t["name"].get<std::string>(), number_field(t, "read_bytes", where), number_field(t, "write_bytes", where),
+                       number_field(t, "busy_s", where)});
   }
   return s;
 }
@@ -50,18 +44,10 @@ RunLogStep parse_step(const Json& j, const std::string& where) {
 }  // namespace
 
 std::vector<RunLogStep> read_run_log_steps(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open the run log (" + errno_text(errno) + "); pass the JSON-lines file mlpo-run --log wrote");
   std::map<std::int64_t, RunLogStep> by_step;  // the last record of each step
-  std::string line;
-  for (std::size_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(n);
-    const Json j = Json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      throw Error(where + ": not a JSON object (the run log has one object per line); fix or remove the line");
-    if (!j.contains("step")) continue;
-    RunLogStep s = parse_step(j, where);
+  for (const JsonLine& line : read_json_lines(path)) {
+    if (!line.value.contains("step")) continue;
+    RunLogStep s = parse_step(line.value, line.where);
     by_step[s.step] = std::move(s);
   }
   if (by_step.empty()) throw Error(path + ": no step records (objects with \"step\"); is this a log of mlpo-run --log?");
