@@ -86,11 +86,7 @@ void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& par
                         const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target = fs::absolute(path);
-  std::string temp_name = ".";  // built step by step: GCC 12 warns (-Wrestrict) on the one-line concatenation
-  temp_name += target.filename().string();
-  temp_name += ".tmp.";
-  temp_name += std::to_string(::getpid());
-  const fs::path temp = target.parent_path() / temp_name;
+  const fs::path temp = temp_sibling(target);
   std::optional<SyncedFile> file;
   if (comm.rank() == 0) file.emplace(temp, "check that the --export-safetensors directory has space and is writable");
   write_gathered_safetensors(comm, partition, shard, layout, metadata, file ? &*file : nullptr);

@@ -180,11 +180,7 @@ void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& pa
   const std::vector<HfShard> shards = plan_hf_shards(layout, element_bytes, o.shard_bytes);
   fs::path target = fs::absolute(o.dir).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();  // "DIR/"
-  std::string built_name = ".";  // built step by step: GCC 12 warns (-Wrestrict) on the one-line concatenation
-  built_name += target.filename().string();
-  built_name += ".tmp.";
-  built_name += std::to_string(::getpid());
-  const fs::path built = target.parent_path() / built_name;
+  const fs::path built = temp_sibling(target);
   std::optional<ShardWriter> writer;
   struct RemoveUnlessPlaced {  // rank 0: a failed export leaves no half-built directory behind
     fs::path path;

@@ -44,4 +44,12 @@ void fsync_directory(const std::filesystem::path& dir) {
     throw Error("directory " + dir.string() + ": fsync failed (" + errno_text(errno) + ")");
 }
 
+std::filesystem::path temp_sibling(const std::filesystem::path& target) {
+  std::string name = ".";  // built step by step: GCC 12 warns (-Wrestrict) on the one-line concatenation
+  name += target.filename().string();
+  name += ".tmp.";
+  name += std::to_string(::getpid());
+  return target.parent_path() / name;
+}
+
 }  // namespace mlpo::train

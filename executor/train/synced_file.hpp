@@ -31,6 +31,10 @@ class SyncedFile {
   std::uint64_t bytes_ = 0;
 };
 
+// Where an output `target` (an absolute path, file or directory) is built before it is renamed
+// into place: "<parent>/.<name>.tmp.<pid>", beside it on the same file system.
+std::filesystem::path temp_sibling(const std::filesystem::path& target);
+
 // fsync of a directory (after creating, renaming or removing entries in it).
 void fsync_directory(const std::filesystem::path& dir);
 
