@@ -23,16 +23,21 @@ void FlagModes::check(const CLI::App& app, unsigned mode) const {
     const FlagUse* use = nullptr;
     for (const FlagUse& u : uses_)
       if (u.flag == flag) use = &u;
-    if (!use) throw std::logic_error(app.get_name() + ": " + flag + " is missing from the command's table of flag modes");
+    if (!use)
+      throw std::logic_error(app.get_name() + ": " + flag +
+                             " is missing from the command's table of flag modes");
     if (opt->count() == 0 || (use->modes & mode)) continue;
     const std::string readers = names_of(use->modes);
     throw Error(flag + ": not used by " + names_of(mode) +
-                (readers.empty() ? std::string() : "; only " + readers + " read" + (readers.find(" and ") == std::string::npos ? "s" : "") + " it") +
+                (readers.empty() ? std::string()
+                                 : "; only " + readers + " read" +
+                                       (readers.find(" and ") == std::string::npos ? "s" : "") + " it") +
                 "; drop " + flag);
   }
   for (const FlagNeed& n : needs_)
     if (given(app, n.flag) && !given(app, n.needed))
-      throw Error(n.flag + ": needs " + n.needed + " (" + n.why + "); add " + n.needed + " or drop " + n.flag);
+      throw Error(n.flag + ": needs " + n.needed + " (" + n.why + "); add " + n.needed + " or drop " +
+                  n.flag);
 }
 
 bool given(const CLI::App& app, const std::string& flag) {

@@ -24,8 +24,8 @@ std::string number_text(double v) {
 std::string range_text(const RealRange& r, bool spaced) {
   const std::string sp = spaced ? " " : "";
   if (r.max == std::numeric_limits<double>::max()) return (r.min_open ? ">" : ">=") + sp + number_text(r.min);
-  return (spaced ? "in " : "") + std::string(r.min_open ? "(" : "[") + number_text(r.min) + "," + sp + number_text(r.max) +
-         (r.max_open ? ")" : "]");
+  return (spaced ? "in " : "") + std::string(r.min_open ? "(" : "[") + number_text(r.min) + "," + sp +
+         number_text(r.max) + (r.max_open ? ")" : "]");
 }
 
 bool in_range(const RealRange& r, double v) {
@@ -73,8 +73,8 @@ CLI::Validator real_in(const RealRange& r) {
         if (r.precision == Precision::fp32) {
           const double rounded = static_cast<double>(static_cast<float>(v));
           if (!std::isfinite(rounded) || !in_range(r, rounded))
-            return expected + " as a 32-bit float (it is used as one), got " + text + " (" + number_text(rounded) +
-                   " after rounding)";
+            return expected + " as a 32-bit float (it is used as one), got " + text + " (" +
+                   number_text(rounded) + " after rounding)";
         }
         return {};
       },
@@ -82,12 +82,14 @@ CLI::Validator real_in(const RealRange& r) {
 }
 
 CLI::Validator whole_in(std::int64_t min, std::int64_t max) {
-  const std::string range = max >= (std::int64_t{1} << 62) ? ">=" + std::to_string(min)
-                                                            : "[" + std::to_string(min) + "," + std::to_string(max) + "]";
+  const std::string range = max >= (std::int64_t{1} << 62)
+                                ? ">=" + std::to_string(min)
+                                : "[" + std::to_string(min) + "," + std::to_string(max) + "]";
   return CLI::Validator(
       [min, max, range](std::string& text) -> std::string {
-        const std::string expected =
-            "must be a whole number " + (range[0] == '>' ? ">= " + std::to_string(min) : "in " + range) + ", got '" + text + "'";
+        const std::string expected = "must be a whole number " +
+                                     (range[0] == '>' ? ">= " + std::to_string(min) : "in " + range) +
+                                     ", got '" + text + "'";
         std::optional<Whole> w = parse_whole(text);
         if (!w) return expected;
         if (w->magnitude == 0) w->negative = false;  // "-0"
@@ -104,7 +106,8 @@ CLI::Validator unsigned_whole() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         const std::optional<Whole> w = parse_whole(text);
-        if (!w || (w->negative && w->magnitude != 0)) return "must be a whole number >= 0, got '" + text + "'";
+        if (!w || (w->negative && w->magnitude != 0))
+          return "must be a whole number >= 0, got '" + text + "'";
         return {};
       },
       ">=0");
@@ -122,10 +125,12 @@ CLI::Validator byte_size(std::uint64_t min, std::uint64_t multiple_of) {
           return reason_of(e);
         }
         if (bytes < min)
-          return min <= 1 ? "must be more than 0 bytes, got '" + text + "'"
-                          : "must be at least " + format_bytes(static_cast<double>(min)) + ", got '" + text + "'";
+          return min <= 1
+                     ? "must be more than 0 bytes, got '" + text + "'"
+                     : "must be at least " + format_bytes(static_cast<double>(min)) + ", got '" + text + "'";
         if (bytes % multiple_of != 0)
-          return "must be a multiple of " + format_bytes(static_cast<double>(multiple_of)) + ", got '" + text + "'";
+          return "must be a multiple of " + format_bytes(static_cast<double>(multiple_of)) + ", got '" +
+                 text + "'";
         return {};
       },
       range);

@@ -32,31 +32,48 @@ int main(int argc, char** argv) {
   profiles::ProfileRequest request;
   std::string out, compare, tier_size, block_size = "1MiB", host_size;
   bool json = false;
-  app.add_option("--tier", tier_texts, "NAME=PATH[:KIND] of a tier directory (repeatable; KIND host|nvme|remote|other, detected when absent)");
+  app.add_option(
+      "--tier", tier_texts,
+      "NAME=PATH[:KIND] of a tier directory (repeatable; KIND host|nvme|remote|other, detected when absent)");
   app.add_flag("--quick", request.quick, "smaller sizes and fewer repetitions (under a minute)");
-  app.add_option("--out", out, "profile file to write atomically (default profile.json; with --json only when given)");
+  app.add_option("--out", out,
+                 "profile file to write atomically (default profile.json; with --json only when given)");
   app.add_flag("--json", json, "print the profile as JSON on stdout and nothing else");
   app.add_option("--compare", compare, "an earlier profile: print every figure old vs new with the ratio");
-  app.add_option("--model", request.model, "model preset or mlpo.model/1 file whose layer GEMMs are timed (default llama2-7b)");
-  app.add_option("--micro-batch", request.micro_batch, "sequences per micro-batch for the GEMM shapes (default 1)")
+  app.add_option("--model", request.model,
+                 "model preset or mlpo.model/1 file whose layer GEMMs are timed (default llama2-7b)");
+  app.add_option("--micro-batch", request.micro_batch,
+                 "sequences per micro-batch for the GEMM shapes (default 1)")
       ->check(cli::whole_in(1, 1 << 20));
-  app.add_option("--seq-len", request.seq_len, "tokens per sequence for the GEMM shapes (default: the model's)")
+  app.add_option("--seq-len", request.seq_len,
+                 "tokens per sequence for the GEMM shapes (default: the model's)")
       ->check(cli::whole_in(1, 1 << 24));
-  app.add_option("--tier-size", tier_size, "bytes each stream writes and reads per tier (default 1GiB, --quick 256MiB; clamped to free space)")
+  app.add_option(
+         "--tier-size", tier_size,
+         "bytes each stream writes and reads per tier (default 1GiB, --quick 256MiB; clamped to free space)")
       ->check(cli::byte_size());
-  app.add_option("--streams", request.max_streams, "largest stream count of the contention curve (default 8, --quick 4)")
+  app.add_option("--streams", request.max_streams,
+                 "largest stream count of the contention curve (default 8, --quick 4)")
       ->check(cli::whole_in(1, 64));
-  app.add_option("--block-size", block_size, "I/O block size (default 1MiB, as the executor)")->check(cli::byte_size(4096, 4096));
-  app.add_option("--queue-depth", request.queue_depth, "I/O operations in flight per stream (default 8, as the executor)")
+  app.add_option("--block-size", block_size, "I/O block size (default 1MiB, as the executor)")
+      ->check(cli::byte_size(4096, 4096));
+  app.add_option("--queue-depth", request.queue_depth,
+                 "I/O operations in flight per stream (default 8, as the executor)")
       ->check(cli::whole_in(1, 4096));
-  app.add_option("--host-size", host_size, "AdamW state and memcpy buffer bytes (default 1GiB, --quick 256MiB)")->check(cli::byte_size());
-  app.add_option("--reps", request.repetitions, "timed repetitions per figure (default 5, --quick 3)")->check(cli::whole_in(1, 1000));
-  app.add_option("--notes", request.notes, "free text stored in the profile's notes (e.g. the machine class)");
+  app.add_option("--host-size", host_size,
+                 "AdamW state and memcpy buffer bytes (default 1GiB, --quick 256MiB)")
+      ->check(cli::byte_size());
+  app.add_option("--reps", request.repetitions, "timed repetitions per figure (default 5, --quick 3)")
+      ->check(cli::whole_in(1, 1000));
+  app.add_option("--notes", request.notes,
+                 "free text stored in the profile's notes (e.g. the machine class)");
 
   return cli::run(app, argc, argv, [&] {
     for (const std::string& text : tier_texts) request.tiers.push_back(profiles::parse_tier_spec(text));
     const bool default_tier = request.tiers.empty();
-    if (default_tier) request.tiers.push_back(profiles::parse_tier_spec("scratch=" + std::filesystem::current_path().string()));
+    if (default_tier)
+      request.tiers.push_back(
+          profiles::parse_tier_spec("scratch=" + std::filesystem::current_path().string()));
     if (!tier_size.empty()) request.tier_bytes_per_stream = parse_bytes(tier_size, "--tier-size");
     if (!host_size.empty()) request.host_bytes = parse_bytes(host_size, "--host-size");
     request.block_size = parse_bytes(block_size, "--block-size");
@@ -68,8 +85,10 @@ int main(int argc, char** argv) {
     const profiles::PreparedProfile prepared = profiles::prepare_profile(request);
     // Printed once the input is known to be good, so bad input is one line.
     if (default_tier)
-      std::fprintf(stderr, "mlpo-profile: no --tier given: profiling the current directory %s as tier 'scratch' (%s)\n",
-                   request.tiers.back().path.c_str(), to_string(request.tiers.back().kind));
+      std::fprintf(
+          stderr,
+          "mlpo-profile: no --tier given: profiling the current directory %s as tier 'scratch' (%s)\n",
+          request.tiers.back().path.c_str(), to_string(request.tiers.back().kind));
     for (const auto& plan : prepared.tiers)
       if (!plan.clamp_note.empty()) std::fprintf(stderr, "mlpo-profile: note: %s\n", plan.clamp_note.c_str());
 
@@ -83,7 +102,8 @@ int main(int argc, char** argv) {
     Profile profile;
     try {
       profiles::InterruptGuard guard;
-      profile = profiles::run_profile(prepared, profiles::probe_gpus, json ? profiles::ProgressSink{} : profiles::tty_progress(), warn);
+      profile = profiles::run_profile(prepared, profiles::probe_gpus,
+                                      json ? profiles::ProgressSink{} : profiles::tty_progress(), warn);
     } catch (const profiles::Interrupted& e) {
       profiles::finish_progress_line();
       std::fprintf(stderr, "mlpo-profile: %s; no profile written\n", e.what());
@@ -99,7 +119,8 @@ int main(int argc, char** argv) {
       std::fputs(profiles::summary_table(profile).c_str(), stdout);
       std::printf("wrote %s\n", out.c_str());
     }
-    if (!compare.empty()) std::fputs(profiles::compare_table(old_profile, profile).c_str(), json ? stderr : stdout);
+    if (!compare.empty())
+      std::fputs(profiles::compare_table(old_profile, profile).c_str(), json ? stderr : stdout);
     return 0;
   });
 }

@@ -28,19 +28,23 @@ namespace {
 void check_shape_counts(const ModelSpec& spec, const ClusterShape& shape) {
   constexpr double kLimit = static_cast<double>(std::int64_t{1} << 62);
   const double tokens = static_cast<double>(shape.micro_batch) * static_cast<double>(shape.seq_len);
-  const double global_tokens = tokens * static_cast<double>(shape.nodes) * static_cast<double>(shape.gpus_per_node) *
+  const double global_tokens = tokens * static_cast<double>(shape.nodes) *
+                               static_cast<double>(shape.gpus_per_node) *
                                static_cast<double>(shape.grad_accum);
   char text[200];
   if (global_tokens > kLimit) {
-    std::snprintf(text, sizeof text, "%.3g tokens per iteration, more than 64 bits count (%.3g); make them smaller",
+    std::snprintf(text, sizeof text,
+                  "%.3g tokens per iteration, more than 64 bits count (%.3g); make them smaller",
                   global_tokens, kLimit);
     throw Error(std::string("--nodes x --gpus-per-node x --micro-batch x --seq-len x --grad-accum: ") + text);
   }
-  const double per_token = static_cast<double>(spec.hidden) * static_cast<double>(spec.layers) * kBf16Bytes +
-                           (10.0 * static_cast<double>(spec.hidden) + 4.0 * static_cast<double>(spec.ffn_hidden)) * kBf16Bytes +
-                           static_cast<double>(spec.vocab) * 4;
+  const double per_token =
+      static_cast<double>(spec.hidden) * static_cast<double>(spec.layers) * kBf16Bytes +
+      (10.0 * static_cast<double>(spec.hidden) + 4.0 * static_cast<double>(spec.ffn_hidden)) * kBf16Bytes +
+      static_cast<double>(spec.vocab) * 4;
   if (tokens * per_token > kLimit) {
-    std::snprintf(text, sizeof text, "%.3g bytes of activations per rank, more than 64 bits count (%.3g); make them smaller",
+    std::snprintf(text, sizeof text,
+                  "%.3g bytes of activations per rank, more than 64 bits count (%.3g); make them smaller",
                   tokens * per_token, kLimit);
     throw Error(std::string("--micro-batch x --seq-len: ") + text);
   }
@@ -79,7 +83,8 @@ Accounting account(const ModelSpec& spec, const ClusterShape& shape_in) {
   // multiply-add): forward 2N, backward 4N. Attention scores and the weighted sum add
   // 2 x 2 x seq x hidden per token per layer forward (full, un-masked count, as Megatron
   // reports it), times 3 for forward + backward.
-  const double matmul_params = static_cast<double>(n - a.params.embedding + (spec.tied_embeddings ? a.params.embedding : 0));
+  const double matmul_params =
+      static_cast<double>(n - a.params.embedding + (spec.tied_embeddings ? a.params.embedding : 0));
   const double attn_fwd = 4.0 * static_cast<double>(shape.seq_len) * static_cast<double>(spec.hidden) *
                           static_cast<double>(spec.layers);
   a.model_flops_per_token = 6.0 * matmul_params + 3.0 * attn_fwd;
@@ -163,21 +168,26 @@ std::string describe(const Accounting& a) {
     out += line;
   };
   add("model %s: %s parameters\n", s.name.c_str(), with_commas(a.params.total).c_str());
-  add("  shape: vocab %lld, hidden %lld, layers %lld, heads %lld (kv %lld, head_dim %lld), ffn %lld, seq %lld%s\n",
+  add("  shape: vocab %lld, hidden %lld, layers %lld, heads %lld (kv %lld, head_dim %lld), ffn %lld, seq "
+      "%lld%s\n",
       (long long)s.vocab, (long long)s.hidden, (long long)s.layers, (long long)s.heads, (long long)s.kv_heads,
-      (long long)s.head_dim(), (long long)s.ffn_hidden, (long long)s.seq_len, s.tied_embeddings ? ", tied embeddings" : "");
+      (long long)s.head_dim(), (long long)s.ffn_hidden, (long long)s.seq_len,
+      s.tied_embeddings ? ", tied embeddings" : "");
   add("  parameters: embedding %s, lm_head %s, attention %s, mlp %s, norms %s (per layer %s)\n",
       with_commas(a.params.embedding).c_str(), with_commas(a.params.lm_head).c_str(),
-      with_commas(a.params.attention).c_str(), with_commas(a.params.mlp).c_str(), with_commas(a.params.norms).c_str(),
-      with_commas(a.params.per_layer).c_str());
+      with_commas(a.params.attention).c_str(), with_commas(a.params.mlp).c_str(),
+      with_commas(a.params.norms).c_str(), with_commas(a.params.per_layer).c_str());
   add("cluster: %lld node(s) x %lld GPU(s) = %lld ranks, micro-batch %lld, seq %lld, grad-accum %lld\n",
       (long long)a.shape.nodes, (long long)a.shape.gpus_per_node, (long long)a.shape.ranks(),
       (long long)a.shape.micro_batch, (long long)a.shape.seq_len, (long long)a.shape.grad_accum);
   add("  whole model: bf16 weights %s, bf16 grads %s, optimizer state (fp32 p+m+v) %s\n",
-      format_bytes(static_cast<double>(a.weights_bf16_bytes)).c_str(), format_bytes(static_cast<double>(a.grads_bf16_bytes)).c_str(),
+      format_bytes(static_cast<double>(a.weights_bf16_bytes)).c_str(),
+      format_bytes(static_cast<double>(a.grads_bf16_bytes)).c_str(),
       format_bytes(static_cast<double>(a.optimizer_bytes)).c_str());
-  add("  per rank (ZeRO-3): %s params; bf16 weights %s, bf16 grads %s, optimizer state %s (+%s fp32 grads in baseline)\n",
-      with_commas(a.params_per_rank).c_str(), format_bytes(static_cast<double>(a.weights_bf16_bytes_per_rank)).c_str(),
+  add("  per rank (ZeRO-3): %s params; bf16 weights %s, bf16 grads %s, optimizer state %s (+%s fp32 grads in "
+      "baseline)\n",
+      with_commas(a.params_per_rank).c_str(),
+      format_bytes(static_cast<double>(a.weights_bf16_bytes_per_rank)).c_str(),
       format_bytes(static_cast<double>(a.grads_bf16_bytes_per_rank)).c_str(),
       format_bytes(static_cast<double>(a.optimizer_bytes_per_rank)).c_str(),
       format_bytes(static_cast<double>(a.fp32_grad_bytes_per_rank)).c_str());

@@ -23,12 +23,12 @@ struct ClusterShape {
 };
 
 struct ParamCounts {
-  std::int64_t embedding = 0;     // vocab x hidden
-  std::int64_t lm_head = 0;       // vocab x hidden, 0 when tied
-  std::int64_t attention = 0;     // q, k, v, o over all layers
-  std::int64_t mlp = 0;           // gate, up, down over all layers
-  std::int64_t norms = 0;         // 2 per layer + final
-  std::int64_t per_layer = 0;     // one transformer block
+  std::int64_t embedding = 0;  // vocab x hidden
+  std::int64_t lm_head = 0;    // vocab x hidden, 0 when tied
+  std::int64_t attention = 0;  // q, k, v, o over all layers
+  std::int64_t mlp = 0;        // gate, up, down over all layers
+  std::int64_t norms = 0;      // 2 per layer + final
+  std::int64_t per_layer = 0;  // one transformer block
   std::int64_t total = 0;
 };
 
@@ -43,17 +43,17 @@ struct Accounting {
   ModelSpec spec;
   ClusterShape shape;
   ParamCounts params;
-  std::int64_t params_per_rank = 0;             // ceil(total / ranks): ZeRO-3 shard
-  std::int64_t weights_bf16_bytes = 0;          // whole model
-  std::int64_t grads_bf16_bytes = 0;            // whole model
-  std::int64_t optimizer_bytes = 0;             // whole model, 12 B/param
+  std::int64_t params_per_rank = 0;     // ceil(total / ranks): ZeRO-3 shard
+  std::int64_t weights_bf16_bytes = 0;  // whole model
+  std::int64_t grads_bf16_bytes = 0;    // whole model
+  std::int64_t optimizer_bytes = 0;     // whole model, 12 B/param
   std::int64_t weights_bf16_bytes_per_rank = 0;
   std::int64_t grads_bf16_bytes_per_rank = 0;
   std::int64_t optimizer_bytes_per_rank = 0;
-  std::int64_t fp32_grad_bytes_per_rank = 0;    // baseline mode only
-  double model_flops_per_token = 0;             // 6N (matmuls) + attention, fwd + bwd
-  double hardware_flops_per_token = 0;          // + recomputed forward (checkpointing)
-  std::int64_t tokens_per_iteration = 0;        // global: ranks x micro_batch x seq x grad_accum
+  std::int64_t fp32_grad_bytes_per_rank = 0;              // baseline mode only
+  double model_flops_per_token = 0;                       // 6N (matmuls) + attention, fwd + bwd
+  double hardware_flops_per_token = 0;                    // + recomputed forward (checkpointing)
+  std::int64_t tokens_per_iteration = 0;                  // global: ranks x micro_batch x seq x grad_accum
   std::int64_t activation_checkpoint_bytes_per_rank = 0;  // layer inputs kept for backward
   std::int64_t activation_working_bytes_per_rank = 0;     // one layer recomputed + logits
 };

@@ -23,8 +23,9 @@ inline float bf16_to_float(bf16 h) {
 inline bf16 float_to_bf16(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                                 // round to nearest, ties to even
   return bf16{static_cast<std::uint16_t>(u >> 16)};
 }
 

@@ -24,7 +24,7 @@ std::string errno_text(int err);
 }  // namespace mlpo
 
 // Aborts with file:line and a message when an internal invariant does not hold.
-#define MLPO_CHECK(cond, context)                                                     \
-  do {                                                                                \
-    if (!(cond)) ::mlpo::check_failed(#cond, __FILE__, __LINE__, (context));         \
+#define MLPO_CHECK(cond, context)                                            \
+  do {                                                                       \
+    if (!(cond)) ::mlpo::check_failed(#cond, __FILE__, __LINE__, (context)); \
   } while (0)

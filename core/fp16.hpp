@@ -40,15 +40,16 @@ inline std::uint16_t float_to_fp16(float f) {
   const std::uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // quiet NaN
   if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520 rounds to infinity
-  if (a >= 0x38800000u) {                                                  // normal: >= 2^-14
-    std::uint32_t r = a - 0x38000000u;                                     // exponent rebased 127 -> 15
-    r += 0x0fffu + ((r >> 13) & 1u);                                       // round to nearest, ties to even
+  if (a >= 0x38800000u) {                                                   // normal: >= 2^-14
+    std::uint32_t r = a - 0x38000000u;                                      // exponent rebased 127 -> 15
+    r += 0x0fffu + ((r >> 13) & 1u);                                        // round to nearest, ties to even
     return static_cast<std::uint16_t>(sign | (r >> 13));
   }
   float magnitude;
   std::memcpy(&magnitude, &a, sizeof magnitude);
   // Subnormal or zero: the value in units of 2^-24, rounded to nearest even (the default mode).
-  return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(std::nearbyint(magnitude * 16777216.0f)));
+  return static_cast<std::uint16_t>(sign |
+                                    static_cast<std::uint16_t>(std::nearbyint(magnitude * 16777216.0f)));
 }
 
 }  // namespace mlpo

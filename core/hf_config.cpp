@@ -4,7 +4,9 @@
 
 namespace mlpo {
 
-bool is_hf_config(const Json& json) { return json.is_object() && !json.contains("schema") && json.contains("model_type"); }
+bool is_hf_config(const Json& json) {
+  return json.is_object() && !json.contains("schema") && json.contains("model_type");
+}
 
 namespace {
 
@@ -22,7 +24,8 @@ ModelSpec model_from_hf_config(const Json& config, const std::string& where) {
     JsonObject o(config, "");
     const std::string type = o.string_or("model_type", "");
     if (type != "llama")
-      o.fail("model_type", "is '" + type + "'; MLPO imports LLaMA checkpoints (model_type \"llama\", LlamaForCausalLM)");
+      o.fail("model_type",
+             "is '" + type + "'; MLPO imports LLaMA checkpoints (model_type \"llama\", LlamaForCausalLM)");
     expect_if_present(config, "hidden_act", "silu", "MLPO's MLP is SwiGLU with SiLU");
     expect_if_present(config, "attention_bias", false, "MLPO's projections have no biases");
     expect_if_present(config, "mlp_bias", false, "MLPO's projections have no biases");
@@ -48,7 +51,8 @@ ModelSpec model_from_hf_config(const Json& config, const std::string& where) {
     s.tied_embeddings = o.boolean_or("tie_word_embeddings", false);
     if (o.has("head_dim") && !config["head_dim"].is_null() && s.hidden % s.heads == 0 &&
         o.integer("head_dim", 1, 1 << 20) != s.hidden / s.heads)
-      o.fail("head_dim", "must be hidden_size / num_attention_heads (" + std::to_string(s.hidden / s.heads) + ") for MLPO");
+      o.fail("head_dim", "must be hidden_size / num_attention_heads (" + std::to_string(s.hidden / s.heads) +
+                             ") for MLPO");
     validate(s, "");
     return s;
   } catch (const Error& e) {

@@ -52,7 +52,8 @@ Json read_json_file(const std::string& path, const std::string& what) {
     if (pos != std::string::npos) msg = msg.substr(pos + 2);
     throw Error(path + ": not valid JSON (" + msg + "); expected " + what);
   }
-  if (!json.is_object()) throw Error(path + ": the document is " + type_name(json) + ", not a JSON object; expected " + what);
+  if (!json.is_object())
+    throw Error(path + ": the document is " + type_name(json) + ", not a JSON object; expected " + what);
   return json;
 }
 
@@ -62,7 +63,9 @@ void write_file_atomic(const std::string& path, const std::string& text) {
   fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   std::string tmp = (dir / ("." + target.filename().string() + ".tmp." + std::to_string(getpid()))).string();
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path + ": cannot write (" + errno_text(errno) + "); check the directory exists and is writable");
+  if (fd < 0)
+    throw Error(path + ": cannot write (" + errno_text(errno) +
+                "); check the directory exists and is writable");
   std::size_t done = 0;
   while (done < text.size()) {
     ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -94,10 +97,13 @@ void write_file_atomic(const std::string& path, const std::string& text) {
 
 JsonObject::JsonObject(const Json& json, std::string path) : json_(json), path_(std::move(path)) {
   if (!json_.is_object())
-    throw Error((path_.empty() ? std::string("document") : path_) + ": must be an object, got " + type_name(json_));
+    throw Error((path_.empty() ? std::string("document") : path_) + ": must be an object, got " +
+                type_name(json_));
 }
 
-std::string JsonObject::field(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+std::string JsonObject::field(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
 
 void JsonObject::fail(const std::string& key, const std::string& reason) const {
   throw Error(field(key) + ": " + reason);
@@ -164,7 +170,8 @@ double JsonObject::number(const char* key, double min, double max) {
   double v = j.get<double>();
   if (!std::isfinite(v)) fail(key, "must be finite");
   if (v < min || v > max)
-    fail(key, "must be between " + format_number(min) + " and " + format_number(max) + ", got " + format_number(v));
+    fail(key, "must be between " + format_number(min) + " and " + format_number(max) + ", got " +
+                  format_number(v));
   return v;
 }
 
@@ -189,7 +196,8 @@ std::int64_t JsonObject::integer(const char* key, std::int64_t min, std::int64_t
   std::int64_t v = 0;
   if (j.is_number_unsigned()) {
     auto u = j.get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(INT64_MAX)) fail(key, "is too large (at most " + std::to_string(max) + ")");
+    if (u > static_cast<std::uint64_t>(INT64_MAX))
+      fail(key, "is too large (at most " + std::to_string(max) + ")");
     v = static_cast<std::int64_t>(u);
   } else if (j.is_number_integer()) {
     v = j.get<std::int64_t>();
@@ -197,17 +205,20 @@ std::int64_t JsonObject::integer(const char* key, std::int64_t min, std::int64_t
     double d = j.get<double>();
     if (!std::isfinite(d) || std::floor(d) != d) fail(key, "must be an integer, got " + format_number(d));
     if (d < static_cast<double>(min) || d > static_cast<double>(max))
-      fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + format_number(d));
+      fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+                    format_number(d));
     v = static_cast<std::int64_t>(d);
   } else {
     fail(key, "must be an integer, got " + type_name(j));
   }
   if (v < min || v > max)
-    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + std::to_string(v));
+    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " +
+                  std::to_string(v));
   return v;
 }
 
-std::int64_t JsonObject::integer_or(const char* key, std::int64_t min, std::int64_t max, std::int64_t fallback) {
+std::int64_t JsonObject::integer_or(const char* key, std::int64_t min, std::int64_t max,
+                                    std::int64_t fallback) {
   if (!has(key)) {
     used_.insert(key);
     return fallback;

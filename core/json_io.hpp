@@ -39,10 +39,11 @@ class JsonObject {
   std::string string_or(const char* key, const std::string& fallback);
   // One of `choices` (listed in the error).
   std::string choice(const char* key, std::initializer_list<const char*> choices);
-  std::string choice_or(const char* key, std::initializer_list<const char*> choices, const std::string& fallback);
+  std::string choice_or(const char* key, std::initializer_list<const char*> choices,
+                        const std::string& fallback);
   double number(const char* key, double min, double max);  // inclusive range
   double number_or(const char* key, double min, double max, double fallback);
-  double positive(const char* key);                         // > 0 and finite
+  double positive(const char* key);  // > 0 and finite
   std::int64_t integer(const char* key, std::int64_t min, std::int64_t max);
   std::int64_t integer_or(const char* key, std::int64_t min, std::int64_t max, std::int64_t fallback);
   bool boolean(const char* key);

@@ -8,9 +8,9 @@ namespace mlpo {
 
 namespace {
 
-ModelSpec make(const char* name, std::int64_t vocab, std::int64_t hidden, std::int64_t layers, std::int64_t heads,
-               std::int64_t kv_heads, std::int64_t ffn, std::int64_t seq, double rope_theta = 10000.0,
-               double norm_eps = 1e-5, bool tied = false) {
+ModelSpec make(const char* name, std::int64_t vocab, std::int64_t hidden, std::int64_t layers,
+               std::int64_t heads, std::int64_t kv_heads, std::int64_t ffn, std::int64_t seq,
+               double rope_theta = 10000.0, double norm_eps = 1e-5, bool tied = false) {
   ModelSpec s;
   s.name = name;
   s.vocab = vocab;
@@ -57,7 +57,8 @@ ModelSpec find_preset(const std::string& name) {
     if (p.name == name) return p;
     known += (known.empty() ? "" : ", ") + p.name;
   }
-  throw Error("unknown model preset '" + name + "' (known presets: " + known + "; or pass a path to an mlpo.model/1 JSON file)");
+  throw Error("unknown model preset '" + name + "' (known presets: " + known +
+              "; or pass a path to an mlpo.model/1 JSON file)");
 }
 
 }  // namespace mlpo

@@ -31,9 +31,11 @@ void check_parameter_count(const ModelSpec& s, const Fail& fail) {
   }
   if (total > static_cast<double>(kMaxModelParams)) {
     char text[160];
-    std::snprintf(text, sizeof text, "the model would have %.3g parameters, more than the %.3g MLPO can count", total,
+    std::snprintf(text, sizeof text,
+                  "the model would have %.3g parameters, more than the %.3g MLPO can count", total,
                   static_cast<double>(kMaxModelParams));
-    fail(largest->first, std::string(text) + " (16 bytes of state each, in 64 bits); make these sizes smaller");
+    fail(largest->first,
+         std::string(text) + " (16 bytes of state each, in 64 bits); make these sizes smaller");
   }
 }
 
@@ -43,18 +45,19 @@ void validate(const ModelSpec& s, const std::string& where) {
   auto fail = [&](const std::string& field, const std::string& why) {
     throw Error((where.empty() ? "" : where + ": ") + field + ": " + why);
   };
-  const std::pair<const char*, std::int64_t> sizes[] = {{"vocab", s.vocab},       {"hidden", s.hidden},
-                                                        {"layers", s.layers},     {"heads", s.heads},
-                                                        {"kv_heads", s.kv_heads}, {"ffn_hidden", s.ffn_hidden},
-                                                        {"seq_len", s.seq_len}};
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"vocab", s.vocab},       {"hidden", s.hidden},         {"layers", s.layers},  {"heads", s.heads},
+      {"kv_heads", s.kv_heads}, {"ffn_hidden", s.ffn_hidden}, {"seq_len", s.seq_len}};
   for (const auto& [field, value] : sizes)
     if (value <= 0) fail(field, "must be > 0, got " + std::to_string(value));
   if (s.hidden % s.heads != 0)
-    fail("heads", "hidden (" + std::to_string(s.hidden) + ") must be divisible by heads (" + std::to_string(s.heads) + ")");
+    fail("heads", "hidden (" + std::to_string(s.hidden) + ") must be divisible by heads (" +
+                      std::to_string(s.heads) + ")");
   if (s.heads % s.kv_heads != 0)
     fail("kv_heads", "heads (" + std::to_string(s.heads) + ") must be divisible by kv_heads (" +
                          std::to_string(s.kv_heads) + ")");
-  if (s.head_dim() % 2 != 0) fail("heads", "head_dim = hidden/heads must be even for RoPE, got " + std::to_string(s.head_dim()));
+  if (s.head_dim() % 2 != 0)
+    fail("heads", "head_dim = hidden/heads must be even for RoPE, got " + std::to_string(s.head_dim()));
   if (!(s.rope_theta > 0)) fail("rope_theta", "must be > 0");
   if (!(s.norm_eps > 0)) fail("norm_eps", "must be > 0");
   check_parameter_count(s, fail);
@@ -86,15 +89,17 @@ ModelSpec model_from_json(const Json& json, const std::string& where) {
 }
 
 Json to_json(const ModelSpec& s) {
-  return Json{{"schema", "mlpo.model/1"}, {"name", s.name},         {"vocab", s.vocab},
-              {"hidden", s.hidden},       {"layers", s.layers},     {"heads", s.heads},
-              {"kv_heads", s.kv_heads},   {"ffn_hidden", s.ffn_hidden}, {"seq_len", s.seq_len},
-              {"rope_theta", s.rope_theta}, {"norm_eps", s.norm_eps}, {"tied_embeddings", s.tied_embeddings}};
+  return Json{{"schema", "mlpo.model/1"}, {"name", s.name},
+              {"vocab", s.vocab},         {"hidden", s.hidden},
+              {"layers", s.layers},       {"heads", s.heads},
+              {"kv_heads", s.kv_heads},   {"ffn_hidden", s.ffn_hidden},
+              {"seq_len", s.seq_len},     {"rope_theta", s.rope_theta},
+              {"norm_eps", s.norm_eps},   {"tied_embeddings", s.tied_embeddings}};
 }
 
 ModelSpec load_model(const std::string& name_or_file) {
-  const bool looks_like_path = name_or_file.find('/') != std::string::npos ||
-                               name_or_file.find(".json") != std::string::npos;
+  const bool looks_like_path =
+      name_or_file.find('/') != std::string::npos || name_or_file.find(".json") != std::string::npos;
   if (!looks_like_path) {
     for (const auto& p : model_presets())
       if (p.name == name_or_file) return p;

@@ -26,7 +26,8 @@ const char* file_type_name(mode_t mode) {
 
 void check_input_file(const std::string& path, const std::string& what) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw Error(path + ": cannot open (" + errno_text(errno) + "); expected " + what);
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(path + ": cannot open (" + errno_text(errno) + "); expected " + what);
   if (!S_ISREG(st.st_mode))
     throw Error(path + ": is " + file_type_name(st.st_mode) + ", not a regular file; expected " + what);
 }
@@ -36,8 +37,10 @@ void check_output_file(const std::string& path, const std::string& flag) {
   const std::string where = flag + " " + path;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) throw Error(where + ": is a directory; give the path of a file (inside it, or elsewhere)");
-    throw Error(where + ": is " + std::string(file_type_name(st.st_mode)) + "; give the path of a regular file");
+    if (S_ISDIR(st.st_mode))
+      throw Error(where + ": is a directory; give the path of a file (inside it, or elsewhere)");
+    throw Error(where + ": is " + std::string(file_type_name(st.st_mode)) +
+                "; give the path of a regular file");
   }
   const fs::path dir = fs::absolute(path).parent_path();
   if (!fs::is_directory(dir))

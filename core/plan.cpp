@@ -23,9 +23,16 @@ const PlanTier* Plan::find_tier(const std::string& name) const {
 Json to_json(const Prediction& p) {
   Json tiers = Json::array();
   for (const auto& t : p.tiers)
-    tiers.push_back(Json{{"name", t.name}, {"read_bytes", t.read_bytes}, {"write_bytes", t.write_bytes}, {"busy_s", t.busy_s}});
-  return Json{{"iteration_s", p.iteration_s}, {"forward_s", p.forward_s}, {"backward_s", p.backward_s},
-              {"update_s", p.update_s},       {"stall_s", p.stall_s},     {"model", p.model},
+    tiers.push_back(Json{{"name", t.name},
+                         {"read_bytes", t.read_bytes},
+                         {"write_bytes", t.write_bytes},
+                         {"busy_s", t.busy_s}});
+  return Json{{"iteration_s", p.iteration_s},
+              {"forward_s", p.forward_s},
+              {"backward_s", p.backward_s},
+              {"update_s", p.update_s},
+              {"stall_s", p.stall_s},
+              {"model", p.model},
               {"tiers", tiers}};
 }
 
@@ -79,9 +86,10 @@ void check_distinct_directories(const Plan& p) {
     for (const auto& [other_dir, j] : seen) {
       if (other_dir != dir) continue;
       const auto& o = p.tiers[j];
-      throw Error(element_path("tiers", i) + ".path: tier '" + t.name + "' (" + t.path + ") and tier '" + o.name + "' (" +
-                  o.path + ") are the same directory " + dir.string() +
-                  ": they would share one state file and overwrite each other's subgroups; give each tier its own directory");
+      throw Error(element_path("tiers", i) + ".path: tier '" + t.name + "' (" + t.path + ") and tier '" +
+                  o.name + "' (" + o.path + ") are the same directory " + dir.string() +
+                  ": they would share one state file and overwrite each other's subgroups; give each tier "
+                  "its own directory");
     }
     seen.emplace_back(dir, i);
   }
@@ -97,7 +105,8 @@ void validate(const Plan& p) {
     const auto& t = p.tiers[i];
     std::string at = element_path("tiers", i);
     if (t.name.empty()) throw Error(at + ".name: must not be empty");
-    if (!names.insert(t.name).second) throw Error(at + ".name: duplicate tier name '" + t.name + "' (tier names must be unique)");
+    if (!names.insert(t.name).second)
+      throw Error(at + ".name: duplicate tier name '" + t.name + "' (tier names must be unique)");
     if (t.kind != TierKind::memory && t.path.empty())
       throw Error(at + ".path: missing (required for a " + std::string(to_string(t.kind)) + " tier)");
     if (!(t.fraction >= 0 && t.fraction <= 1)) throw Error(at + ".fraction: must be between 0 and 1");
@@ -108,15 +117,21 @@ void validate(const Plan& p) {
   if (std::fabs(sum - 1.0) > 1e-6)
     throw Error("tiers: fractions sum to " + std::to_string(sum) + ", they must sum to 1");
   if (p.subgroup_elements < 1024 || p.subgroup_elements % 1024 != 0)
-    throw Error("subgroup_elements: must be a positive multiple of 1024 (so each state array stays 4 KiB aligned), got " +
-                std::to_string(p.subgroup_elements));
-  if (p.buffers < 2) throw Error("buffers: need at least 2 pinned subgroup buffers (one updating, one in flight)");
+    throw Error(
+        "subgroup_elements: must be a positive multiple of 1024 (so each state array stays 4 KiB aligned), "
+        "got " +
+        std::to_string(p.subgroup_elements));
+  if (p.buffers < 2)
+    throw Error("buffers: need at least 2 pinned subgroup buffers (one updating, one in flight)");
   if (p.prefetch_depth < 1 || p.prefetch_depth > p.buffers)
     throw Error("prefetch_depth: must be between 1 and buffers (" + std::to_string(p.buffers) + ")");
-  if (p.io_block_size < 4096 || p.io_block_size % 4096 != 0) throw Error("io.block_size: must be a multiple of 4096");
+  if (p.io_block_size < 4096 || p.io_block_size % 4096 != 0)
+    throw Error("io.block_size: must be a multiple of 4096");
   if (p.mode == PlanMode::baseline) {
     auto need = [](bool ok, const std::string& what) {
-      if (!ok) throw Error("mode: baseline requires " + what + " (it reproduces ZeRO-3 NVMe offload; use mode \"mlp\" otherwise)");
+      if (!ok)
+        throw Error("mode: baseline requires " + what +
+                    " (it reproduces ZeRO-3 NVMe offload; use mode \"mlp\" otherwise)");
     };
     need(p.tiers.size() == 1, "exactly one tier");
     need(p.gradients == GradientPolicy::flush_fp32, "gradients \"flush-fp32\"");
@@ -193,14 +208,17 @@ Plan plan_from_json(const Json& json) {
     p.io_queue_depth = io.integer_or("queue_depth", 1, 4096, 8);
     p.direct_io = io.boolean_or("direct_io", true);
     p.crc = io.boolean_or("crc", true);
-    p.slot_scope = io.choice_or("slot_scope", {"combined", "separate"}, "combined") == "combined" ? SlotScope::combined
-                                                                                                 : SlotScope::separate;
+    p.slot_scope = io.choice_or("slot_scope", {"combined", "separate"}, "combined") == "combined"
+                       ? SlotScope::combined
+                       : SlotScope::separate;
     io.finish();
   }
-  p.order = root.choice_or("order", {"ascending", "alternating"}, "alternating") == "ascending" ? OrderPolicy::ascending
-                                                                                                : OrderPolicy::alternating;
-  p.gradients = root.choice_or("gradients", {"delayed", "flush-fp32"}, "delayed") == "delayed" ? GradientPolicy::delayed
-                                                                                                : GradientPolicy::flush_fp32;
+  p.order = root.choice_or("order", {"ascending", "alternating"}, "alternating") == "ascending"
+                ? OrderPolicy::ascending
+                : OrderPolicy::alternating;
+  p.gradients = root.choice_or("gradients", {"delayed", "flush-fp32"}, "delayed") == "delayed"
+                    ? GradientPolicy::delayed
+                    : GradientPolicy::flush_fp32;
   if (root.optional("prediction")) p.prediction = prediction_from_json(root.raw("prediction"), "prediction");
   if (root.optional("baseline_prediction"))
     p.baseline_prediction = prediction_from_json(root.raw("baseline_prediction"), "baseline_prediction");
@@ -214,7 +232,10 @@ Plan plan_from_json(const Json& json) {
 Json to_json(const Plan& p) {
   Json tiers = Json::array();
   for (const auto& t : p.tiers) {
-    Json tj{{"name", t.name}, {"kind", to_string(t.kind)}, {"fraction", t.fraction}, {"concurrency_limit", t.concurrency_limit}};
+    Json tj{{"name", t.name},
+            {"kind", to_string(t.kind)},
+            {"fraction", t.fraction},
+            {"concurrency_limit", t.concurrency_limit}};
     if (!t.path.empty()) tj["path"] = t.path;
     tiers.push_back(tj);
   }
@@ -256,6 +277,8 @@ Plan load_plan(const std::string& path) {
   }
 }
 
-void save_plan(const Plan& plan, const std::string& path) { write_file_atomic(path, to_json(plan).dump(2) + "\n"); }
+void save_plan(const Plan& plan, const std::string& path) {
+  write_file_atomic(path, to_json(plan).dump(2) + "\n");
+}
 
 }  // namespace mlpo

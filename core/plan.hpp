@@ -29,10 +29,10 @@ const char* to_string(SlotScope s);
 
 struct PlanTier {
   std::string name;
-  std::string path;                   // empty for kind memory
+  std::string path;  // empty for kind memory
   TierKind kind = TierKind::other;
-  double fraction = 0;                // share of subgroups placed here; all tiers sum to 1
-  std::int64_t concurrency_limit = 0; // node-wide in-flight subgroup transfers; 0 = no limit
+  double fraction = 0;                 // share of subgroups placed here; all tiers sum to 1
+  std::int64_t concurrency_limit = 0;  // node-wide in-flight subgroup transfers; 0 = no limit
 };
 
 struct TierPrediction {
@@ -54,18 +54,18 @@ struct Prediction {
 
 struct Plan {
   std::string model_name;
-  std::int64_t model_params = 0;      // checked against the model at run time
+  std::int64_t model_params = 0;  // checked against the model at run time
   ClusterShape cluster;
   PlanMode mode = PlanMode::mlp;
   std::int64_t subgroup_elements = 1 << 24;
   std::vector<PlanTier> tiers;
   std::int64_t host_cache_subgroups = 0;
-  std::int64_t buffers = 4;           // pinned subgroup buffers per rank
-  std::int64_t prefetch_depth = 2;    // subgroups read ahead of the one being updated
+  std::int64_t buffers = 4;         // pinned subgroup buffers per rank
+  std::int64_t prefetch_depth = 2;  // subgroups read ahead of the one being updated
   std::int64_t io_block_size = 1 << 20;
   std::int64_t io_queue_depth = 8;
   bool direct_io = true;
-  bool crc = true;                    // CRC32C of every tier extent, verified before use (docs/io.md); false opts out
+  bool crc = true;  // CRC32C of every tier extent, verified before use (docs/io.md); false opts out
   OrderPolicy order = OrderPolicy::alternating;
   GradientPolicy gradients = GradientPolicy::delayed;
   SlotScope slot_scope = SlotScope::combined;
@@ -85,8 +85,8 @@ void save_plan(const Plan& plan, const std::string& path);  // atomic
 
 // Throws mlpo::Error when the plan's fields contradict each other (also called by
 // plan_from_json), e.g. two tiers on one directory (compared after resolving symlinks, "."
-// and ".."): they would share a state file. Baseline mode requires one tier, flush-fp32 gradients, ascending order,
-// no cache and no concurrency limit.
+// and ".."): they would share a state file. Baseline mode requires one tier, flush-fp32
+// gradients, ascending order, no cache and no concurrency limit.
 void validate(const Plan& plan);
 
 // The baseline (ZeRO-3 NVMe offload) version of a plan, for side-by-side runs: the plan's

@@ -72,7 +72,10 @@ double interpolate(const std::vector<CurvePoint>& points, double streams) {
 }
 
 Json to_json(const Measurement& m) {
-  return Json{{"median", m.median}, {"min", m.min}, {"max", m.max}, {"repetitions", m.repetitions},
+  return Json{{"median", m.median},
+              {"min", m.min},
+              {"max", m.max},
+              {"repetitions", m.repetitions},
               {"size_bytes", m.size_bytes}};
 }
 
@@ -147,10 +150,12 @@ Profile profile_from_json(const Json& json) {
     TierProfile tp;
     tp.name = t.string("name");
     if (tp.name.empty()) t.fail("name", "must not be empty");
-    if (!names.insert(tp.name).second) t.fail("name", "duplicate tier name '" + tp.name + "' (tier names must be unique)");
+    if (!names.insert(tp.name).second)
+      t.fail("name", "duplicate tier name '" + tp.name + "' (tier names must be unique)");
     tp.kind = parse_tier_kind(t.string("kind"), t.field("kind"));
     tp.path = t.string_or("path", "");
-    if (tp.kind != TierKind::memory && tp.path.empty()) t.fail("path", "missing (required for a " + std::string(to_string(tp.kind)) + " tier)");
+    if (tp.kind != TierKind::memory && tp.path.empty())
+      t.fail("path", "missing (required for a " + std::string(to_string(tp.kind)) + " tier)");
     tp.capacity_bytes = t.integer("capacity_bytes", 0, INT64_MAX);
     tp.free_bytes = t.integer("free_bytes", 0, INT64_MAX);
     if (tp.free_bytes > tp.capacity_bytes) t.fail("free_bytes", "must not exceed capacity_bytes");
@@ -207,7 +212,8 @@ Json to_json(const Profile& p) {
     if (!g.gemm.empty()) {
       Json shapes = Json::array();
       for (const auto& f : g.gemm)
-        shapes.push_back(Json{{"name", f.name}, {"m", f.m}, {"n", f.n}, {"k", f.k}, {"tflops", to_json(f.tflops)}});
+        shapes.push_back(
+            Json{{"name", f.name}, {"m", f.m}, {"n", f.n}, {"k", f.k}, {"tflops", to_json(f.tflops)}});
       gj["gemm"] = shapes;
     }
     if (g.all_bf16_tflops.median > 0) gj["all_bf16_tflops"] = to_json(g.all_bf16_tflops);
@@ -234,8 +240,12 @@ Json to_json(const Profile& p) {
     if (t.latency_us.median > 0) tj["latency_us"] = to_json(t.latency_us);
     tiers.push_back(tj);
   }
-  Json j{{"schema", "mlpo.profile/1"}, {"hostname", p.hostname}, {"measured_at", p.measured_at},
-         {"host", host},               {"gpus", gpus},             {"tiers", tiers}};
+  Json j{{"schema", "mlpo.profile/1"},
+         {"hostname", p.hostname},
+         {"measured_at", p.measured_at},
+         {"host", host},
+         {"gpus", gpus},
+         {"tiers", tiers}};
   if (!p.notes.empty()) j["notes"] = p.notes;
   if (!p.gpus_reason.empty()) j["gpus_reason"] = p.gpus_reason;
   return j;

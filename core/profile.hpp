@@ -37,13 +37,13 @@ struct HostProfile {
   std::int64_t memory_bytes = 0;
   std::int64_t available_bytes = 0;
   std::int64_t numa_nodes = 1;
-  Measurement memcpy_gbps_single;      // one thread, GB/s of bytes copied
-  Measurement memcpy_gbps;             // all threads
+  Measurement memcpy_gbps_single;               // one thread, GB/s of bytes copied
+  Measurement memcpy_gbps;                      // all threads
   std::vector<CurvePoint> adam_elements_per_s;  // fused bf16-grad AdamW, by threads
-  bool adam_estimated = false;         // true until the real kernel was measured
-  Measurement bf16_convert_gbps;       // fp32 -> bf16, GB/s of fp32 read
-  Measurement bf16_to_fp32_gbps;       // bf16 -> fp32, GB/s of fp32 written; optional (0 = not measured)
-  Measurement cpu_gemm_gflops;         // CPU backend GEMM (for CPU-only training plans)
+  bool adam_estimated = false;                  // true until the real kernel was measured
+  Measurement bf16_convert_gbps;                // fp32 -> bf16, GB/s of fp32 read
+  Measurement bf16_to_fp32_gbps;  // bf16 -> fp32, GB/s of fp32 written; optional (0 = not measured)
+  Measurement cpu_gemm_gflops;    // CPU backend GEMM (for CPU-only training plans)
 };
 
 // One GEMM shape a transformer layer runs (out[m,n] = x[m,k] @ w[n,k]^T, bf16 in, fp32 accumulate).
@@ -63,7 +63,7 @@ struct GpuProfile {
   Measurement h2d_gbps;
   Measurement d2h_gbps;
   Measurement bidirectional_gbps;
-  std::vector<GemmFigure> gemm;           // per transformer shape; bf16_tflops is their aggregate
+  std::vector<GemmFigure> gemm;  // per transformer shape; bf16_tflops is their aggregate
   // Aggregates over all `count` GPUs driven at once (optional; 0 = not measured).
   Measurement all_bf16_tflops;
   Measurement all_h2d_gbps;
@@ -79,14 +79,14 @@ struct TierProfile {
   std::int64_t block_size = 1 << 20;
   std::int64_t queue_depth = 8;
   bool direct_io = true;
-  std::vector<CurvePoint> read_gbps;   // aggregate GB/s at 1, 2, 4, ... streams
+  std::vector<CurvePoint> read_gbps;  // aggregate GB/s at 1, 2, 4, ... streams
   std::vector<CurvePoint> write_gbps;
   // Reads and writes in flight together (optional; empty in profiles made before it was
   // measured): at n streams of each, the read GB/s and the write GB/s achieved at once.
   // Both curves have the same points.
   std::vector<CurvePoint> mixed_read_gbps;
   std::vector<CurvePoint> mixed_write_gbps;
-  Measurement latency_us;              // first-byte latency of a block read
+  Measurement latency_us;  // first-byte latency of a block read
 
   bool has_mixed() const { return !mixed_read_gbps.empty(); }
 

@@ -6,11 +6,16 @@ namespace mlpo {
 
 const char* to_string(TierKind kind) {
   switch (kind) {
-    case TierKind::memory: return "memory";
-    case TierKind::host: return "host";
-    case TierKind::nvme: return "nvme";
-    case TierKind::remote: return "remote";
-    case TierKind::other: return "other";
+    case TierKind::memory:
+      return "memory";
+    case TierKind::host:
+      return "host";
+    case TierKind::nvme:
+      return "nvme";
+    case TierKind::remote:
+      return "remote";
+    case TierKind::other:
+      return "other";
   }
   return "other";
 }

@@ -16,7 +16,7 @@ namespace mlpo {
 struct TierRates {
   std::string name;
   TierKind kind = TierKind::other;
-  bool remote = false;             // reached over the network: per-node link + shared backbone
+  bool remote = false;                        // reached over the network: per-node link + shared backbone
   std::vector<CurvePoint> read_curve;         // reads alone
   std::vector<CurvePoint> write_curve;        // writes alone
   std::vector<CurvePoint> mixed_read_curve;   // reads while writes are in flight (may be empty)

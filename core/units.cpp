@@ -25,16 +25,26 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   std::string suffix;
   for (char c : text.substr(i)) suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double mult = 1;
-  if (suffix.empty() || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "KIB") mult = static_cast<double>(KiB);
-  else if (suffix == "M" || suffix == "MIB") mult = static_cast<double>(MiB);
-  else if (suffix == "G" || suffix == "GIB") mult = static_cast<double>(GiB);
-  else if (suffix == "T" || suffix == "TIB") mult = static_cast<double>(TiB);
-  else if (suffix == "KB") mult = 1e3;
-  else if (suffix == "MB") mult = 1e6;
-  else if (suffix == "GB") mult = 1e9;
-  else if (suffix == "TB") mult = 1e12;
-  else return fail("has an unknown unit");
+  if (suffix.empty() || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "KIB")
+    mult = static_cast<double>(KiB);
+  else if (suffix == "M" || suffix == "MIB")
+    mult = static_cast<double>(MiB);
+  else if (suffix == "G" || suffix == "GIB")
+    mult = static_cast<double>(GiB);
+  else if (suffix == "T" || suffix == "TIB")
+    mult = static_cast<double>(TiB);
+  else if (suffix == "KB")
+    mult = 1e3;
+  else if (suffix == "MB")
+    mult = 1e6;
+  else if (suffix == "GB")
+    mult = 1e9;
+  else if (suffix == "TB")
+    mult = 1e12;
+  else
+    return fail("has an unknown unit");
   double bytes = number * mult;
   if (!std::isfinite(bytes) || bytes > 1.8e19) return fail("is too large");
   return static_cast<std::uint64_t>(std::llround(bytes));
@@ -42,17 +52,28 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
 
 std::uint64_t parse_count(std::string_view text, std::string_view what) {
   auto fail = [&]() -> std::uint64_t {
-    throw Error(std::string(what) + ": '" + std::string(text) + "' is not a count (use e.g. 1000000, 1e9, 500M or 1.5B)");
+    throw Error(std::string(what) + ": '" + std::string(text) +
+                "' is not a count (use e.g. 1000000, 1e9, 500M or 1.5B)");
   };
   if (text.empty()) return fail();
   std::string body(text);
   double mult = 1;
   switch (std::toupper(static_cast<unsigned char>(body.back()))) {
-    case 'K': mult = 1e3; break;
-    case 'M': mult = 1e6; break;
-    case 'B': case 'G': mult = 1e9; break;
-    case 'T': mult = 1e12; break;
-    default: break;
+    case 'K':
+      mult = 1e3;
+      break;
+    case 'M':
+      mult = 1e6;
+      break;
+    case 'B':
+    case 'G':
+      mult = 1e9;
+      break;
+    case 'T':
+      mult = 1e12;
+      break;
+    default:
+      break;
   }
   if (mult != 1) body.pop_back();
   std::size_t used = 0;
@@ -74,16 +95,21 @@ std::string format_bytes(double bytes) {
     ++u;
   }
   char buf[64];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%.0f B", bytes);
-  else std::snprintf(buf, sizeof buf, "%.1f %s", bytes, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", bytes, units[u]);
   return buf;
 }
 
 std::string format_seconds(double s) {
   char buf[64];
-  if (s >= 1.0 || s == 0.0) std::snprintf(buf, sizeof buf, "%.2f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  if (s >= 1.0 || s == 0.0)
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
   return buf;
 }
 

@@ -27,10 +27,10 @@ namespace mlpo {
 
 struct UpdateStep {
   std::int64_t subgroup = 0;
-  bool resident = false;                 // lives in process memory (memory tier): no I/O at all
-  bool hit = false;                      // served from the cache: no read
-  bool stays_cached = false;             // kept in the cache after its update: no write now
-  std::optional<std::int64_t> evicted;   // pushed out of the cache by this step: written now
+  bool resident = false;                // lives in process memory (memory tier): no I/O at all
+  bool hit = false;                     // served from the cache: no read
+  bool stays_cached = false;            // kept in the cache after its update: no write now
+  std::optional<std::int64_t> evicted;  // pushed out of the cache by this step: written now
 };
 
 class SubgroupCache {
@@ -54,7 +54,8 @@ class SubgroupCache {
  private:
   std::int64_t capacity_;
   std::list<std::int64_t> lru_;  // least recently updated first
-  std::unordered_map<std::int64_t, std::list<std::int64_t>::iterator> where_;  // subgroup -> its entry in lru_
+  std::unordered_map<std::int64_t, std::list<std::int64_t>::iterator>
+      where_;  // subgroup -> its entry in lru_
 };
 
 // The subgroups in update order for `iteration` (0-based): ascending always, or ascending

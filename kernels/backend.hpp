@@ -43,7 +43,8 @@ class DeviceBuffer {
   // The whole buffer, or its first elements, seen as a tensor.
   Tensor view(DType type, std::initializer_list<std::int64_t> dims) const {
     Tensor t(data_.get(), type, dims);
-    MLPO_CHECK(t.bytes() <= bytes_, "view " + t.describe() + " exceeds a " + std::to_string(bytes_) + "-byte buffer");
+    MLPO_CHECK(t.bytes() <= bytes_,
+               "view " + t.describe() + " exceeds a " + std::to_string(bytes_) + "-byte buffer");
     return t;
   }
 
@@ -110,8 +111,8 @@ class Backend {
   // each copy is copy_from_host / copy_to_host at once, which keeps the contract for a backend
   // whose ops complete before they return (the CPU backend).
   virtual std::unique_ptr<CopyQueue> make_copy_queue();
-  virtual void copy(Tensor dst, Tensor src) = 0;                 // same type and count
-  virtual void fill(Tensor dst, double value) = 0;               // value rounded to dst's type
+  virtual void copy(Tensor dst, Tensor src) = 0;    // same type and count
+  virtual void fill(Tensor dst, double value) = 0;  // value rounded to dst's type
   // dst = src converted element-wise (bf16 <-> f32 <-> f64; round to nearest even).
   virtual void cast(Tensor dst, Tensor src) = 0;
 
@@ -137,8 +138,7 @@ class Backend {
   // x: [N, I]; w: [O, I]; out: [N, O].
   virtual void linear_forward(Tensor out, Tensor x, Tensor w) = 0;
   // dx = dout @ w (overwritten, or added to when accumulate_dx); dw += dout^T @ x (A [O, I]).
-  virtual void linear_backward(Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w,
-                               bool accumulate_dx) = 0;
+  virtual void linear_backward(Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w, bool accumulate_dx) = 0;
 
   // ---- rotary position embedding (LLaMA / Hugging Face "rotate_half" pairing) -----------
   // x, out: [B, T, H, D]; element i < D/2 pairs with i + D/2 and is rotated by angle
@@ -156,8 +156,8 @@ class Backend {
   // backward's row term delta_t = sum_j p_tj (dout_t . v_j) in A — not dout_t . out_t from the
   // rounded out, which is off by as much as the signal while attention is near uniform.
   // `out` (the forward's) is only checked for shape.
-  virtual void attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
-                                  Tensor v, Tensor out, Tensor lse) = 0;
+  virtual void attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k, Tensor v,
+                                  Tensor out, Tensor lse) = 0;
 
   // ---- SwiGLU: out = silu(gate) * up ----------------------------------------------------
   virtual void swiglu_forward(Tensor out, Tensor gate, Tensor up) = 0;
@@ -186,6 +186,8 @@ class ImmediateCopyQueue final : public CopyQueue {
 };
 }  // namespace detail
 
-inline std::unique_ptr<CopyQueue> Backend::make_copy_queue() { return std::make_unique<detail::ImmediateCopyQueue>(*this); }
+inline std::unique_ptr<CopyQueue> Backend::make_copy_queue() {
+  return std::make_unique<detail::ImmediateCopyQueue>(*this);
+}
 
 }  // namespace mlpo

@@ -22,29 +22,50 @@ enum class DType : std::uint8_t { bf16, f32, f64, i32 };
 
 constexpr std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::bf16: return 2;
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::i32: return 4;
+    case DType::bf16:
+      return 2;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::i32:
+      return 4;
   }
   return 0;
 }
 
 constexpr const char* dtype_name(DType t) {
   switch (t) {
-    case DType::bf16: return "bf16";
-    case DType::f32: return "f32";
-    case DType::f64: return "f64";
-    case DType::i32: return "i32";
+    case DType::bf16:
+      return "bf16";
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::i32:
+      return "i32";
   }
   return "?";
 }
 
-template <class T> constexpr DType dtype_of();
-template <> constexpr DType dtype_of<bf16>() { return DType::bf16; }
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
+template <class T>
+constexpr DType dtype_of();
+template <>
+constexpr DType dtype_of<bf16>() {
+  return DType::bf16;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::i32;
+}
 
 struct Tensor {
   void* data = nullptr;
@@ -67,9 +88,10 @@ struct Tensor {
   std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype); }
 
   // Typed pointer; aborts if the element type differs.
-  template <class T> T* as() const {
-    MLPO_CHECK(dtype == dtype_of<T>(), std::string("tensor holds ") + dtype_name(dtype) +
-                                           ", asked for " + dtype_name(dtype_of<T>()));
+  template <class T>
+  T* as() const {
+    MLPO_CHECK(dtype == dtype_of<T>(),
+               std::string("tensor holds ") + dtype_name(dtype) + ", asked for " + dtype_name(dtype_of<T>()));
     return static_cast<T*>(data);
   }
 

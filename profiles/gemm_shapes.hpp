@@ -19,7 +19,9 @@ struct GemmShape {
   std::string name;
   std::int64_t m = 0, n = 0, k = 0;
   int per_layer = 1;
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
 };
 
 std::vector<GemmShape> transformer_gemm_shapes(const ModelSpec& model, std::int64_t tokens);

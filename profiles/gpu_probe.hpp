@@ -24,8 +24,8 @@
 namespace mlpo::profiles {
 
 struct GpuProbeOptions {
-  ModelSpec model;                                     // GEMM shapes
-  std::int64_t tokens = 4096;                          // micro-batch x sequence length
+  ModelSpec model;                                        // GEMM shapes
+  std::int64_t tokens = 4096;                             // micro-batch x sequence length
   std::uint64_t transfer_bytes = std::uint64_t{1} << 30;  // per copy (HBM, H2D, D2H)
   int repetitions = 5;
 };

@@ -30,7 +30,8 @@ void check(cudaError_t e, const char* what) {
 }
 void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw Error(std::string("GPU probe: ") + what + ": cuBLASLt status " + std::to_string(static_cast<int>(s)));
+    throw Error(std::string("GPU probe: ") + what + ": cuBLASLt status " +
+                std::to_string(static_cast<int>(s)));
 }
 
 // ---- RAII owners of CUDA resources ----
@@ -52,7 +53,9 @@ class DeviceMemory {
 
 class PinnedHostMemory {
  public:
-  explicit PinnedHostMemory(std::size_t bytes) { check(cudaHostAlloc(&data_, bytes, cudaHostAllocDefault), "cudaHostAlloc"); }
+  explicit PinnedHostMemory(std::size_t bytes) {
+    check(cudaHostAlloc(&data_, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+  }
   ~PinnedHostMemory() { cudaFreeHost(data_); }
   PinnedHostMemory(const PinnedHostMemory&) = delete;
   PinnedHostMemory& operator=(const PinnedHostMemory&) = delete;
@@ -103,12 +106,16 @@ double event_seconds(cudaStream_t stream, int iterations, const std::function<vo
 class LtGemm {
  public:
   LtGemm(cublasLtHandle_t handle, const GemmShape& shape, void* workspace, std::size_t workspace_bytes)
-      : handle_(handle), workspace_(workspace), workspace_bytes_(workspace_bytes),
-        x_(static_cast<std::size_t>(shape.m * shape.k) * 2), w_(static_cast<std::size_t>(shape.n * shape.k) * 2),
+      : handle_(handle),
+        workspace_(workspace),
+        workspace_bytes_(workspace_bytes),
+        x_(static_cast<std::size_t>(shape.m * shape.k) * 2),
+        w_(static_cast<std::size_t>(shape.n * shape.k) * 2),
         out_(static_cast<std::size_t>(shape.m * shape.n) * 2) {
     check(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-    check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose), "TRANSA");
+    check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose),
+          "TRANSA");
     check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep), "TRANSB");
     check(cublasLtMatrixLayoutCreate(&a_, CUDA_R_16BF, shape.k, shape.n, shape.k), "layout A");
     check(cublasLtMatrixLayoutCreate(&b_, CUDA_R_16BF, shape.k, shape.m, shape.k), "layout B");
@@ -138,8 +145,8 @@ class LtGemm {
 
   void run(cudaStream_t stream) {
     const float alpha = 1.0f, beta = 0.0f;
-    check(cublasLtMatmul(handle_, desc_, &alpha, w_.get(), a_, x_.get(), b_, &beta, out_.get(), c_, out_.get(), c_,
-                         &algo_, workspace_, workspace_bytes_, stream),
+    check(cublasLtMatmul(handle_, desc_, &alpha, w_.get(), a_, x_.get(), b_, &beta, out_.get(), c_,
+                         out_.get(), c_, &algo_, workspace_, workspace_bytes_, stream),
           "cublasLtMatmul");
   }
 
@@ -178,7 +185,8 @@ struct LayerGemms {
   std::vector<std::unique_ptr<LtGemm>> gemms;
 
   LayerGemms(const ModelSpec& model, std::int64_t tokens) : shapes(transformer_gemm_shapes(model, tokens)) {
-    for (const GemmShape& s : shapes) gemms.push_back(std::make_unique<LtGemm>(handle.get(), s, workspace.get(), kWorkspace));
+    for (const GemmShape& s : shapes)
+      gemms.push_back(std::make_unique<LtGemm>(handle.get(), s, workspace.get(), kWorkspace));
   }
   double layer_flops() const {
     double f = 0;
@@ -215,7 +223,8 @@ GpuProfile probe_one(int device, const GpuProbeOptions& options, const ProgressS
       throw_if_interrupted();
       double layer_seconds = 0;
       for (std::size_t i = 0; i < layer.shapes.size(); ++i) {
-        const double s = event_seconds(stream.get(), kGemmIterations, [&] { layer.gemms[i]->run(stream.get()); });
+        const double s =
+            event_seconds(stream.get(), kGemmIterations, [&] { layer.gemms[i]->run(stream.get()); });
         per_shape[i].push_back(layer.shapes[i].flops() / s / 1e12);
         layer_seconds += s * layer.shapes[i].per_layer;
       }
@@ -223,7 +232,8 @@ GpuProfile probe_one(int device, const GpuProbeOptions& options, const ProgressS
     }
     for (std::size_t i = 0; i < layer.shapes.size(); ++i) {
       const GemmShape& s = layer.shapes[i];
-      g.gemm.push_back({s.name, s.m, s.n, s.k, summarize(per_shape[i], 2 * (s.m * s.k + s.n * s.k + s.m * s.n))});
+      g.gemm.push_back(
+          {s.name, s.m, s.n, s.k, summarize(per_shape[i], 2 * (s.m * s.k + s.n * s.k + s.m * s.n))});
     }
     g.bf16_tflops = summarize(aggregate, 0);
   }
@@ -235,8 +245,9 @@ GpuProfile probe_one(int device, const GpuProbeOptions& options, const ProgressS
     check(cudaMemcpyAsync(to, from, bytes, kind, stream.get()), "cudaMemcpyAsync");  // warm-up
     for (int rep = 0; rep < reps; ++rep) {
       throw_if_interrupted();
-      const double s = event_seconds(stream.get(), kCopyIterations,
-                                     [&] { check(cudaMemcpyAsync(to, from, bytes, kind, stream.get()), "cudaMemcpyAsync"); });
+      const double s = event_seconds(stream.get(), kCopyIterations, [&] {
+        check(cudaMemcpyAsync(to, from, bytes, kind, stream.get()), "cudaMemcpyAsync");
+      });
       rates.push_back(bytes_counted / s / GB);
     }
     return summarize(rates, static_cast<std::int64_t>(bytes));
@@ -252,8 +263,10 @@ GpuProfile probe_one(int device, const GpuProbeOptions& options, const ProgressS
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     const auto t0 = Clock::now();
     for (int i = 0; i < kCopyIterations; ++i) {
-      check(cudaMemcpyAsync(dst.get(), host_in.get(), bytes, cudaMemcpyHostToDevice, stream.get()), "cudaMemcpyAsync");
-      check(cudaMemcpyAsync(host_out.get(), src.get(), bytes, cudaMemcpyDeviceToHost, second.get()), "cudaMemcpyAsync");
+      check(cudaMemcpyAsync(dst.get(), host_in.get(), bytes, cudaMemcpyHostToDevice, stream.get()),
+            "cudaMemcpyAsync");
+      check(cudaMemcpyAsync(host_out.get(), src.get(), bytes, cudaMemcpyDeviceToHost, second.get()),
+            "cudaMemcpyAsync");
     }
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -296,7 +309,8 @@ Measurement all_at_once(const std::vector<int>& devices, int reps, double unit,
             errors[i] = std::current_exception();
           }
         }
-        seconds[static_cast<std::size_t>(rep) * n + i] = std::chrono::duration<double>(Clock::now() - t0).count();
+        seconds[static_cast<std::size_t>(rep) * n + i] =
+            std::chrono::duration<double>(Clock::now() - t0).count();
       }
     });
   }
@@ -308,7 +322,8 @@ Measurement all_at_once(const std::vector<int>& devices, int reps, double unit,
   std::vector<double> rates;
   for (int rep = 0; rep < reps; ++rep) {
     double slowest = 0;
-    for (std::size_t i = 0; i < n; ++i) slowest = std::max(slowest, seconds[static_cast<std::size_t>(rep) * n + i]);
+    for (std::size_t i = 0; i < n; ++i)
+      slowest = std::max(slowest, seconds[static_cast<std::size_t>(rep) * n + i]);
     rates.push_back(total / slowest / unit);
   }
   return summarize(rates, 0);
@@ -323,7 +338,9 @@ void probe_all_at_once(GpuProfile& g, const std::vector<int>& devices, const Gpu
   std::vector<std::unique_ptr<CudaStream>> streams(devices.size());
   std::vector<std::unique_ptr<DeviceMemory>> device_buffers(devices.size());
   std::vector<std::unique_ptr<PinnedHostMemory>> host_buffers(devices.size());
-  auto index_of = [&](int device) { return static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device) - devices.begin()); };
+  auto index_of = [&](int device) {
+    return static_cast<std::size_t>(std::find(devices.begin(), devices.end(), device) - devices.begin());
+  };
 
   g.all_bf16_tflops = all_at_once(devices, options.repetitions, 1e12, [&](int d) {
     const std::size_t i = index_of(d);

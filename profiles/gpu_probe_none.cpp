@@ -4,7 +4,8 @@
 namespace mlpo::profiles {
 
 GpuProbeResult probe_gpus(const GpuProbeOptions&, const ProgressSink&) {
-  return {{}, "this mlpo-profile was built without CUDA (nvcc not found at configure time, or -DMLPO_CUDA=OFF)"};
+  return {{},
+          "this mlpo-profile was built without CUDA (nvcc not found at configure time, or -DMLPO_CUDA=OFF)"};
 }
 
 }  // namespace mlpo::profiles

@@ -38,8 +38,9 @@ class HostArray {
   HostArray(std::size_t count, ThreadPool& pool) : count_(count) {
     const std::size_t bytes = round_up(std::max<std::size_t>(count, 1) * sizeof(T), 4096);
     data_.reset(static_cast<T*>(std::aligned_alloc(4096, bytes)));
-    if (!data_) throw Error("host probe: cannot allocate " + format_bytes(static_cast<double>(bytes)) +
-                            " of memory; use --quick or free memory");
+    if (!data_)
+      throw Error("host probe: cannot allocate " + format_bytes(static_cast<double>(bytes)) +
+                  " of memory; use --quick or free memory");
     pool.parallel_for(bytes, 1 << 20, [&](std::size_t b, std::size_t e) {
       std::memset(reinterpret_cast<char*>(data_.get()) + b, 0, e - b);
     });
@@ -90,7 +91,9 @@ Measurement probe_memcpy(ThreadPool& pool, std::uint64_t bytes, int reps) {
   HostArray<char> src(bytes, pool), dst(bytes, pool);
   std::memset(src.data(), 0x5a, bytes);
   return time_rate(reps, static_cast<double>(bytes), GB, static_cast<std::int64_t>(bytes), [&] {
-    pool.parallel_for(bytes, 1 << 20, [&](std::size_t b, std::size_t e) { std::memcpy(dst.data() + b, src.data() + b, e - b); });
+    pool.parallel_for(bytes, 1 << 20, [&](std::size_t b, std::size_t e) {
+      std::memcpy(dst.data() + b, src.data() + b, e - b);
+    });
   });
 }
 
@@ -120,7 +123,8 @@ Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
   }
   return time_rate(options.repetitions, flops, 1e9, bytes, [&] {
     for (std::size_t i = 0; i < shapes.size(); ++i)
-      for (int rep = 0; rep < shapes[i].per_layer; ++rep) backend.linear_forward(ops[i].tout, ops[i].tx, ops[i].tw);
+      for (int rep = 0; rep < shapes[i].per_layer; ++rep)
+        backend.linear_forward(ops[i].tout, ops[i].tx, ops[i].tw);
   });
 }
 

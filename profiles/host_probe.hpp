@@ -30,7 +30,7 @@ struct HostProbeOptions {
   std::vector<unsigned> adam_threads;                       // empty: 1 .. cores
   int repetitions = 5;
   bool cpu_gemm = true;
-  ModelSpec gemm_model;        // shapes of the CPU GEMM figure
+  ModelSpec gemm_model;  // shapes of the CPU GEMM figure
   std::int64_t gemm_tokens = 512;
 };
 

@@ -16,7 +16,8 @@ extern "C" void record_signal(int signal) { g_signal.store(signal, std::memory_o
 }  // namespace
 
 Interrupted::Interrupted(int signal)
-    : std::runtime_error("interrupted by signal " + std::to_string(signal) + "; probe files removed"), signal_(signal) {}
+    : std::runtime_error("interrupted by signal " + std::to_string(signal) + "; probe files removed"),
+      signal_(signal) {}
 
 InterruptGuard::InterruptGuard() {
   g_signal.store(0);

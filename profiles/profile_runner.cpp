@@ -46,9 +46,11 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   for (const TierSpec& t : request.tiers) {
     if (t.name.empty()) throw Error("--tier '=" + t.path.string() + "': the tier name is empty");
     if (!names.insert(t.name).second)
-      throw Error("--tier " + t.name + ": duplicate tier name '" + t.name + "'; give every --tier a different NAME");
+      throw Error("--tier " + t.name + ": duplicate tier name '" + t.name +
+                  "'; give every --tier a different NAME");
   }
-  if (request.max_streams > 64) throw Error("--streams " + std::to_string(request.max_streams) + ": at most 64");
+  if (request.max_streams > 64)
+    throw Error("--streams " + std::to_string(request.max_streams) + ": at most 64");
   if (request.repetitions < 0 || request.repetitions > 1000) throw Error("--reps must be between 1 and 1000");
   if (request.micro_batch < 1) throw Error("--micro-batch must be at least 1");
   if (request.seq_len < 0) throw Error("--seq-len must be positive");
@@ -59,7 +61,8 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   const int reps = request.repetitions > 0 ? request.repetitions : (quick ? 3 : 5);
 
   TierProbeOptions& t = p.tier_options;
-  t.bytes_per_stream = request.tier_bytes_per_stream > 0 ? request.tier_bytes_per_stream : (quick ? 256 * MiB : 1 * GiB);
+  t.bytes_per_stream =
+      request.tier_bytes_per_stream > 0 ? request.tier_bytes_per_stream : (quick ? 256 * MiB : 1 * GiB);
   t.max_streams = request.max_streams > 0 ? request.max_streams : (quick ? 4 : 8);
   t.block_size = request.block_size;
   t.queue_depth = request.queue_depth;
@@ -71,12 +74,14 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   const std::int64_t tokens = request.micro_batch * (request.seq_len > 0 ? request.seq_len : model.seq_len);
 
   HostProbeOptions& h = p.host_options;
-  const std::uint64_t host_bytes = request.host_bytes > 0 ? request.host_bytes : (quick ? 256 * MiB : 1 * GiB);
+  const std::uint64_t host_bytes =
+      request.host_bytes > 0 ? request.host_bytes : (quick ? 256 * MiB : 1 * GiB);
   const HostProfile facts = read_host_facts();
   // State + gradient + bf16 copy is 4/3 of the state; keep it within half the available memory.
   if (facts.available_bytes > 0 && host_bytes / 3 * 4 > static_cast<std::uint64_t>(facts.available_bytes) / 2)
     throw Error("--host-size " + format_bytes(static_cast<double>(host_bytes)) + ": more than half of the " +
-                format_bytes(static_cast<double>(facts.available_bytes)) + " of available memory; pass a smaller --host-size");
+                format_bytes(static_cast<double>(facts.available_bytes)) +
+                " of available memory; pass a smaller --host-size");
   h.memcpy_bytes = host_bytes;
   h.adam_state_bytes = host_bytes;
   h.repetitions = reps;
@@ -91,8 +96,8 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   return p;
 }
 
-Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus, const ProgressSink& progress,
-                    const io::WarningSink& warn) {
+Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus,
+                    const ProgressSink& progress, const io::WarningSink& warn) {
   Profile profile;
   profile.hostname = hostname();
   profile.measured_at = utc_now();
@@ -104,10 +109,12 @@ Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus
   profile.gpus = std::move(gpus.gpus);
   profile.gpus_reason = gpus.reason;
 
-  for (const TierProbePlan& plan : prepared.tiers) profile.tiers.push_back(probe_tier(plan, prepared.tier_options, progress, warn));
+  for (const TierProbePlan& plan : prepared.tiers)
+    profile.tiers.push_back(probe_tier(plan, prepared.tier_options, progress, warn));
 
-  std::string notes = std::string(prepared.request.quick ? "--quick" : "default (thorough)") + " profile; load average " +
-                      load_start + " at start, " + load_average() + " at end (" + std::to_string(profile.host.cores) +
+  std::string notes = std::string(prepared.request.quick ? "--quick" : "default (thorough)") +
+                      " profile; load average " + load_start + " at start, " + load_average() + " at end (" +
+                      std::to_string(profile.host.cores) +
                       " cores); tier streams = separate io_uring engines, one file each";
   if (!prepared.request.notes.empty()) notes = prepared.request.notes + "; " + notes;
   profile.notes = notes;

@@ -17,7 +17,8 @@ std::string printf_string(const char* format, auto... args) {
 
 std::string spread(const Measurement& m, const char* unit) {
   if (m.repetitions == 0) return printf_string("%.3f %s (given)", m.median, unit);
-  return printf_string("%10.3f %s [%.3f..%.3f] x%lld", m.median, unit, m.min, m.max, static_cast<long long>(m.repetitions));
+  return printf_string("%10.3f %s [%.3f..%.3f] x%lld", m.median, unit, m.min, m.max,
+                       static_cast<long long>(m.repetitions));
 }
 
 }  // namespace
@@ -25,8 +26,9 @@ std::string spread(const Measurement& m, const char* unit) {
 std::string summary_table(const Profile& p) {
   std::string out;
   out += "profile of " + p.hostname + " at " + p.measured_at + "\n";
-  out += "host: " + std::to_string(p.host.cores) + " cores, " + format_bytes(static_cast<double>(p.host.memory_bytes)) +
-         " memory (" + format_bytes(static_cast<double>(p.host.available_bytes)) + " available), " +
+  out += "host: " + std::to_string(p.host.cores) + " cores, " +
+         format_bytes(static_cast<double>(p.host.memory_bytes)) + " memory (" +
+         format_bytes(static_cast<double>(p.host.available_bytes)) + " available), " +
          std::to_string(p.host.numa_nodes) + " NUMA node(s)\n";
   out += "  memcpy, 1 thread        " + spread(p.host.memcpy_gbps_single, "GB/s") + "\n";
   out += "  memcpy, all threads     " + spread(p.host.memcpy_gbps, "GB/s") + "\n";
@@ -36,36 +38,43 @@ std::string summary_table(const Profile& p) {
                                             pt.value.repetitions, pt.value.size_bytes},
                                 p.host.adam_estimated ? "Gelem/s (estimated)" : "Gelem/s")
                              .c_str());
-  if (p.host.bf16_convert_gbps.median > 0) out += "  fp32 -> bf16            " + spread(p.host.bf16_convert_gbps, "GB/s") + "\n";
-  if (p.host.bf16_to_fp32_gbps.median > 0) out += "  bf16 -> fp32            " + spread(p.host.bf16_to_fp32_gbps, "GB/s") + "\n";
-  if (p.host.cpu_gemm_gflops.median > 0) out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
+  if (p.host.bf16_convert_gbps.median > 0)
+    out += "  fp32 -> bf16            " + spread(p.host.bf16_convert_gbps, "GB/s") + "\n";
+  if (p.host.bf16_to_fp32_gbps.median > 0)
+    out += "  bf16 -> fp32            " + spread(p.host.bf16_to_fp32_gbps, "GB/s") + "\n";
+  if (p.host.cpu_gemm_gflops.median > 0)
+    out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
   if (p.gpus.empty()) out += "gpus: none (" + p.gpus_reason + ")\n";
   for (const GpuProfile& g : p.gpus) {
-    out += "gpu: " + std::to_string(g.count) + " x " + g.model + ", " + format_bytes(static_cast<double>(g.memory_bytes)) +
-           ", " + std::to_string(g.sm_count) + " SMs\n";
+    out += "gpu: " + std::to_string(g.count) + " x " + g.model + ", " +
+           format_bytes(static_cast<double>(g.memory_bytes)) + ", " + std::to_string(g.sm_count) + " SMs\n";
     for (const GemmFigure& f : g.gemm)
       out += printf_string("  GEMM %-8s %6lldx%6lldx%6lld %s\n", f.name.c_str(), static_cast<long long>(f.m),
-                           static_cast<long long>(f.n), static_cast<long long>(f.k), spread(f.tflops, "TFLOP/s").c_str());
+                           static_cast<long long>(f.n), static_cast<long long>(f.k),
+                           spread(f.tflops, "TFLOP/s").c_str());
     out += "  bf16 GEMM, layer       " + spread(g.bf16_tflops, "TFLOP/s") + "\n";
     out += "  HBM (read+write)       " + spread(g.hbm_gbps, "GB/s") + "\n";
     out += "  H2D pinned             " + spread(g.h2d_gbps, "GB/s") + "\n";
     out += "  D2H pinned             " + spread(g.d2h_gbps, "GB/s") + "\n";
     out += "  H2D + D2H at once      " + spread(g.bidirectional_gbps, "GB/s") + "\n";
-    if (g.all_bf16_tflops.median > 0) out += "  all GPUs: GEMM         " + spread(g.all_bf16_tflops, "TFLOP/s") + "\n";
+    if (g.all_bf16_tflops.median > 0)
+      out += "  all GPUs: GEMM         " + spread(g.all_bf16_tflops, "TFLOP/s") + "\n";
     if (g.all_h2d_gbps.median > 0) out += "  all GPUs: H2D          " + spread(g.all_h2d_gbps, "GB/s") + "\n";
     if (g.all_d2h_gbps.median > 0) out += "  all GPUs: D2H          " + spread(g.all_d2h_gbps, "GB/s") + "\n";
   }
   for (const TierProfile& t : p.tiers) {
-    out += "tier '" + t.name + "' (" + t.path + ", " + to_string(t.kind) + "): " +
-           format_bytes(static_cast<double>(t.free_bytes)) + " free of " + format_bytes(static_cast<double>(t.capacity_bytes)) +
-           ", bs " + format_bytes(static_cast<double>(t.block_size)) + ", qd " + std::to_string(t.queue_depth) + ", " +
+    out += "tier '" + t.name + "' (" + t.path + ", " + to_string(t.kind) +
+           "): " + format_bytes(static_cast<double>(t.free_bytes)) + " free of " +
+           format_bytes(static_cast<double>(t.capacity_bytes)) + ", bs " +
+           format_bytes(static_cast<double>(t.block_size)) + ", qd " + std::to_string(t.queue_depth) + ", " +
            (t.direct_io ? "O_DIRECT" : "buffered") + "\n";
     out += "  streams  write GB/s [min..max]          read GB/s [min..max]\n";
     for (std::size_t i = 0; i < t.read_gbps.size() && i < t.write_gbps.size(); ++i) {
       const Measurement& w = t.write_gbps[i].value;
       const Measurement& r = t.read_gbps[i].value;
-      out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n", static_cast<long long>(t.read_gbps[i].streams),
-                           w.median, w.min, w.max, r.median, r.min, r.max);
+      out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n",
+                           static_cast<long long>(t.read_gbps[i].streams), w.median, w.min, w.max, r.median,
+                           r.min, r.max);
     }
     if (t.has_mixed()) {
       out += "  reads and writes at once (n streams of each):\n";
@@ -74,11 +83,12 @@ std::string summary_table(const Profile& p) {
         const Measurement& w = t.mixed_write_gbps[i].value;
         const Measurement& r = t.mixed_read_gbps[i].value;
         out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n",
-                             static_cast<long long>(t.mixed_read_gbps[i].streams), w.median, w.min, w.max, r.median, r.min,
-                             r.max);
+                             static_cast<long long>(t.mixed_read_gbps[i].streams), w.median, w.min, w.max,
+                             r.median, r.min, r.max);
       }
     }
-    if (t.latency_us.median > 0) out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
+    if (t.latency_us.median > 0)
+      out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
   }
   return out;
 }
@@ -90,7 +100,8 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
   };
   add("host.memcpy_gbps_single", p.host.memcpy_gbps_single);
   add("host.memcpy_gbps", p.host.memcpy_gbps);
-  for (const CurvePoint& pt : p.host.adam_elements_per_s) add("host.adam_elements_per_s@" + std::to_string(pt.streams), pt.value);
+  for (const CurvePoint& pt : p.host.adam_elements_per_s)
+    add("host.adam_elements_per_s@" + std::to_string(pt.streams), pt.value);
   add("host.bf16_convert_gbps", p.host.bf16_convert_gbps);
   add("host.bf16_to_fp32_gbps", p.host.bf16_to_fp32_gbps);
   add("host.cpu_gemm_gflops", p.host.cpu_gemm_gflops);
@@ -110,8 +121,10 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
     const std::string at = "tiers[" + t.name + "].";
     for (const CurvePoint& pt : t.write_gbps) add(at + "write_gbps@" + std::to_string(pt.streams), pt.value);
     for (const CurvePoint& pt : t.read_gbps) add(at + "read_gbps@" + std::to_string(pt.streams), pt.value);
-    for (const CurvePoint& pt : t.mixed_write_gbps) add(at + "mixed_write_gbps@" + std::to_string(pt.streams), pt.value);
-    for (const CurvePoint& pt : t.mixed_read_gbps) add(at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
+    for (const CurvePoint& pt : t.mixed_write_gbps)
+      add(at + "mixed_write_gbps@" + std::to_string(pt.streams), pt.value);
+    for (const CurvePoint& pt : t.mixed_read_gbps)
+      add(at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
     add(at + "latency_us", t.latency_us);
   }
   return f;
@@ -122,7 +135,8 @@ std::string compare_table(const Profile& old_profile, const Profile& new_profile
   const auto new_figures = profile_figures(new_profile);
   std::map<std::string, double> old_by_label(old_figures.begin(), old_figures.end());
   std::map<std::string, double> new_by_label(new_figures.begin(), new_figures.end());
-  std::string out = "compared with the profile of " + old_profile.hostname + " at " + old_profile.measured_at + "\n";
+  std::string out =
+      "compared with the profile of " + old_profile.hostname + " at " + old_profile.measured_at + "\n";
   out += printf_string("%-44s %14s %14s %9s\n", "figure", "old", "new", "new/old");
   for (const auto& [label, now] : new_figures) {
     const auto it = old_by_label.find(label);

@@ -54,10 +54,14 @@ std::string who(const TierSpec& spec) { return "tier '" + spec.name + "' (" + sp
 
 io::TierKind io_kind(TierKind kind) {
   switch (kind) {
-    case TierKind::host: return io::TierKind::host;
-    case TierKind::nvme: return io::TierKind::nvme;
-    case TierKind::remote: return io::TierKind::remote;
-    default: return io::TierKind::other;
+    case TierKind::host:
+      return io::TierKind::host;
+    case TierKind::nvme:
+      return io::TierKind::nvme;
+    case TierKind::remote:
+      return io::TierKind::remote;
+    default:
+      return io::TierKind::other;
   }
 }
 
@@ -69,7 +73,8 @@ bool on_tmpfs(const fs::path& path) {
 // The scratch directory the probe's files live in; removed with its contents on destruction.
 class ScratchDir {
  public:
-  explicit ScratchDir(const TierSpec& spec) : path_(spec.path / (".mlpo-profile-" + std::to_string(::getpid()))) {
+  explicit ScratchDir(const TierSpec& spec)
+      : path_(spec.path / (".mlpo-profile-" + std::to_string(::getpid()))) {
     std::error_code ec;
     fs::remove_all(path_, ec);  // a leftover of a killed run with the same pid
     if (!fs::create_directory(path_, ec))
@@ -96,7 +101,8 @@ void stamp(std::byte* buffer, std::uint64_t length, unsigned stream, std::uint64
 }
 
 // Offset (in the file) of the first page that does not carry its stamp, or UINT64_MAX.
-std::uint64_t first_bad_page(const std::byte* buffer, std::uint64_t length, unsigned stream, std::uint64_t file_offset) {
+std::uint64_t first_bad_page(const std::byte* buffer, std::uint64_t length, unsigned stream,
+                             std::uint64_t file_offset) {
   for (std::uint64_t at = 0; at < length; at += kPage) {
     std::uint64_t words[2];
     std::memcpy(words, buffer + at, sizeof words);
@@ -108,7 +114,7 @@ std::uint64_t first_bad_page(const std::byte* buffer, std::uint64_t length, unsi
 struct Stream {
   std::unique_ptr<io::TierIo> engine;
   io::TierFile* file = nullptr;
-  std::vector<io::PinnedBuffer> buffers;        // the pass's requests (the mixed pass: its reads), used in turn
+  std::vector<io::PinnedBuffer> buffers;  // the pass's requests (the mixed pass: its reads), used in turn
   std::vector<io::PinnedBuffer> write_buffers;  // the mixed pass's writes, used in turn
   Clock::time_point end;
   Clock::time_point write_end;  // the mixed pass: when its writes reached their bytes
@@ -117,7 +123,8 @@ struct Stream {
 
 // Throws an Error naming the file when a page read back at file offset `at` does not carry
 // its stamp.
-void verify(const Stream& st, const std::byte* buffer, std::uint64_t length, unsigned stream, std::uint64_t at) {
+void verify(const Stream& st, const std::byte* buffer, std::uint64_t length, unsigned stream,
+            std::uint64_t at) {
   const std::uint64_t bad = first_bad_page(buffer, length, stream, at);
   if (bad != UINT64_MAX)
     throw Error(st.file->path().string() + ": the page at offset " + std::to_string(bad) +
@@ -126,7 +133,8 @@ void verify(const Stream& st, const std::byte* buffer, std::uint64_t length, uns
 
 // Makes a stream's writes durable: fsync of its file.
 void sync(const Stream& st) {
-  if (::fsync(st.file->fd()) != 0) throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
+  if (::fsync(st.file->fd()) != 0)
+    throw Error(st.file->path().string() + ": fsync failed: " + errno_text(errno));
 }
 
 // One request of a pass in flight: where it reads or writes. Each direction of a stream keeps
@@ -158,19 +166,20 @@ void drain(Issued (&slots)[2]) {
   for (auto& slot : slots) {
     try {
       slot.request.wait();
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 }
 
-// One sequential pass (write, or read, checking every page when `check`) of every stream at once; returns GB/s over
+// One sequential pass (write, or read, checking every page when `check`) of every stream at
+// once; returns GB/s over
 // all streams, or throws (I/O error, mismatch, interruption) once every stream stopped. A
 // write's clock stops when the data has left this host's memory: when the last O_DIRECT
 // write completes (the device has it, as the offload engine's writes, which are never
 // synced), or after an fsync for a buffered file (its writes would otherwise only be in the
 // page cache). O_DIRECT files are fsync'd after the clock, so the next pass does not start
 // with this one's writes still being flushed below.
-double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, std::uint64_t request, bool check) {
+double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, std::uint64_t request,
+                bool check) {
   std::latch go(1);
   std::vector<std::thread> threads;
   for (unsigned s = 0; s < streams.size(); ++s) {
@@ -227,8 +236,8 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
 // Returns {read GB/s, write GB/s} over all streams. Rewriting a page with its own stamp
 // leaves the file's content unchanged, so reads stay checkable whatever they overlap.
 // Writes are timed as in run_pass (fsync inside the clock only for buffered files).
-std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint64_t bytes, std::uint64_t request,
-                                         std::uint64_t block_size) {
+std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint64_t bytes,
+                                         std::uint64_t request, std::uint64_t block_size) {
   std::latch go(1);
   const auto directions = static_cast<unsigned>(streams.size() * 2);
   std::atomic<unsigned> arrived{0};
@@ -318,7 +327,8 @@ TierKind detect_tier_kind(const fs::path& path) {
   if (::statfs(path.c_str(), &sfs) != 0) return TierKind::other;
   switch (static_cast<unsigned long>(sfs.f_type)) {
     case TMPFS_MAGIC:
-    case RAMFS_MAGIC: return TierKind::host;
+    case RAMFS_MAGIC:
+      return TierKind::host;
     case NFS_SUPER_MAGIC:
     case 0xFF534D42:  // CIFS
     case 0xFE534D42:  // SMB2
@@ -328,7 +338,8 @@ TierKind detect_tier_kind(const fs::path& path) {
     case 0x00C36400:  // CephFS
     case 0x65735546:  // FUSE
       return TierKind::remote;
-    default: break;
+    default:
+      break;
   }
   const auto device = io::BlockDeviceStats::of(path);
   if (device && device->name().starts_with("nvme")) return TierKind::nvme;
@@ -351,7 +362,8 @@ TierSpec parse_tier_spec(const std::string& text) {
       path = path.substr(0, colon);
       kind_given = true;
     } else if (kind == "memory") {
-      throw Error("--tier '" + text + "': kind 'memory' has no path to measure; use host, nvme, remote or other");
+      throw Error("--tier '" + text +
+                  "': kind 'memory' has no path to measure; use host, nvme, remote or other");
     }
   }
   if (path.empty()) throw Error("--tier '" + text + "': the path is empty; expected NAME=PATH[:KIND]");
@@ -365,23 +377,27 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
   const fs::file_status status = fs::status(spec.path, ec);
   if (!fs::exists(status))
     throw Error(who(spec) + ": the path does not exist; create the directory or pick another --tier path");
-  if (!fs::is_directory(status)) throw Error(who(spec) + ": not a directory; a tier path must be a directory");
+  if (!fs::is_directory(status))
+    throw Error(who(spec) + ": not a directory; a tier path must be a directory");
   if (::access(spec.path.c_str(), W_OK | X_OK) != 0)
     throw Error(who(spec) + ": not writable (" + errno_text(errno) + "); pick a directory you can write to");
   if (options.block_size == 0 || options.block_size % kPage != 0)
-    throw Error("--block-size " + std::to_string(options.block_size) + ": must be a positive multiple of 4 KiB");
+    throw Error("--block-size " + std::to_string(options.block_size) +
+                ": must be a positive multiple of 4 KiB");
   if (options.queue_depth == 0) throw Error("--queue-depth must be at least 1");
   if (options.max_streams == 0) throw Error("--streams must be at least 1");
 
   TierProbePlan plan;
   plan.spec = spec;
   struct statvfs vfs {};
-  if (::statvfs(spec.path.c_str(), &vfs) != 0) throw Error(who(spec) + ": cannot inspect the file system: " + errno_text(errno));
+  if (::statvfs(spec.path.c_str(), &vfs) != 0)
+    throw Error(who(spec) + ": cannot inspect the file system: " + errno_text(errno));
   plan.capacity_bytes = static_cast<std::uint64_t>(vfs.f_blocks) * vfs.f_frsize;
   plan.free_bytes = io::free_bytes(spec.path, who(spec));
   for (unsigned n = 1; n < options.max_streams; n *= 2) plan.streams.push_back(n);
   plan.streams.push_back(options.max_streams);
-  plan.request_bytes = round_up(std::max<std::uint64_t>(options.block_size * options.queue_depth, kMinRequest), options.block_size);
+  plan.request_bytes = round_up(
+      std::max<std::uint64_t>(options.block_size * options.queue_depth, kMinRequest), options.block_size);
 
   // Room for every stream's file at the largest point, with 20% of the space left over; on
   // tmpfs the files are memory, so at most half of what is available.
@@ -391,13 +407,15 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
     room = std::min(room, available / 2);
   }
   const std::uint64_t budget = room / 10 * 8;
-  const std::uint64_t wanted = round_up(std::max<std::uint64_t>(options.bytes_per_stream, kPage), options.block_size);
+  const std::uint64_t wanted =
+      round_up(std::max<std::uint64_t>(options.bytes_per_stream, kPage), options.block_size);
   const std::uint64_t minimum = 4 * plan.request_bytes;
   const std::uint64_t fits = budget / options.max_streams / options.block_size * options.block_size;
   if (fits < minimum) {
     throw Error(who(spec) + ": " + format_bytes(static_cast<double>(plan.free_bytes)) +
-                " free, too little for the probe (at least " + std::to_string(options.max_streams) + " streams x " +
-                format_bytes(static_cast<double>(minimum)) + " with 20% to spare); free space there or lower --streams");
+                " free, too little for the probe (at least " + std::to_string(options.max_streams) +
+                " streams x " + format_bytes(static_cast<double>(minimum)) +
+                " with 20% to spare); free space there or lower --streams");
   }
   plan.bytes_per_stream = std::min(wanted, fits);
   if (plan.bytes_per_stream < wanted) {
@@ -410,8 +428,8 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
   return plan;
 }
 
-TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options, const ProgressSink& progress,
-                       const io::WarningSink& warn) {
+TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options,
+                       const ProgressSink& progress, const io::WarningSink& warn) {
   const TierSpec& spec = plan.spec;
   TierProfile out;
   out.name = spec.name;
@@ -425,7 +443,8 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
   const unsigned max_streams = plan.streams.back();
   ScratchDir scratch(spec);  // declared first: removed last, after every engine closed its files
   const unsigned per_direction = buffers_per_direction(plan.request_bytes);
-  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 2 * per_direction * plan.request_bytes + kPage);
+  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 2 * per_direction * plan.request_bytes +
+                            kPage);
   io::Tier tier;
   tier.name = spec.name;
   tier.path = scratch.path();
@@ -458,19 +477,22 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
       report(progress, at + ", read");
       read_gbps.push_back(run_pass(streams, io::IoOp::read, bytes, plan.request_bytes, false));
       report(progress, at + ", read+write");
-      const auto [mixed_read, mixed_write] = run_mixed_pass(streams, bytes, plan.request_bytes, options.block_size);
+      const auto [mixed_read, mixed_write] =
+          run_mixed_pass(streams, bytes, plan.request_bytes, options.block_size);
       mixed_read_gbps.push_back(mixed_read);
       mixed_write_gbps.push_back(mixed_write);
     }
     // Every page read back is checked in one more read pass, outside the figures: the
     // executor's reads do not check pages, so the timed read passes do not either (checking
     // every page costs CPU that, on tmpfs, the copies need; docs/profile.md).
-    report(progress, "tier '" + spec.name + "': " + std::to_string(n) + " stream(s), verifying what was written");
+    report(progress,
+           "tier '" + spec.name + "': " + std::to_string(n) + " stream(s), verifying what was written");
     run_pass(streams, io::IoOp::read, bytes, plan.request_bytes, true);
     out.write_gbps.push_back({static_cast<std::int64_t>(n), summarize(write_gbps, pass_bytes(n))});
     out.read_gbps.push_back({static_cast<std::int64_t>(n), summarize(read_gbps, pass_bytes(n))});
     out.mixed_read_gbps.push_back({static_cast<std::int64_t>(n), summarize(mixed_read_gbps, pass_bytes(n))});
-    out.mixed_write_gbps.push_back({static_cast<std::int64_t>(n), summarize(mixed_write_gbps, pass_bytes(n))});
+    out.mixed_write_gbps.push_back(
+        {static_cast<std::int64_t>(n), summarize(mixed_write_gbps, pass_bytes(n))});
     if (n == 1) {
       report(progress, "tier '" + spec.name + "': first-byte latency");
       io::PinnedBuffer page = pool.acquire(kPage);

@@ -80,7 +80,7 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
 
 // Runs the probe. Throws Interrupted (interrupt.hpp) after cleaning up on SIGINT/SIGTERM,
 // mlpo::Error on an I/O failure or a verification mismatch; never leaves files behind.
-TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options, const ProgressSink& progress,
-                       const io::WarningSink& warn);
+TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options,
+                       const ProgressSink& progress, const io::WarningSink& warn);
 
 }  // namespace mlpo::profiles

@@ -29,7 +29,8 @@ double capped_bps(double bps, double cap) { return cap > 0 ? std::min(bps, cap) 
 
 }  // namespace
 
-AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan, const SimulationOptions& options) {
+AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan,
+                          const SimulationOptions& options) {
   const Rates rates = rates_of(profile, plan, options.remote_backbone_gbps);
   AnalyticBreakdown out;
   out.warnings = rates.warnings;
@@ -50,7 +51,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
       out.forward_compute_s = fwd_flops / rates.compute_flops_per_rank;
       out.backward_compute_s = bwd_flops / rates.compute_flops_per_rank;
     }
-    if (rates.d2h_bps > 0) out.grad_d2h_s = ppr * kBf16Bytes * static_cast<double>(a.shape.grad_accum) / rates.d2h_bps;
+    if (rates.d2h_bps > 0)
+      out.grad_d2h_s = ppr * kBf16Bytes * static_cast<double>(a.shape.grad_accum) / rates.d2h_bps;
   }
   Bound fwd{out.forward_compute_s, rates.compute_on_gpu ? "GPU compute" : "CPU compute"};
   Bound bwd{out.backward_compute_s, fwd.what};
@@ -60,7 +62,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   for (std::size_t i = 0; i < plan.tiers.size() && !options.update_only; ++i) {
     if (w.flush_elements[i] <= 0) continue;
     const TierRates& t = rates.tiers[i];
-    const double s = R * w.flush_elements[i] * kFp32GradBytes / capped_bps(t.write_bps(R), remote_share(t, rates, nodes));
+    const double s =
+        R * w.flush_elements[i] * kFp32GradBytes / capped_bps(t.write_bps(R), remote_share(t, rates, nodes));
     out.grad_flush_s = std::max(out.grad_flush_s, s);
     bwd.consider(s, "fp32 gradient flush to " + t.name);
   }
@@ -104,7 +107,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     term.read_bps = capped(tr.read_bps(term.read_streams));
     term.write_bps = capped(tr.write_bps(term.write_streams));
     if (term.read_bytes + term.write_bytes > 0)
-      term.seconds = overlap ? tr.overlapped_seconds(term.read_bytes, term.write_bytes, term.read_streams, term.write_streams, share)
+      term.seconds = overlap ? tr.overlapped_seconds(term.read_bytes, term.write_bytes, term.read_streams,
+                                                     term.write_streams, share)
                              : term.read_bytes / term.read_bps + term.write_bytes / term.write_bps;
     upd.consider(term.seconds, "tier " + term.name);
     if (f > 0) sum_peak_bw += capped(tr.interleaved_bps(term.read_streams));
@@ -137,22 +141,26 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
     tiers_used += 1;
     const TierTerm& term = out.tiers[i];
     const TierRates& tr = rates.tiers[i];
-    double read_bps = tr.read_bps_mixed(term.read_streams), write_bps = tr.write_bps_mixed(term.write_streams);
+    double read_bps = tr.read_bps_mixed(term.read_streams),
+           write_bps = tr.write_bps_mixed(term.write_streams);
     if (!tr.measured_mixed()) read_bps = write_bps = tr.shared_bps(term.read_streams + term.write_streams);
     read_bps = capped_bps(read_bps, remote_share(tr, rates, nodes));
     write_bps = capped_bps(write_bps, remote_share(tr, rates, nodes));
     mean_read_s += f * sg_elems * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0)) /
                    (read_bps / term.read_streams);
-    mean_write_s += f * sg_elems * static_cast<double>(kOptimizerStateBytes) / (write_bps / term.write_streams);
+    mean_write_s +=
+        f * sg_elems * static_cast<double>(kOptimizerStateBytes) / (write_bps / term.write_streams);
   }
   // Reads in flight per rank: at most the prefetch depth, and one per tier.
   const double reads_in_flight = std::max(1.0, std::min(d, tiers_used));
   const double adam_sg_s = sg_elems / (adam_node / R);
-  const double per_subgroup_s = std::max(mean_read_s / reads_in_flight, (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
+  const double per_subgroup_s =
+      std::max(mean_read_s / reads_in_flight,
+               (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
   double misses = 0;
   for (const UpdateStep& s : w.steps) misses += !s.resident && !s.hit;
-  upd.consider(misses * per_subgroup_s, "pipeline depth (prefetch " + std::to_string(plan.prefetch_depth) + ", " +
-                                            std::to_string(plan.buffers) + " buffers)");
+  upd.consider(misses * per_subgroup_s, "pipeline depth (prefetch " + std::to_string(plan.prefetch_depth) +
+                                            ", " + std::to_string(plan.buffers) + " buffers)");
 
   // Pipeline fill: the first subgroup's read and the last one's write are not overlapped
   // with anything (at the per-stream bandwidth of the node's busiest tier).
@@ -160,8 +168,10 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   if (bytes_moved > 0) {
     double per_stream_bps = 0;
     for (const auto& t : out.tiers)
-      if (t.read_bytes + t.write_bytes > 0) per_stream_bps = std::max(per_stream_bps, (t.read_bytes + t.write_bytes) / t.seconds / R);
-    out.fill_s = sg * (static_cast<double>(kOptimizerStateBytes) * 2 + (flush ? kFp32GradBytes : 0)) / per_stream_bps;
+      if (t.read_bytes + t.write_bytes > 0)
+        per_stream_bps = std::max(per_stream_bps, (t.read_bytes + t.write_bytes) / t.seconds / R);
+    out.fill_s =
+        sg * (static_cast<double>(kOptimizerStateBytes) * 2 + (flush ? kFp32GradBytes : 0)) / per_stream_bps;
   }
   out.fill_s += sg / (adam_node / R);
   out.update_bound_s = std::max(bytes_moved > 0 ? bytes_moved / sum_peak_bw : 0.0, out.adam_s);
@@ -173,10 +183,10 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   p.backward_s = bwd.seconds;
   p.update_s = upd.seconds + out.fill_s;
   p.iteration_s = p.forward_s + p.backward_s + p.update_s;
-  for (const auto& t : out.tiers)
-    p.tiers.push_back({t.name, t.read_bytes, t.write_bytes, t.seconds});
+  for (const auto& t : out.tiers) p.tiers.push_back({t.name, t.read_bytes, t.write_bytes, t.seconds});
   if (!options.update_only)
-    for (std::size_t i = 0; i < p.tiers.size(); ++i) p.tiers[i].write_bytes += R * w.flush_elements[i] * w.grad_flush_bytes_per_element;
+    for (std::size_t i = 0; i < p.tiers.size(); ++i)
+      p.tiers[i].write_bytes += R * w.flush_elements[i] * w.grad_flush_bytes_per_element;
   return out;
 }
 

@@ -73,8 +73,8 @@ struct Rank {
   std::vector<TransferQueue> writes;     // per tier
   std::vector<int> readers;              // stream actors per tier
   std::vector<int> writers;
-  TransferQueue to_gpu;                  // bf16 weights, host to device
-  TransferQueue to_host;                 // bf16 gradients, device to host
+  TransferQueue to_gpu;   // bf16 weights, host to device
+  TransferQueue to_host;  // bf16 gradients, device to host
   sg4::SemaphorePtr pcie_done = sg4::Semaphore::create(0);
   double stall_s = 0;
 };
@@ -94,7 +94,8 @@ class IterationModel {
   void pcie_stream(Rank& rank, bool to_gpu);
   void transfer(const Rank& rank, std::size_t tier, double bytes, bool is_read);
   void record(std::int64_t node, const std::string& lane, const char* kind, double start) {
-    if (options_.timeline && node == 0) result_.timeline.push_back({lane, kind, start, sg4::Engine::get_clock()});
+    if (options_.timeline && node == 0)
+      result_.timeline.push_back({lane, kind, start, sg4::Engine::get_clock()});
   }
 
   const Workload& w_;
@@ -125,8 +126,10 @@ void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, 
   int& in_flight = is_read ? ep.traffic->reads : ep.traffic->writes;  // what the tier's sharing sees
   ++in_flight;
   if (ep.disk != nullptr) {
-    if (is_read) ep.disk->read(size);
-    else ep.disk->write(size);
+    if (is_read)
+      ep.disk->read(size);
+    else
+      ep.disk->write(size);
   } else if (is_read) {
     sg4::Comm::sendto(ep.server, cpu, size);
   } else {
@@ -169,8 +172,10 @@ void IterationModel::pcie_stream(Rank& rank, bool to_gpu) {
       rank.pcie_done->release();
       continue;
     }
-    if (to_gpu) sg4::Comm::sendto(np.cpu, gpu, static_cast<std::uint64_t>(t.bytes));
-    else sg4::Comm::sendto(gpu, np.cpu, static_cast<std::uint64_t>(t.bytes));
+    if (to_gpu)
+      sg4::Comm::sendto(np.cpu, gpu, static_cast<std::uint64_t>(t.bytes));
+    else
+      sg4::Comm::sendto(gpu, np.cpu, static_cast<std::uint64_t>(t.bytes));
   }
 }
 
@@ -291,7 +296,8 @@ SimulationResult IterationModel::run() {
       const auto k = static_cast<unsigned>(plan_.tiers[t].concurrency_limit);
       if (k == 0) continue;
       per_tier[t].read_slot = sg4::Semaphore::create(k);
-      per_tier[t].write_slot = plan_.slot_scope == SlotScope::combined ? per_tier[t].read_slot : sg4::Semaphore::create(k);
+      per_tier[t].write_slot =
+          plan_.slot_scope == SlotScope::combined ? per_tier[t].read_slot : sg4::Semaphore::create(k);
     }
     node_tiers_.push_back(std::move(per_tier));
   }
@@ -309,7 +315,8 @@ SimulationResult IterationModel::run() {
     for (std::size_t t = 0; t < tiers; ++t)
       if (w_.grad_flush_bytes_per_element > 0 && w_.flush_elements[t] > 0) ++writes[t];
   for (std::size_t t = 0; t < tiers; ++t)  // the platform has no endpoint for them
-    MLPO_CHECK(!w_.in_place[t] || misses[t] + writes[t] == 0, "transfers on tier " + plan_.tiers[t].name + ", updated in place");
+    MLPO_CHECK(!w_.in_place[t] || misses[t] + writes[t] == 0,
+               "transfers on tier " + plan_.tiers[t].name + ", updated in place");
 
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(nodes * rates_.ranks_per_node));
   for (std::int64_t n = 0; n < nodes; ++n) {
@@ -330,7 +337,8 @@ SimulationResult IterationModel::run() {
     Rank& rank = *rank_ptr;
     sg4::Host* cpu = platform_.nodes[static_cast<std::size_t>(rank.node)].cpu;
     const std::string name = "node" + std::to_string(rank.node) + ".rank" + std::to_string(rank.local);
-    sg4::Host* home = platform_.nodes[static_cast<std::size_t>(rank.node)].compute[static_cast<std::size_t>(rank.local)];
+    sg4::Host* home =
+        platform_.nodes[static_cast<std::size_t>(rank.node)].compute[static_cast<std::size_t>(rank.local)];
     sg4::Actor::create(name, home != nullptr ? home : cpu, [this, &rank] { rank_actor(rank); });
     sg4::Actor::create(name + ".prefetch", cpu, [this, &rank] { prefetch_actor(rank); });
     if (platform_.nodes[static_cast<std::size_t>(rank.node)].pcie) {
@@ -361,7 +369,8 @@ SimulationResult IterationModel::run() {
   for (std::size_t t = 0; t < tiers; ++t) {
     const NodeTier& nt = node_tiers_[0][t];
     p.tiers.push_back({plan_.tiers[t].name, nt.read_bytes, nt.write_bytes, nt.busy_s});
-    result_.tiers.push_back({plan_.tiers[t].name, nt.slot_wait_s, p.iteration_s > 0 ? nt.busy_s / p.iteration_s : 0});
+    result_.tiers.push_back(
+        {plan_.tiers[t].name, nt.slot_wait_s, p.iteration_s > 0 ? nt.busy_s / p.iteration_s : 0});
   }
   result_.cache_hits = w_.cache_hits;
   result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
@@ -372,11 +381,17 @@ SimulationResult IterationModel::run() {
 
 Json to_json(const SimulationResult& r) {
   Json tiers = Json::array();
-  for (const auto& t : r.tiers) tiers.push_back(Json{{"name", t.name}, {"slot_wait_s", t.slot_wait_s}, {"busy_fraction", t.busy_fraction}});
+  for (const auto& t : r.tiers)
+    tiers.push_back(
+        Json{{"name", t.name}, {"slot_wait_s", t.slot_wait_s}, {"busy_fraction", t.busy_fraction}});
   Json timeline = Json::array();
   for (const auto& e : r.timeline) timeline.push_back(Json::array({e.lane, e.kind, e.start, e.end}));
-  return Json{{"prediction", to_json(r.prediction)}, {"tiers", tiers},      {"cache_hits", r.cache_hits},
-              {"simulated_nodes", r.simulated_nodes}, {"wall_s", r.wall_s}, {"timeline", timeline},
+  return Json{{"prediction", to_json(r.prediction)},
+              {"tiers", tiers},
+              {"cache_hits", r.cache_hits},
+              {"simulated_nodes", r.simulated_nodes},
+              {"wall_s", r.wall_s},
+              {"timeline", timeline},
               {"warnings", r.warnings}};
 }
 
@@ -384,18 +399,21 @@ SimulationResult simulation_result_from_json(const Json& j) {
   SimulationResult r;
   r.prediction = prediction_from_json(j.at("prediction"), "prediction");
   for (const auto& t : j.at("tiers"))
-    r.tiers.push_back({t.at("name").get<std::string>(), t.at("slot_wait_s").get<double>(), t.at("busy_fraction").get<double>()});
+    r.tiers.push_back({t.at("name").get<std::string>(), t.at("slot_wait_s").get<double>(),
+                       t.at("busy_fraction").get<double>()});
   r.cache_hits = j.at("cache_hits").get<std::int64_t>();
   r.simulated_nodes = j.at("simulated_nodes").get<std::int64_t>();
   r.wall_s = j.at("wall_s").get<double>();
   for (const auto& e : j.at("timeline"))
-    r.timeline.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<double>(), e[3].get<double>()});
+    r.timeline.push_back(
+        {e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<double>(), e[3].get<double>()});
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
   return r;
 }
 
 std::vector<SimulationResult> simulate_all(const Accounting& accounting, const Profile& profile,
-                                           const std::vector<Plan>& plans, const SimulationOptions& options, int jobs) {
+                                           const std::vector<Plan>& plans, const SimulationOptions& options,
+                                           int jobs) {
   std::vector<std::function<Json()>> work;
   for (const Plan& plan : plans) {
     work.push_back([&accounting, &profile, &plan, &options] {

@@ -42,16 +42,16 @@ struct TimelineEvent {
 
 struct TierStats {
   std::string name;
-  double slot_wait_s = 0;   // node 0, summed over its ranks' streams
-  double busy_fraction = 0; // busy_s / iteration_s
+  double slot_wait_s = 0;    // node 0, summed over its ranks' streams
+  double busy_fraction = 0;  // busy_s / iteration_s
 };
 
 struct SimulationResult {
-  Prediction prediction;          // model "simgrid"; tier bytes and busy time are node 0's
+  Prediction prediction;  // model "simgrid"; tier bytes and busy time are node 0's
   std::vector<TierStats> tiers;
-  std::int64_t cache_hits = 0;    // per rank
+  std::int64_t cache_hits = 0;  // per rank
   std::int64_t simulated_nodes = 1;
-  double wall_s = 0;              // host seconds the simulation took (child process)
+  double wall_s = 0;  // host seconds the simulation took (child process)
   std::vector<TimelineEvent> timeline;
   std::vector<std::string> warnings;
 };
@@ -66,6 +66,7 @@ SimulationResult simulate(const Accounting& accounting, const Profile& profile, 
 
 // Simulates several plans, `jobs` child processes at a time; results in `plans` order.
 std::vector<SimulationResult> simulate_all(const Accounting& accounting, const Profile& profile,
-                                           const std::vector<Plan>& plans, const SimulationOptions& options, int jobs);
+                                           const std::vector<Plan>& plans, const SimulationOptions& options,
+                                           int jobs);
 
 }  // namespace mlpo::sim

@@ -8,7 +8,8 @@ namespace mlpo::sim {
 namespace {
 
 // A link whose aggregate bandwidth follows `curve` as concurrent flows come and go.
-sg4::Link* curve_link(sg4::NetZone* zone, const std::string& name, double peak, std::function<double(int)> curve) {
+sg4::Link* curve_link(sg4::NetZone* zone, const std::string& name, double peak,
+                      std::function<double(int)> curve) {
   sg4::Link* link = zone->create_link(name, peak);
   link->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR,
                            [curve = std::move(curve)](double, int n) { return curve(std::max(n, 1)); });
@@ -28,7 +29,8 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
     sg4::Link* backbone_write = nullptr;
   };
   std::vector<RemoteTier> remote(rates.tiers.size());
-  const double backbone = rates.remote_backbone_bps * static_cast<double>(simulated_nodes) / static_cast<double>(rates.nodes);
+  const double backbone =
+      rates.remote_backbone_bps * static_cast<double>(simulated_nodes) / static_cast<double>(rates.nodes);
   for (std::size_t t = 0; t < rates.tiers.size(); ++t) {
     if (!rates.tiers[t].remote) continue;
     const std::string name = rates.tiers[t].name;
@@ -53,8 +55,10 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
         sg4::Host* host = zone->create_host(gpu, rates.compute_flops_per_rank)->seal();
         sg4::Link* h2d = zone->create_link(gpu + ".pcie.h2d", rates.h2d_bps)->seal();
         sg4::Link* d2h = zone->create_link(gpu + ".pcie.d2h", rates.d2h_bps)->seal();
-        zone->add_route(np.cpu->get_netpoint(), host->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(h2d)}, false);
-        zone->add_route(host->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr, {sg4::LinkInRoute(d2h)}, false);
+        zone->add_route(np.cpu->get_netpoint(), host->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(h2d)}, false);
+        zone->add_route(host->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr,
+                        {sg4::LinkInRoute(d2h)}, false);
         np.compute.push_back(host);
       }
     } else if (rates.compute_flops_per_rank > 0) {
@@ -85,26 +89,36 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
       // yet in the range the solver's precision is scaled to); it stays so that a transfer
       // starting in one direction makes SimGrid re-share the other.
       const double unbounded = 100 * (tr.peak_read_bps() + tr.peak_write_bps());
-      auto shared_bw = [&tr, unbounded](int k) { return tr.measured_mixed() ? unbounded : tr.shared_bps(std::max(k, 1)); };
+      auto shared_bw = [&tr, unbounded](int k) {
+        return tr.measured_mixed() ? unbounded : tr.shared_bps(std::max(k, 1));
+      };
       if (!tr.remote) {
         ep.disk = np.cpu->create_disk(node + "." + tr.name, tr.peak_read_bps(), tr.peak_write_bps());
         ep.disk->set_readwrite_bandwidth(std::max(tr.peak_read_bps(), tr.peak_write_bps()));
         using Op = sg4::Disk::Operation;
         using Policy = sg4::Disk::SharingPolicy;
-        ep.disk->set_sharing_policy(Op::READ, Policy::NONLINEAR, [read_bw](double, int k) { return read_bw(k); });
-        ep.disk->set_sharing_policy(Op::WRITE, Policy::NONLINEAR, [write_bw](double, int k) { return write_bw(k); });
-        ep.disk->set_sharing_policy(Op::READWRITE, Policy::NONLINEAR, [shared_bw](double, int k) { return shared_bw(k); });
+        ep.disk->set_sharing_policy(Op::READ, Policy::NONLINEAR,
+                                    [read_bw](double, int k) { return read_bw(k); });
+        ep.disk->set_sharing_policy(Op::WRITE, Policy::NONLINEAR,
+                                    [write_bw](double, int k) { return write_bw(k); });
+        ep.disk->set_sharing_policy(Op::READWRITE, Policy::NONLINEAR,
+                                    [shared_bw](double, int k) { return shared_bw(k); });
         ep.disk->seal();
       } else {
         const std::string base = node + "." + tr.name;
         sg4::Link* rd = curve_link(zone, base + ".read", tr.peak_read_bps(), read_bw);
         sg4::Link* wr = curve_link(zone, base + ".write", tr.peak_write_bps(), write_bw);
-        sg4::Link* mixed = curve_link(zone, base + ".mixed", std::max(tr.peak_read_bps(), tr.peak_write_bps()), shared_bw);
+        sg4::Link* mixed =
+            curve_link(zone, base + ".mixed", std::max(tr.peak_read_bps(), tr.peak_write_bps()), shared_bw);
         ep.server = remote[t].server;
-        zone->add_route(ep.server->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr,
-                        {sg4::LinkInRoute(remote[t].backbone_read), sg4::LinkInRoute(rd), sg4::LinkInRoute(mixed)}, false);
-        zone->add_route(np.cpu->get_netpoint(), ep.server->get_netpoint(), nullptr, nullptr,
-                        {sg4::LinkInRoute(wr), sg4::LinkInRoute(mixed), sg4::LinkInRoute(remote[t].backbone_write)}, false);
+        zone->add_route(
+            ep.server->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr,
+            {sg4::LinkInRoute(remote[t].backbone_read), sg4::LinkInRoute(rd), sg4::LinkInRoute(mixed)},
+            false);
+        zone->add_route(
+            np.cpu->get_netpoint(), ep.server->get_netpoint(), nullptr, nullptr,
+            {sg4::LinkInRoute(wr), sg4::LinkInRoute(mixed), sg4::LinkInRoute(remote[t].backbone_write)},
+            false);
       }
       np.tiers.push_back(ep);
     }

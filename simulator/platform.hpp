@@ -38,8 +38,8 @@ struct TierTraffic {
 };
 
 struct TierEndpoint {
-  sg4::Disk* disk = nullptr;    // node-local tier (neither this nor server: updated in place)
-  sg4::Host* server = nullptr;  // remote tier: transfers are communications cpu <-> server
+  sg4::Disk* disk = nullptr;       // node-local tier (neither this nor server: updated in place)
+  sg4::Host* server = nullptr;     // remote tier: transfers are communications cpu <-> server
   TierTraffic* traffic = nullptr;  // owned by the Platform
 };
 

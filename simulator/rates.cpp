@@ -28,13 +28,17 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.h2d_bps = g.h2d_gbps.median * 1e9;
     r.d2h_bps = g.d2h_gbps.median * 1e9;
     if (g.count < r.ranks_per_node)
-      r.warnings.push_back("the profile's node has " + std::to_string(g.count) + " GPU(s) but the cluster shape asks for " +
-                           std::to_string(r.ranks_per_node) + " ranks per node: each rank is given one GPU like it");
+      r.warnings.push_back("the profile's node has " + std::to_string(g.count) +
+                           " GPU(s) but the cluster shape asks for " + std::to_string(r.ranks_per_node) +
+                           " ranks per node: each rank is given one GPU like it");
   } else if (profile.host.cpu_gemm_gflops.median > 0) {
-    r.compute_flops_per_rank = profile.host.cpu_gemm_gflops.median * 1e9 / static_cast<double>(r.ranks_per_node);
-    r.warnings.push_back("profile has no GPU: forward/backward predicted from host.cpu_gemm_gflops (CPU backend)");
+    r.compute_flops_per_rank =
+        profile.host.cpu_gemm_gflops.median * 1e9 / static_cast<double>(r.ranks_per_node);
+    r.warnings.push_back(
+        "profile has no GPU: forward/backward predicted from host.cpu_gemm_gflops (CPU backend)");
   } else {
-    r.warnings.push_back("profile has no GPU and no host.cpu_gemm_gflops: forward and backward are predicted as 0 s");
+    r.warnings.push_back(
+        "profile has no GPU and no host.cpu_gemm_gflops: forward and backward are predicted as 0 s");
   }
   double remote_peak = 0;
   std::string unmixed;  // tiers without measured read+write figures
@@ -63,11 +67,13 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.tiers.push_back(std::move(t));
   }
   if (!unmixed.empty())
-    r.warnings.push_back("profile tier(s) " + unmixed + " have no mixed read+write figures (profile made before mlpo-profile "
-                         "measured them): reads and writes there are modelled as time-sharing one bandwidth; re-run "
-                         "mlpo-profile to measure how they overlap");
-  r.remote_backbone_bps = remote_backbone_gbps > 0 ? remote_backbone_gbps * 1e9
-                                                   : remote_peak * static_cast<double>(r.nodes);
+    r.warnings.push_back(
+        "profile tier(s) " + unmixed +
+        " have no mixed read+write figures (profile made before mlpo-profile "
+        "measured them): reads and writes there are modelled as time-sharing one bandwidth; re-run "
+        "mlpo-profile to measure how they overlap");
+  r.remote_backbone_bps =
+      remote_backbone_gbps > 0 ? remote_backbone_gbps * 1e9 : remote_peak * static_cast<double>(r.nodes);
   return r;
 }
 

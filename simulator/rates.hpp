@@ -14,8 +14,8 @@
 
 namespace mlpo::sim {
 
-using mlpo::TierRates;
 using mlpo::tier_rates_of;
+using mlpo::TierRates;
 
 struct Rates {
   std::int64_t ranks_per_node = 1;

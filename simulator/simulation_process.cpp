@@ -65,13 +65,13 @@ Json finish(Child child) {
   }
   ::close(child.fd);
   int status = 0;
-  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {}
   if (WIFSIGNALED(status))
     throw std::runtime_error("simulation process died with signal " + std::to_string(WTERMSIG(status)));
   Json out = Json::parse(text, nullptr, false);
   if (out.is_discarded() || !out.is_object())
-    throw std::runtime_error("simulation process returned no result (exit status " + std::to_string(WEXITSTATUS(status)) + ")");
+    throw std::runtime_error("simulation process returned no result (exit status " +
+                             std::to_string(WEXITSTATUS(status)) + ")");
   if (out.contains("error")) throw Error(out["error"].get<std::string>());
   if (out.contains("internal_error")) throw std::runtime_error(out["internal_error"].get<std::string>());
   return out["result"];

@@ -45,7 +45,8 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   // sum; backward is 2x forward plus the recomputed forward (per-layer checkpointing).
   // These sum to Accounting::hardware_flops_per_token.
   auto layer = [&](std::string name, double fwd_per_token, double params) {
-    w.layers.push_back({std::move(name), fwd_per_token * tokens, 3.0 * fwd_per_token * tokens, params / ranks});
+    w.layers.push_back(
+        {std::move(name), fwd_per_token * tokens, 3.0 * fwd_per_token * tokens, params / ranks});
   };
   layer("embedding", 0, static_cast<double>(a.params.embedding));
   const double attn = 4.0 * static_cast<double>(a.shape.seq_len) * static_cast<double>(s.hidden);
@@ -77,7 +78,9 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   // the previous iteration, an odd one (descending when alternating), to fill the cache, then
   // record this one, an even one (ascending).
   const std::int64_t n = w.subgroups_per_rank;
-  auto resident = [&w](std::int64_t s) { return w.in_place[static_cast<std::size_t>(w.placement[static_cast<std::size_t>(s)])]; };
+  auto resident = [&w](std::int64_t s) {
+    return w.in_place[static_cast<std::size_t>(w.placement[static_cast<std::size_t>(s)])];
+  };
   SubgroupCache cache(plan.host_cache_subgroups);
   cache.plan_iteration(update_order(plan.order, 1, n), resident);
   for (const mlpo::UpdateStep& planned : cache.plan_iteration(update_order(plan.order, 2, n), resident)) {
@@ -98,8 +101,10 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
       step.write_elements = w.subgroup_size(*written);
       w.write_elements[static_cast<std::size_t>(step.write_tier)] += static_cast<double>(step.write_elements);
     }
-    if (!step.resident && !step.hit) w.read_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
-    if (flush && !step.resident) w.flush_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
+    if (!step.resident && !step.hit)
+      w.read_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
+    if (flush && !step.resident)
+      w.flush_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
     w.cache_hits += step.hit ? 1 : 0;
     w.steps.push_back(step);
   }

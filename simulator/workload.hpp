@@ -24,10 +24,10 @@
 namespace mlpo::sim {
 
 struct LayerWork {
-  std::string name;            // "embedding", "layer 12", "lm_head"
-  double forward_flops = 0;    // per rank per micro-step
-  double backward_flops = 0;   // per rank per micro-step, including the recomputed forward
-  double grad_elements = 0;    // this rank's shard of the layer's gradients
+  std::string name;           // "embedding", "layer 12", "lm_head"
+  double forward_flops = 0;   // per rank per micro-step
+  double backward_flops = 0;  // per rank per micro-step, including the recomputed forward
+  double grad_elements = 0;   // this rank's shard of the layer's gradients
 };
 
 // One step of the update phase: the subgroup Adam works on, and the subgroup written back
@@ -35,10 +35,10 @@ struct LayerWork {
 // none for a resident subgroup).
 struct UpdateStep {
   std::int64_t subgroup = 0;
-  int tier = 0;                    // index into plan.tiers
+  int tier = 0;  // index into plan.tiers
   std::int64_t elements = 0;
-  bool resident = false;           // on a tier updated in place: no read, no write
-  bool hit = false;                // in the host cache: no read
+  bool resident = false;             // on a tier updated in place: no read, no write
+  bool hit = false;                  // in the host cache: no read
   std::int64_t write_subgroup = -1;  // -1: nothing written after this step
   int write_tier = 0;
   std::int64_t write_elements = 0;
@@ -47,14 +47,14 @@ struct UpdateStep {
 struct Workload {
   Accounting accounting;
   std::int64_t ranks_per_node = 1;
-  std::int64_t micro_steps = 1;        // grad_accum
-  std::vector<LayerWork> layers;       // forward order
+  std::int64_t micro_steps = 1;   // grad_accum
+  std::vector<LayerWork> layers;  // forward order
   std::int64_t params_per_rank = 0;
   std::int64_t subgroup_elements = 0;  // the plan's; the last subgroup may be shorter
   std::int64_t subgroups_per_rank = 0;
-  std::vector<int> placement;          // tier index of every subgroup
-  std::vector<UpdateStep> steps;       // this iteration's update, in order
-  std::int64_t cache_hits = 0;         // steps served from the host cache (resident ones are not hits)
+  std::vector<int> placement;     // tier index of every subgroup
+  std::vector<UpdateStep> steps;  // this iteration's update, in order
+  std::int64_t cache_hits = 0;    // steps served from the host cache (resident ones are not hits)
   // Per tier (plan order), from the steps: elements read (misses) and written back in the
   // update, and elements whose fp32 gradients backward writes there (flush-fp32; each
   // subgroup's to its own tier). All zero on a tier updated in place.
@@ -66,7 +66,7 @@ struct Workload {
   double write_bytes_per_element = 12;
   double grad_flush_bytes_per_element = 0;  // 4 when fp32 gradients are flushed in backward
 
-  double forward_flops() const;   // per rank, all micro-steps
+  double forward_flops() const;  // per rank, all micro-steps
   double backward_flops() const;
   std::int64_t subgroup_size(std::int64_t subgroup) const;  // the last one may be short
 };

@@ -19,8 +19,8 @@ constexpr std::size_t kRefinedKept = 4;
 // What a plan chose, as a string: two plans with the same key are the same candidate.
 std::string key_of(const Plan& p) {
   std::string k = std::to_string(p.subgroup_elements) + "/" + std::to_string(p.host_cache_subgroups) + "/" +
-                  std::to_string(p.buffers) + "/" + std::to_string(p.prefetch_depth) + "/" + to_string(p.order) + "/" +
-                  to_string(p.gradients) + "/" + to_string(p.slot_scope);
+                  std::to_string(p.buffers) + "/" + std::to_string(p.prefetch_depth) + "/" +
+                  to_string(p.order) + "/" + to_string(p.gradients) + "/" + to_string(p.slot_scope);
   for (const auto& t : p.tiers) k += "/" + t.name + ":" + std::to_string(t.concurrency_limit);
   return k;
 }
@@ -34,7 +34,8 @@ class BestPlans {
     const std::string key = key_of(plan);
     for (const auto& p : plans_)
       if (key_of(p.plan) == key) return;
-    const auto at = std::upper_bound(plans_.begin(), plans_.end(), score, [](double s, const ScoredPlan& p) { return s < p.score; });
+    const auto at = std::upper_bound(plans_.begin(), plans_.end(), score,
+                                     [](double s, const ScoredPlan& p) { return s < p.score; });
     plans_.insert(at, ScoredPlan{plan, an, score});
     if (plans_.size() > keep_) plans_.pop_back();
   }
@@ -56,7 +57,8 @@ struct Inner {
 };
 
 Inner inner_of(const Plan& p) {
-  return Inner{p.subgroup_elements, p.host_cache_subgroups, p.buffers, p.prefetch_depth, p.order, p.slot_scope};
+  return Inner{p.subgroup_elements, p.host_cache_subgroups, p.buffers, p.prefetch_depth, p.order,
+               p.slot_scope};
 }
 
 void apply(const Inner& in, Plan& p) {
@@ -190,11 +192,15 @@ void Search::neighbours(const Plan& plan) {
 std::vector<std::int64_t> near(std::int64_t v, std::int64_t lo, std::int64_t hi, std::int64_t step) {
   std::vector<std::int64_t> out;
   for (double f : {0.5, 0.625, 0.75, 0.875, 1.125, 1.25, 1.5, 2.0}) {
-    const std::int64_t x = std::clamp(static_cast<std::int64_t>(std::llround(static_cast<double>(v) * f / static_cast<double>(step))) * step, lo, hi);
+    const std::int64_t x = std::clamp(
+        static_cast<std::int64_t>(std::llround(static_cast<double>(v) * f / static_cast<double>(step))) *
+            step,
+        lo, hi);
     if (x != v && std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
   }
   for (std::int64_t d : {-step, step})
-    if (v + d >= lo && v + d <= hi && std::find(out.begin(), out.end(), v + d) == out.end()) out.push_back(v + d);
+    if (v + d >= lo && v + d <= hi && std::find(out.begin(), out.end(), v + d) == out.end())
+      out.push_back(v + d);
   return out;
 }
 
@@ -204,9 +210,10 @@ void Search::refine(Plan plan) {
   const std::vector<std::int64_t> grid = grid_subgroup_sizes(a_);
   const std::int64_t step = grid.front() >= (std::int64_t{1} << 20) ? std::int64_t{1} << 20 : 1024;
   const std::int64_t sg_hi = std::max(grid.back(), a_.params_per_rank / 8 / step * step);
-  const bool limited = std::any_of(plan.tiers.begin(), plan.tiers.end(), [](const PlanTier& t) { return t.concurrency_limit > 0; });
-  const std::pair<std::int64_t, std::int64_t> pipelines[] = {{2, 1}, {3, 1}, {3, 2}, {4, 2}, {4, 3}, {6, 3}, {6, 4},
-                                                             {8, 4}, {8, 6}, {12, 6}, {12, 8}, {16, 8}};
+  const bool limited = std::any_of(plan.tiers.begin(), plan.tiers.end(),
+                                   [](const PlanTier& t) { return t.concurrency_limit > 0; });
+  const std::pair<std::int64_t, std::int64_t> pipelines[] = {
+      {2, 1}, {3, 1}, {3, 2}, {4, 2}, {4, 3}, {6, 3}, {6, 4}, {8, 4}, {8, 6}, {12, 6}, {12, 8}, {16, 8}};
   Inner cur = inner_of(plan);
   double best = score(st, cur);
   if (best == kNone) return;
@@ -216,17 +223,20 @@ void Search::refine(Plan plan) {
   };
   for (int pass = 0; pass < 6; ++pass) {
     std::vector<Inner> trials;
-    for (std::int64_t sg : near(cur.subgroup_elements, grid.front(), std::max(sg_hi, cur.subgroup_elements), step)) {
+    for (std::int64_t sg :
+         near(cur.subgroup_elements, grid.front(), std::max(sg_hi, cur.subgroup_elements), step)) {
       Inner t = cur;
       t.subgroup_elements = sg;  // the same share of the shard cached
-      t.cache = std::min(subgroups(sg), static_cast<std::int64_t>(std::llround(static_cast<double>(cur.cache) *
-                                                                              static_cast<double>(subgroups(sg)) /
-                                                                              static_cast<double>(subgroups(cur.subgroup_elements)))));
+      t.cache =
+          std::min(subgroups(sg), static_cast<std::int64_t>(std::llround(
+                                      static_cast<double>(cur.cache) * static_cast<double>(subgroups(sg)) /
+                                      static_cast<double>(subgroups(cur.subgroup_elements)))));
       trials.push_back(t);
     }
     const std::int64_t n = subgroups(cur.subgroup_elements);
     std::vector<std::int64_t> caches = near(cur.cache, 0, n, 1);
-    for (std::int64_t c : {std::int64_t{0}, (n + 63) / 64, (n + 31) / 32, (n + 15) / 16, (n + 7) / 8, (n + 3) / 4, (n + 1) / 2, n})
+    for (std::int64_t c : {std::int64_t{0}, (n + 63) / 64, (n + 31) / 32, (n + 15) / 16, (n + 7) / 8,
+                           (n + 3) / 4, (n + 1) / 2, n})
       if (c != cur.cache) caches.push_back(c);
     for (std::int64_t c : caches) {
       Inner t = cur;
@@ -279,7 +289,8 @@ double grid_space(const Accounting& a, const TuneRequest& r) {
 
 }  // namespace
 
-CandidateSearchResult search_candidates(const Accounting& a, const TuneRequest& request, std::size_t keep, bool refine) {
+CandidateSearchResult search_candidates(const Accounting& a, const TuneRequest& request, std::size_t keep,
+                                        bool refine) {
   CandidateSearchResult out;
   out.space = grid_space(a, request);
   Search search(a, request, std::max<std::size_t>(keep, 8), out);
@@ -299,7 +310,8 @@ CandidateSearchResult search_candidates(const Accounting& a, const TuneRequest& 
     const std::vector<ScoredPlan> before = search.best();
     for (std::size_t i = 0; i < before.size() && i < keep; ++i) search.neighbours(before[i].plan);
     bool same = search.best().size() == before.size();
-    for (std::size_t i = 0; same && i < before.size(); ++i) same = key_of(search.best()[i].plan) == key_of(before[i].plan);
+    for (std::size_t i = 0; same && i < before.size(); ++i)
+      same = key_of(search.best()[i].plan) == key_of(before[i].plan);
     if (same) break;
   }
   std::vector<ScoredPlan> best = search.best();
@@ -316,7 +328,8 @@ CandidateSearchResult search_candidates(const Accounting& a, const TuneRequest& 
       ++out.refined;
       best.push_back(p);
     }
-    std::stable_sort(best.begin(), best.end(), [](const ScoredPlan& x, const ScoredPlan& y) { return x.score < y.score; });
+    std::stable_sort(best.begin(), best.end(),
+                     [](const ScoredPlan& x, const ScoredPlan& y) { return x.score < y.score; });
   }
   out.best = std::move(best);
   return out;

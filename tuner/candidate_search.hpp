@@ -39,7 +39,8 @@ struct CandidateSearchResult {
 };
 
 // `refine` false: the grid's space only (what the exhaustive comparison uses).
-CandidateSearchResult search_candidates(const Accounting& a, const TuneRequest& request, std::size_t keep, bool refine = true);
+CandidateSearchResult search_candidates(const Accounting& a, const TuneRequest& request, std::size_t keep,
+                                        bool refine = true);
 
 // The grid's best plan by exhaustive enumeration (candidate_plans, every one scored): for
 // small cases and tests only.

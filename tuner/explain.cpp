@@ -19,16 +19,20 @@ std::string gbps(double bps) {
 
 std::string describe_plan(const Plan& p) {
   std::string out;
-  appendf(out, "plan (%s mode): subgroups of %lld elements (%s of state each)\n", to_string(p.mode), (long long)p.subgroup_elements,
-      format_bytes(static_cast<double>(p.subgroup_elements) * 12).c_str());
+  appendf(out, "plan (%s mode): subgroups of %lld elements (%s of state each)\n", to_string(p.mode),
+          (long long)p.subgroup_elements,
+          format_bytes(static_cast<double>(p.subgroup_elements) * 12).c_str());
   for (const auto& t : p.tiers) {
     std::string limit = t.concurrency_limit > 0 ? std::to_string(t.concurrency_limit) : std::string("none");
-    appendf(out, "  tier %-10s %5.1f %% of subgroups, node-wide concurrency limit %s\n", t.name.c_str(), 100 * t.fraction, limit.c_str());
+    appendf(out, "  tier %-10s %5.1f %% of subgroups, node-wide concurrency limit %s\n", t.name.c_str(),
+            100 * t.fraction, limit.c_str());
   }
-  appendf(out, "  host cache %lld subgroups, %lld pinned buffers, prefetch depth %lld, order %s, gradients %s\n",
-      (long long)p.host_cache_subgroups, (long long)p.buffers, (long long)p.prefetch_depth, to_string(p.order), to_string(p.gradients));
-  appendf(out, "  slots %s, I/O blocks of %s, queue depth %lld\n", to_string(p.slot_scope), format_bytes(static_cast<double>(p.io_block_size)).c_str(),
-      (long long)p.io_queue_depth);
+  appendf(out,
+          "  host cache %lld subgroups, %lld pinned buffers, prefetch depth %lld, order %s, gradients %s\n",
+          (long long)p.host_cache_subgroups, (long long)p.buffers, (long long)p.prefetch_depth,
+          to_string(p.order), to_string(p.gradients));
+  appendf(out, "  slots %s, I/O blocks of %s, queue depth %lld\n", to_string(p.slot_scope),
+          format_bytes(static_cast<double>(p.io_block_size)).c_str(), (long long)p.io_queue_depth);
   return out;
 }
 
@@ -39,42 +43,56 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   const sim::AnalyticBreakdown& an = r.chosen.analytic;
   const bool update_only = r.chosen.plan.explanation.value("update_only", false);
   out += describe_plan(r.chosen.plan);
-  appendf(out, "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per rank\n",
-      format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str(),
-      format_seconds(p.update_s).c_str(), format_seconds(p.stall_s).c_str());
+  appendf(out,
+          "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per "
+          "rank\n",
+          format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(),
+          format_seconds(p.backward_s).c_str(), format_seconds(p.update_s).c_str(),
+          format_seconds(p.stall_s).c_str());
   if (update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
 
   out += "\nwhat bounds each phase (analytic model):\n";
   if (!update_only) {
-    appendf(out, "  forward   %-40s compute %s\n", an.forward_bound.c_str(), format_seconds(an.forward_compute_s).c_str());
-    appendf(out, "  backward  %-40s compute %s, gradients to host %s, fp32 flush %s\n", an.backward_bound.c_str(),
-        format_seconds(an.backward_compute_s).c_str(), format_seconds(an.grad_d2h_s).c_str(), format_seconds(an.grad_flush_s).c_str());
+    appendf(out, "  forward   %-40s compute %s\n", an.forward_bound.c_str(),
+            format_seconds(an.forward_compute_s).c_str());
+    appendf(out, "  backward  %-40s compute %s, gradients to host %s, fp32 flush %s\n",
+            an.backward_bound.c_str(), format_seconds(an.backward_compute_s).c_str(),
+            format_seconds(an.grad_d2h_s).c_str(), format_seconds(an.grad_flush_s).c_str());
   }
-  appendf(out, "  update    %-40s CPU Adam %s, weights to GPU %s, pipeline fill %s\n", an.update_bound.c_str(),
-      format_seconds(an.adam_s).c_str(), format_seconds(an.h2d_s).c_str(), format_seconds(an.fill_s).c_str());
-  appendf(out, "            physical limit max(bytes / sum of tier bandwidth, Adam) = %s; simulated update is %.2fx that\n",
-      format_seconds(an.update_bound_s).c_str(), an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
+  appendf(out, "  update    %-40s CPU Adam %s, weights to GPU %s, pipeline fill %s\n",
+          an.update_bound.c_str(), format_seconds(an.adam_s).c_str(), format_seconds(an.h2d_s).c_str(),
+          format_seconds(an.fill_s).c_str());
+  appendf(out,
+          "            physical limit max(bytes / sum of tier bandwidth, Adam) = %s; simulated update is "
+          "%.2fx that\n",
+          format_seconds(an.update_bound_s).c_str(),
+          an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
 
   out += "\ntier split versus bandwidth (one node, all its ranks):\n";
   double total_bw = 0;
-  for (const auto& t : an.tiers) total_bw += (t.read_bytes + t.write_bytes) > 0 ? (t.read_bytes + t.write_bytes) / t.seconds : 0;
+  for (const auto& t : an.tiers)
+    total_bw += (t.read_bytes + t.write_bytes) > 0 ? (t.read_bytes + t.write_bytes) / t.seconds : 0;
   for (std::size_t i = 0; i < an.tiers.size(); ++i) {
     const auto& t = an.tiers[i];
     if (updated_in_place(r.chosen.plan.tiers[i].kind)) {
-      appendf(out, "  %-10s share %5.1f %%  updated in place: no reads or writes, Adam time only\n", t.name.c_str(),
-          100 * r.chosen.plan.tiers[i].fraction);
+      appendf(out, "  %-10s share %5.1f %%  updated in place: no reads or writes, Adam time only\n",
+              t.name.c_str(), 100 * r.chosen.plan.tiers[i].fraction);
       continue;
     }
     const double moved = t.read_bytes + t.write_bytes;
     const double bw = moved > 0 ? moved / t.seconds : 0;
     double busy = 0;
     if (i < r.chosen.simulated.tiers.size()) busy = r.chosen.simulated.tiers[i].busy_fraction;
-    appendf(out, "  %-10s share %5.1f %%  moves %10s at %s (%4.1f %% of the node's aggregate)  busy %3.0f %% of the iteration\n",
-        t.name.c_str(), 100 * r.chosen.plan.tiers[i].fraction, format_bytes(moved).c_str(), gbps(bw).c_str(),
-        total_bw > 0 ? 100 * bw / total_bw : 0.0, 100 * busy);
+    appendf(out,
+            "  %-10s share %5.1f %%  moves %10s at %s (%4.1f %% of the node's aggregate)  busy %3.0f %% of "
+            "the iteration\n",
+            t.name.c_str(), 100 * r.chosen.plan.tiers[i].fraction, format_bytes(moved).c_str(),
+            gbps(bw).c_str(), total_bw > 0 ? 100 * bw / total_bw : 0.0, 100 * busy);
   }
-  out += "  (a tier's share follows its bandwidth so all tiers finish together, a tier updated in place counting\n"
-         "   at the rate Adam consumes state; capacity and host memory cap it)\n";
+  out +=
+      "  (a tier's share follows its bandwidth so all tiers finish together, a tier updated in place "
+      "counting\n"
+      "   at the rate Adam consumes state; capacity and host memory cap it)\n";
 
   out += "\nwhat each principle saves (the chosen plan simulated with it switched off):\n";
   const double chosen = score(p);
@@ -83,16 +101,22 @@ std::string explain(const TuneResult& r, const Profile& profile) {
       appendf(out, "  %-22s not simulated: %s\n", ab.principle.c_str(), ab.why_not.c_str());
       continue;
     }
-    appendf(out, "  %-22s without it (%s): %s, %+.1f %%\n", ab.principle.c_str(), ab.change.c_str(), format_seconds(ab.seconds).c_str(),
-        chosen > 0 ? 100 * (ab.seconds - chosen) / chosen : 0.0);
+    appendf(out, "  %-22s without it (%s): %s, %+.1f %%\n", ab.principle.c_str(), ab.change.c_str(),
+            format_seconds(ab.seconds).c_str(), chosen > 0 ? 100 * (ab.seconds - chosen) / chosen : 0.0);
   }
   if (r.baseline) {
     const double base = score(r.baseline->simulated.prediction);
-    appendf(out, "\nbaseline (ZeRO-3 style on %s: fp32 gradients flushed, ascending, no cache, no limit): %s; predicted speedup %.2fx\n",
-        r.baseline->plan.tiers[0].name.c_str(), format_seconds(base).c_str(), chosen > 0 ? base / chosen : 0.0);
+    appendf(out,
+            "\nbaseline (ZeRO-3 style on %s: fp32 gradients flushed, ascending, no cache, no limit): %s; "
+            "predicted speedup %.2fx\n",
+            r.baseline->plan.tiers[0].name.c_str(), format_seconds(base).c_str(),
+            chosen > 0 ? base / chosen : 0.0);
   }
-  appendf(out, "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the finer search beat the grid, "
-      "%zu SimGrid runs, %s\n", r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
+  appendf(out,
+          "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the "
+          "finer search beat the grid, "
+          "%zu SimGrid runs, %s\n",
+          r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
   return out;
 }
 

@@ -14,7 +14,8 @@ namespace mlpo::tune {
 namespace {
 
 double state_bytes_per_element(const Plan& plan) {
-  return static_cast<double>(kOptimizerStateBytes + (plan.gradients == GradientPolicy::flush_fp32 ? kFp32GradBytes : 0));
+  return static_cast<double>(kOptimizerStateBytes +
+                             (plan.gradients == GradientPolicy::flush_fp32 ? kFp32GradBytes : 0));
 }
 
 PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind, 0.0, 0}; }
@@ -23,14 +24,18 @@ PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind,
 
 double tier_update_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
   const TierRates rates = tier_rates_of(t);
-  if (k == 1) return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
-  const double per_direction = k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
+  if (k == 1)
+    return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
+  const double per_direction =
+      k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
   return rates.interleaved_bps(std::max(1.0, per_direction));
 }
 
 namespace {
 
-double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) { return tier_update_bps(t, ranks, k); }
+double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
+  return tier_update_bps(t, ranks, k);
+}
 
 // A tier updated in place (memory, host) moves no bytes: Adam reads and writes its
 // subgroups' p, m and v (24 B an element) where they lie. What it delivers to the update is
@@ -90,7 +95,8 @@ std::int64_t host_budget(const TuneRequest& r) {
 
 void check_param_offload(bool param_offload, const ClusterShape& shape) {
   if (param_offload && shape.ranks() > 1)
-    throw Error("--param-offload: for one rank only (mlpo-run refuses it with " + std::to_string(shape.ranks()) +
+    throw Error("--param-offload: for one rank only (mlpo-run refuses it with " +
+                std::to_string(shape.ranks()) +
                 " ranks; ZeRO-3 already gathers the weights a part at a time); leave it out");
 }
 
@@ -100,7 +106,8 @@ HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
   HostMemoryNeed m;
   m.pinned_buffers = R * static_cast<double>(plan.buffers) * sg * state_bytes_per_element(plan);
   const std::int64_t subgroups = (a.params_per_rank + plan.subgroup_elements - 1) / plan.subgroup_elements;
-  m.cache = R * static_cast<double>(std::min(plan.host_cache_subgroups, subgroups)) * sg * static_cast<double>(kOptimizerStateBytes);
+  m.cache = R * static_cast<double>(std::min(plan.host_cache_subgroups, subgroups)) * sg *
+            static_cast<double>(kOptimizerStateBytes);
   m.bf16_weights = R * static_cast<double>(a.weights_bf16_bytes_per_rank);
   m.bf16_grads = R * static_cast<double>(a.grads_bf16_bytes_per_rank);
   for (std::size_t t = 0; t < plan.tiers.size(); ++t)
@@ -111,7 +118,8 @@ HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
 double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t) {
   const double group = static_cast<double>(a.shape.gpus_per_node) *
                        (plan.tiers[t].kind == TierKind::remote ? static_cast<double>(a.shape.nodes) : 1.0);
-  return group * static_cast<double>(a.params_per_rank) * plan.tiers[t].fraction * state_bytes_per_element(plan);
+  return group * static_cast<double>(a.params_per_rank) * plan.tiers[t].fraction *
+         state_bytes_per_element(plan);
 }
 
 namespace {
@@ -137,8 +145,9 @@ std::int64_t partial_sum_buffers(std::int64_t micro) {
 }  // namespace
 
 std::string GpuMemoryNeed::detail() const {
-  return "weights " + format_bytes(weights) + " (" + weights_what + ") + gradients " + format_bytes(gradients) + " (" +
-         gradients_what + ") + activations " + format_bytes(activations) + " + backend workspace " + format_bytes(workspace);
+  return "weights " + format_bytes(weights) + " (" + weights_what + ") + gradients " +
+         format_bytes(gradients) + " (" + gradients_what + ") + activations " + format_bytes(activations) +
+         " + backend workspace " + format_bytes(workspace);
 }
 
 GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload) {
@@ -167,17 +176,24 @@ GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload) {
   // backward (grad_accum 1 with ZeRO-3 or --param-offload), else all of them, plus the
   // micro-batch partial sums.
   const bool stream = a.shape.grad_accum == 1 && (zero3 || offload);
-  const double streamed_part = std::max({head, layer, s.tied_embeddings ? 0.0 : embedding}) + (s.tied_embeddings ? embedding : 0.0);
-  m.gradients = (stream ? streamed_part : params) * 4 + static_cast<double>(partial_sum_buffers(a.shape.grad_accum)) * params * 4;
-  m.gradients_what = stream ? "one part, streamed to the host during backward"
-                            : a.shape.grad_accum > 1 ? "all, fp32, and partial sums of the micro-batches" : "all, fp32";
+  const double streamed_part =
+      std::max({head, layer, s.tied_embeddings ? 0.0 : embedding}) + (s.tied_embeddings ? embedding : 0.0);
+  m.gradients = (stream ? streamed_part : params) * 4 +
+                static_cast<double>(partial_sum_buffers(a.shape.grad_accum)) * params * 4;
+  m.gradients_what = stream                   ? "one part, streamed to the host during backward"
+                     : a.shape.grad_accum > 1 ? "all, fp32, and partial sums of the micro-batches"
+                                              : "all, fp32";
   // Activations, as executor/model/device_memory.cpp counts them.
   const double N = static_cast<double>(a.shape.micro_batch * a.shape.seq_len);
-  const double h = static_cast<double>(s.hidden), kv = static_cast<double>(s.kv_dim()), f = static_cast<double>(s.ffn_hidden);
-  const double elements = (static_cast<double>(s.layers) + 1) * N * h + 14 * N * h + 4 * N * kv + 6 * N * f + N * static_cast<double>(s.vocab);
+  const double h = static_cast<double>(s.hidden), kv = static_cast<double>(s.kv_dim()),
+               f = static_cast<double>(s.ffn_hidden);
+  const double elements = (static_cast<double>(s.layers) + 1) * N * h + 14 * N * h + 4 * N * kv + 6 * N * f +
+                          N * static_cast<double>(s.vocab);
   const double attention_rows = static_cast<double>(a.shape.micro_batch * s.heads * a.shape.seq_len);
-  m.activations = elements * kBf16Bytes + 2 * N * 4 + (4 * N + attention_rows) * 4 + (zero3 || offload ? 0.0 : 4.0 * (1 << 20));
-  if (!zero3) m.activations += 2 * std::max({embedding, head, layer}) * kBf16Bytes;  // the gradient handover's staging
+  m.activations = elements * kBf16Bytes + 2 * N * 4 + (4 * N + attention_rows) * 4 +
+                  (zero3 || offload ? 0.0 : 4.0 * (1 << 20));
+  if (!zero3)
+    m.activations += 2 * std::max({embedding, head, layer}) * kBf16Bytes;  // the gradient handover's staging
   // The CUDA backend's bound (CudaBackend::scratch_bound): GEMM workspace, reduction chunks,
   // attention rows; 64 MiB covers the fixed parts.
   m.workspace = 64.0 * (1 << 20) + attention_rows * 4;
@@ -186,8 +202,10 @@ GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload) {
 
 std::string gpu_memory_advice(const Accounting& a, bool param_offload, double have) {
   if (a.shape.ranks() == 1 && !param_offload && gpu_memory_need(a, true).total() <= have)
-    return "the weights do not fit: pass --param-offload here and to mlpo-run (weights in host memory, streamed per layer; "
-           "it needs " + format_bytes(gpu_memory_need(a, true).total()) + ")";
+    return "the weights do not fit: pass --param-offload here and to mlpo-run (weights in host memory, "
+           "streamed per layer; "
+           "it needs " +
+           format_bytes(gpu_memory_need(a, true).total()) + ")";
   if (a.shape.grad_accum > 1) {
     Accounting one = a;
     one.shape.grad_accum = 1;
@@ -195,8 +213,7 @@ std::string gpu_memory_advice(const Accounting& a, bool param_offload, double ha
       return "the full fp32 gradient of --grad-accum " + std::to_string(a.shape.grad_accum) +
              " does not fit: use --grad-accum 1 (the gradients then leave the device layer by layer)";
   }
-  if (a.shape.ranks() == 1)
-    return "lower --micro-batch or --seq-len, or add GPUs (--nodes, --gpus-per-node)";
+  if (a.shape.ranks() == 1) return "lower --micro-batch or --seq-len, or add GPUs (--nodes, --gpus-per-node)";
   return "lower --micro-batch or --seq-len";
 }
 
@@ -205,14 +222,16 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
   const double budget = static_cast<double>(host_budget(request));
   if (m.total() > budget)
     return Shortfall{"host memory", m.total(), budget,
-                     "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " + format_bytes(m.bf16_grads) +
-                         " + pinned buffers " + format_bytes(m.pinned_buffers) + " + cache " + format_bytes(m.cache) +
-                         " + state on RAM tiers " + format_bytes(m.state_in_memory) + " per node"};
+                     "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " +
+                         format_bytes(m.bf16_grads) + " + pinned buffers " + format_bytes(m.pinned_buffers) +
+                         " + cache " + format_bytes(m.cache) + " + state on RAM tiers " +
+                         format_bytes(m.state_in_memory) + " per node"};
   for (std::size_t t = 0; t < plan.tiers.size(); ++t) {
     const TierProfile* tp = request.profile.find_tier(plan.tiers[t].name);
     const double need = tier_bytes_needed(a, plan, t);
     if (tp != nullptr && need > static_cast<double>(tp->free_bytes))
-      return Shortfall{"tier " + tp->name + " capacity", need, static_cast<double>(tp->free_bytes), "its share of the optimizer state"};
+      return Shortfall{"tier " + tp->name + " capacity", need, static_cast<double>(tp->free_bytes),
+                       "its share of the optimizer state"};
   }
   if (!request.options.update_only && !request.profile.gpus.empty()) {
     const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
@@ -222,7 +241,8 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
   return std::nullopt;
 }
 
-std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, std::int64_t ranks_per_node) {
+std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier,
+                                       std::int64_t ranks_per_node) {
   // 1..R, or none (0). Each rank has a reader and a writer on a tier, so even k = R holds
   // some of them back; with R = 1, k = 1 makes the rank's reads and writes take turns. A tier
   // updated in place has no transfers to limit: none only.
@@ -279,15 +299,18 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
     const TierProfile* tp = request.profile.find_tier(p.tiers[i].name);
     MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
-    bw.push_back(updated_in_place(tp->kind) ? in_place_bps(request.profile, R) : effective_bps(*tp, R, p.tiers[i].concurrency_limit));
+    bw.push_back(updated_in_place(tp->kind) ? in_place_bps(request.profile, R)
+                                            : effective_bps(*tp, R, p.tiers[i].concurrency_limit));
     p.tiers[i].fraction = 1.0;
     full_bytes.push_back(tier_bytes_needed(a, p, i));
-    cap.push_back(full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp->free_bytes) / full_bytes.back()) : 1.0);
+    cap.push_back(
+        full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp->free_bytes) / full_bytes.back()) : 1.0);
   }
   const HostMemoryNeed fixed = host_memory_need(a, p);
   const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
   for (std::size_t i = 0; i < p.tiers.size(); ++i)
-    if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0) cap[i] = std::clamp(room / full_bytes[i], 0.0, cap[i]);
+    if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0)
+      cap[i] = std::clamp(room / full_bytes[i], 0.0, cap[i]);
   const auto f = split(bw, cap);
   if (!f || std::any_of(f->begin(), f->end(), [](double x) { return x < 1e-3; })) return false;
   for (std::size_t i = 0; i < p.tiers.size(); ++i) p.tiers[i].fraction = (*f)[i];
@@ -369,19 +392,22 @@ Plan baseline_on(const Accounting& a, const TierProfile& tp, std::int64_t subgro
 
 }  // namespace
 
-std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements) {
+std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request,
+                                  std::int64_t subgroup_elements) {
   if (!request.baseline_tier.empty()) {
     const TierProfile* tp = request.profile.find_tier(request.baseline_tier);
     if (tp == nullptr) {
       std::string names;
-      for (const auto& t : request.profile.tiers) names += (names.empty() ? "" : ", ") + t.name + " (" + to_string(t.kind) + ")";
-      throw Error("--baseline-tier " + request.baseline_tier + ": the profile has no such tier; its tiers are " + names);
+      for (const auto& t : request.profile.tiers)
+        names += (names.empty() ? "" : ", ") + t.name + " (" + to_string(t.kind) + ")";
+      throw Error("--baseline-tier " + request.baseline_tier +
+                  ": the profile has no such tier; its tiers are " + names);
     }
     Plan p = baseline_on(a, *tp, subgroup_elements);
     if (auto short_of = check_fits(a, p, request))
-      throw Error("--baseline-tier " + request.baseline_tier + ": the baseline on it does not fit: " + short_of->resource +
-                  " is short by " + format_bytes(short_of->need - short_of->have) + " (" + short_of->detail +
-                  "); name a larger tier or leave --baseline-tier out");
+      throw Error("--baseline-tier " + request.baseline_tier + ": the baseline on it does not fit: " +
+                  short_of->resource + " is short by " + format_bytes(short_of->need - short_of->have) +
+                  " (" + short_of->detail + "); name a larger tier or leave --baseline-tier out");
     return p;
   }
   // ZeRO-3 offload streams its state from node-local NVMe: that kind first, then any
@@ -419,21 +445,25 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
   lean.tiers = {PlanTier{"storage", "/", TierKind::nvme, 1.0, 0}};
   const HostMemoryNeed m = host_memory_need(a, lean);
   const double budget = static_cast<double>(host_budget(request));
-  auto shortfall = [](const std::string& what, double need, double have, const std::string& detail, const std::string& fix) {
-    throw Error(what + " is short by " + format_bytes(need - have) + ": the leanest plan needs " + format_bytes(need) + " (" +
-                detail + ") but " + format_bytes(have) + " is available; " + fix);
+  auto shortfall = [](const std::string& what, double need, double have, const std::string& detail,
+                      const std::string& fix) {
+    throw Error(what + " is short by " + format_bytes(need - have) + ": the leanest plan needs " +
+                format_bytes(need) + " (" + detail + ") but " + format_bytes(have) + " is available; " + fix);
   };
   if (m.total() > budget)
     shortfall("host memory", m.total(), budget,
-              "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " + format_bytes(m.bf16_grads) +
-                  " + 2 pinned buffers " + format_bytes(m.pinned_buffers) + " per node",
-              "add nodes (--nodes), or raise --host-memory-budget if the profile's host.available_bytes is too low");
+              "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " +
+                  format_bytes(m.bf16_grads) + " + 2 pinned buffers " + format_bytes(m.pinned_buffers) +
+                  " per node",
+              "add nodes (--nodes), or raise --host-memory-budget if the profile's host.available_bytes is "
+              "too low");
   if (!request.options.update_only && !request.profile.gpus.empty()) {
     const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
     const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
     if (need.total() > have)
       shortfall("GPU memory", need.total(), have, need.detail() + " per rank",
-                gpu_memory_advice(a, request.param_offload, have) + " (--update-only skips this check: the update phase needs no GPU memory)");
+                gpu_memory_advice(a, request.param_offload, have) +
+                    " (--update-only skips this check: the update phase needs no GPU memory)");
   }
   const double R = static_cast<double>(a.shape.gpus_per_node);
   const double nodes = static_cast<double>(a.shape.nodes);
@@ -447,11 +477,12 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
     detail += (detail.empty() ? "" : ", ") + t.name + " " + format_bytes(per_node);
   }
   if (state > have)
-    throw Error("storage is short by " + format_bytes(state - have) + ": the optimizer state needs " + format_bytes(state) +
-                " per node but the profile's tiers hold " + format_bytes(have) + " free per node (" + detail +
-                "); add nodes or free space on the tiers");
+    throw Error("storage is short by " + format_bytes(state - have) + ": the optimizer state needs " +
+                format_bytes(state) + " per node but the profile's tiers hold " + format_bytes(have) +
+                " free per node (" + detail + "); add nodes or free space on the tiers");
   throw Error("no plan fits: every candidate exceeds host memory (" + format_bytes(budget) +
-              " per node) or a tier's capacity once buffers and tier shares are added; raise --host-memory-budget or add nodes");
+              " per node) or a tier's capacity once buffers and tier shares are added; raise "
+              "--host-memory-budget or add nodes");
 }
 
 }  // namespace mlpo::tune

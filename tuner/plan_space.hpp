@@ -32,8 +32,8 @@ struct TuneRequest {
   int jobs = 2;                         // SimGrid child processes at a time
   bool timeline = false;                // record the chosen plan's timeline
   sim::SimulationOptions options;       // update_only, remote backbone
-  std::string baseline_tier;            // the baseline's tier; empty: node-local NVMe, else the fastest streamed
-  bool param_offload = false;           // one rank: weights as `mlpo-run --param-offload` holds them
+  std::string baseline_tier;   // the baseline's tier; empty: node-local NVMe, else the fastest streamed
+  bool param_offload = false;  // one rank: weights as `mlpo-run --param-offload` holds them
   std::function<void(const std::string&)> progress;  // called before each long step; may be empty
 };
 
@@ -92,8 +92,8 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
 // One tier subset with a concurrency limit per member and a gradient policy: the part of a
 // candidate before its subgroup size, cache, pipeline and order are chosen.
 struct TierSetting {
-  std::vector<std::size_t> members;   // indices into the profile's tiers, ascending
-  std::vector<std::int64_t> limits;   // per member; 0: none
+  std::vector<std::size_t> members;  // indices into the profile's tiers, ascending
+  std::vector<std::int64_t> limits;  // per member; 0: none
   GradientPolicy gradients = GradientPolicy::delayed;
 };
 
@@ -125,7 +125,8 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
 // that holds them, else the fastest streamed tier that does (a tier updated in place only when
 // no streamed tier can). Never a faster remote tier in place of a fitting NVMe one: the
 // baseline is ZeRO-3's NVMe offload. nullopt when no tier can.
-std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request, std::int64_t subgroup_elements);
+std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& request,
+                                  std::int64_t subgroup_elements);
 
 // Throws an mlpo::Error saying which resource is short and by how much, for a request that
 // no candidate fits.

@@ -26,8 +26,10 @@ double score(const Prediction& p) { return p.iteration_s; }
 
 TuneResult tune(const TuneRequest& request) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (request.profile.tiers.empty()) throw Error("--profile: the profile lists no storage tiers; re-run mlpo-profile with --tier PATH");
-  if (request.profile.tiers.size() > 8) throw Error("--profile: more than 8 tiers; keep the ones worth using");
+  if (request.profile.tiers.empty())
+    throw Error("--profile: the profile lists no storage tiers; re-run mlpo-profile with --tier PATH");
+  if (request.profile.tiers.size() > 8)
+    throw Error("--profile: more than 8 tiers; keep the ones worth using");
   check_param_offload(request.param_offload, request.shape);
   const Accounting a = account(request.model, request.shape);
   TuneResult result;
@@ -51,19 +53,26 @@ TuneResult tune(const TuneRequest& request) {
   std::vector<Plan> to_simulate;
   for (const ScoredPlan& p : found.best) to_simulate.push_back(p.plan);
   const std::optional<Plan> baseline = baseline_plan(a, request, to_simulate.front().subgroup_elements);
-  if (baseline) to_simulate.push_back(*baseline);
-  else result.warnings.push_back("no single tier holds the state and fp32 gradients: no baseline prediction");
+  if (baseline)
+    to_simulate.push_back(*baseline);
+  else
+    result.warnings.push_back("no single tier holds the state and fp32 gradients: no baseline prediction");
   progress("simulating the best " + std::to_string(to_simulate.size()) + " plans with SimGrid");
-  const std::vector<sim::SimulationResult> sims = sim::simulate_all(a, request.profile, to_simulate, request.options, request.jobs);
+  const std::vector<sim::SimulationResult> sims =
+      sim::simulate_all(a, request.profile, to_simulate, request.options, request.jobs);
   result.simulated += sims.size();
   std::vector<RankedPlan> ranked;
-  for (std::size_t i = 0; i < survivors; ++i) ranked.push_back({to_simulate[i], found.best[i].analytic, sims[i]});
+  for (std::size_t i = 0; i < survivors; ++i)
+    ranked.push_back({to_simulate[i], found.best[i].analytic, sims[i]});
   std::stable_sort(ranked.begin(), ranked.end(), [](const RankedPlan& x, const RankedPlan& y) {
     return score(x.simulated.prediction) < score(y.simulated.prediction);
   });
-  if (baseline) result.baseline = RankedPlan{*baseline, sim::analyze(a, request.profile, *baseline, request.options), sims.back()};
+  if (baseline)
+    result.baseline =
+        RankedPlan{*baseline, sim::analyze(a, request.profile, *baseline, request.options), sims.back()};
   result.chosen = ranked.front();
-  for (std::size_t i = 1; i < ranked.size() && static_cast<int>(i) <= request.top_k; ++i) result.alternatives.push_back(ranked[i]);
+  for (std::size_t i = 1; i < ranked.size() && static_cast<int>(i) <= request.top_k; ++i)
+    result.alternatives.push_back(ranked[i]);
 
   // 3. Ablations: the chosen plan with each principle off (and its timeline if asked).
   const Plan& best = result.chosen.plan;
@@ -94,9 +103,11 @@ TuneResult tune(const TuneRequest& request) {
       }
     }
     if (alone.empty()) {
-      ablations.push_back({Ablation{"multi-path tiers", "one tier", false, 0,
-                                    best.tiers.size() > 1 ? "no single tier of the plan can hold all the state" : "the plan uses one tier"},
-                           best});
+      ablations.push_back(
+          {Ablation{"multi-path tiers", "one tier", false, 0,
+                    best.tiers.size() > 1 ? "no single tier of the plan can hold all the state"
+                                          : "the plan uses one tier"},
+           best});
     } else {
       add("multi-path tiers", alone + " alone", "the plan uses one tier", best.tiers.size() > 1, p);
     }
@@ -114,18 +125,21 @@ TuneResult tune(const TuneRequest& request) {
     Plan p = best;
     p.order = OrderPolicy::ascending;
     p.host_cache_subgroups = 0;
-    add("cache-friendly order", "ascending, no cache", "the plan uses no cache", best.order == OrderPolicy::alternating && best.host_cache_subgroups > 0, p);
+    add("cache-friendly order", "ascending, no cache", "the plan uses no cache",
+        best.order == OrderPolicy::alternating && best.host_cache_subgroups > 0, p);
   }
   {
     Plan p = best;
     p.gradients = GradientPolicy::flush_fp32;
-    add("delayed gradients", "fp32 gradients flushed and re-read", "the plan flushes fp32 gradients", best.gradients == GradientPolicy::delayed, p);
+    add("delayed gradients", "fp32 gradients flushed and re-read", "the plan flushes fp32 gradients",
+        best.gradients == GradientPolicy::delayed, p);
   }
   {
     Plan p = best;
     p.buffers = 2;
     p.prefetch_depth = 1;
-    add("overlap", "prefetch depth 1, 2 buffers", "the plan already uses depth 1", best.prefetch_depth > 1, p);
+    add("overlap", "prefetch depth 1, 2 buffers", "the plan already uses depth 1", best.prefetch_depth > 1,
+        p);
   }
   std::vector<Plan> ablation_plans;
   for (const auto& [ab, p] : ablations)
@@ -133,7 +147,8 @@ TuneResult tune(const TuneRequest& request) {
   sim::SimulationOptions with_timeline = request.options;
   with_timeline.timeline = true;
   progress("simulating the chosen plan with each principle switched off");
-  std::vector<sim::SimulationResult> ab_sims = sim::simulate_all(a, request.profile, ablation_plans, request.options, request.jobs);
+  std::vector<sim::SimulationResult> ab_sims =
+      sim::simulate_all(a, request.profile, ablation_plans, request.options, request.jobs);
   result.simulated += ab_sims.size();
   std::size_t next = 0;
   for (auto& [ab, p] : ablations) {
@@ -153,12 +168,14 @@ TuneResult tune(const TuneRequest& request) {
   for (const auto& alt : result.alternatives) out.alternatives.push_back(summary(alt));
   Json abl = Json::array();
   for (const auto& ab : result.ablations)
-    abl.push_back(ab.applies ? Json{{"principle", ab.principle}, {"without", ab.change}, {"predicted_s", ab.seconds}}
-                             : Json{{"principle", ab.principle}, {"not_simulated", ab.why_not}});
+    abl.push_back(ab.applies
+                      ? Json{{"principle", ab.principle}, {"without", ab.change}, {"predicted_s", ab.seconds}}
+                      : Json{{"principle", ab.principle}, {"not_simulated", ab.why_not}});
   out.explanation = Json{{"update_only", request.options.update_only},
-                         {"bound", {{"forward", result.chosen.analytic.forward_bound},
-                                    {"backward", result.chosen.analytic.backward_bound},
-                                    {"update", result.chosen.analytic.update_bound}}},
+                         {"bound",
+                          {{"forward", result.chosen.analytic.forward_bound},
+                           {"backward", result.chosen.analytic.backward_bound},
+                           {"update", result.chosen.analytic.update_bound}}},
                          {"update_bound_s", result.chosen.analytic.update_bound_s},
                          {"ablations", abl},
                          {"candidates", result.candidates},
@@ -167,19 +184,24 @@ TuneResult tune(const TuneRequest& request) {
                          {"feasible", result.feasible},
                          {"simulated", result.simulated}};
   if (result.baseline)
-    out.explanation["baseline_tier"] = Json{{"name", result.baseline->plan.tiers[0].name},
-                                            {"kind", to_string(result.baseline->plan.tiers[0].kind)},
-                                            {"chosen_by", request.baseline_tier.empty() ? "default: node-local NVMe, else the fastest streamed tier"
-                                                                                        : "--baseline-tier"}};
+    out.explanation["baseline_tier"] =
+        Json{{"name", result.baseline->plan.tiers[0].name},
+             {"kind", to_string(result.baseline->plan.tiers[0].kind)},
+             {"chosen_by", request.baseline_tier.empty()
+                               ? "default: node-local NVMe, else the fastest streamed tier"
+                               : "--baseline-tier"}};
   if (result.baseline && out.prediction->iteration_s > 0)
-    out.explanation["predicted_speedup"] = result.baseline->simulated.prediction.iteration_s / out.prediction->iteration_s;
+    out.explanation["predicted_speedup"] =
+        result.baseline->simulated.prediction.iteration_s / out.prediction->iteration_s;
   for (const auto& w : result.chosen.simulated.warnings) result.warnings.push_back(w);
   if (request.options.update_only && !request.profile.gpus.empty()) {
     const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
     const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
     if (need.total() > have)
-      result.warnings.push_back("--update-only skips the GPU memory check: training this shape would need " + format_bytes(need.total()) +
-                                " per GPU, " + format_bytes(need.total() - have) + " more than the profile's " + format_bytes(have) + "; " +
+      result.warnings.push_back("--update-only skips the GPU memory check: training this shape would need " +
+                                format_bytes(need.total()) + " per GPU, " +
+                                format_bytes(need.total() - have) + " more than the profile's " +
+                                format_bytes(have) + "; " +
                                 gpu_memory_advice(a, request.param_offload, have));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

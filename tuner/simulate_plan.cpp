@@ -13,7 +13,8 @@ namespace {
 
 Json shortfall_json(const std::optional<Shortfall>& s) {
   if (!s) return nullptr;
-  return Json{{"resource", s->resource}, {"need_bytes", s->need}, {"have_bytes", s->have}, {"detail", s->detail}};
+  return Json{
+      {"resource", s->resource}, {"need_bytes", s->need}, {"have_bytes", s->have}, {"detail", s->detail}};
 }
 
 }  // namespace
@@ -25,8 +26,9 @@ PlanSimulation simulate_plan(const Plan& plan, const ModelSpec& model, const Pro
   check_param_offload(param_offload, plan.cluster);
   const Accounting a = account(model, plan.cluster);
   if (a.params.total != plan.model_params)
-    throw Error("--simulate: the plan is for " + std::to_string(plan.model_params) + " parameters but model '" + model.name +
-                "' has " + std::to_string(a.params.total) + "; pass the plan's model with --model");
+    throw Error("--simulate: the plan is for " + std::to_string(plan.model_params) +
+                " parameters but model '" + model.name + "' has " + std::to_string(a.params.total) +
+                "; pass the plan's model with --model");
   PlanSimulation s;
   s.plan = plan;
   s.update_only = options.update_only;
@@ -47,19 +49,24 @@ std::string format_simulation(const PlanSimulation& s) {
   std::string out = describe_plan(s.plan);
   const Prediction& p = s.simulated.prediction;
   const sim::AnalyticBreakdown& an = s.analytic;
-  appendf(out, "cluster: %lld nodes x %lld GPUs, micro-batch %lld, grad-accum %lld\n", (long long)s.plan.cluster.nodes,
-      (long long)s.plan.cluster.gpus_per_node, (long long)s.plan.cluster.micro_batch, (long long)s.plan.cluster.grad_accum);
-  appendf(out, "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per rank\n",
-      format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(), format_seconds(p.backward_s).c_str(),
-      format_seconds(p.update_s).c_str(), format_seconds(p.stall_s).c_str());
+  appendf(out, "cluster: %lld nodes x %lld GPUs, micro-batch %lld, grad-accum %lld\n",
+          (long long)s.plan.cluster.nodes, (long long)s.plan.cluster.gpus_per_node,
+          (long long)s.plan.cluster.micro_batch, (long long)s.plan.cluster.grad_accum);
+  appendf(out,
+          "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per "
+          "rank\n",
+          format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(),
+          format_seconds(p.backward_s).c_str(), format_seconds(p.update_s).c_str(),
+          format_seconds(p.stall_s).c_str());
   if (s.update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
   out += "bound per phase (analytic model):\n";
   if (!s.update_only) {
     appendf(out, "  forward   %s\n", an.forward_bound.c_str());
     appendf(out, "  backward  %s\n", an.backward_bound.c_str());
   }
-  appendf(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n", an.update_bound.c_str(),
-      format_seconds(an.update_bound_s).c_str(), an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
+  appendf(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n",
+          an.update_bound.c_str(), format_seconds(an.update_bound_s).c_str(),
+          an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
   out += "per tier (node 0, all its ranks):\n";
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
     const TierPrediction& t = p.tiers[i];
@@ -69,18 +76,20 @@ std::string format_simulation(const PlanSimulation& s) {
       appendf(out, "  %-10s updated in place: no reads or writes\n", t.name.c_str());
       continue;
     }
-    appendf(out, "  %-10s read %10s  written %10s  busy %s (%3.0f %% of the iteration)  slot wait %s\n", t.name.c_str(),
-        format_bytes(t.read_bytes).c_str(), format_bytes(t.write_bytes).c_str(), format_seconds(t.busy_s).c_str(), 100 * busy,
-        format_seconds(wait).c_str());
+    appendf(out, "  %-10s read %10s  written %10s  busy %s (%3.0f %% of the iteration)  slot wait %s\n",
+            t.name.c_str(), format_bytes(t.read_bytes).c_str(), format_bytes(t.write_bytes).c_str(),
+            format_seconds(t.busy_s).c_str(), 100 * busy, format_seconds(wait).c_str());
   }
   appendf(out, "cache hits per rank: %lld\n", (long long)s.simulated.cache_hits);
   if (s.shortfall)
     appendf(out, "does not fit: %s short by %s (needs %s, has %s: %s)\n", s.shortfall->resource.c_str(),
-        format_bytes(s.shortfall->need - s.shortfall->have).c_str(), format_bytes(s.shortfall->need).c_str(),
-        format_bytes(s.shortfall->have).c_str(), s.shortfall->detail.c_str());
+            format_bytes(s.shortfall->need - s.shortfall->have).c_str(),
+            format_bytes(s.shortfall->need).c_str(), format_bytes(s.shortfall->have).c_str(),
+            s.shortfall->detail.c_str());
   else
-    out += s.update_only ? "fits host memory and tier capacity (GPU memory not checked: --update-only needs none)\n"
-                         : "fits host memory, tier capacity and GPU memory\n";
+    out += s.update_only
+               ? "fits host memory and tier capacity (GPU memory not checked: --update-only needs none)\n"
+               : "fits host memory, tier capacity and GPU memory\n";
   return out;
 }
 

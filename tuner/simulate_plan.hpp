@@ -20,10 +20,10 @@
 namespace mlpo::tune {
 
 struct PlanSimulation {
-  Plan plan;                            // as simulated (its cluster may come from shape flags)
+  Plan plan;  // as simulated (its cluster may come from shape flags)
   sim::AnalyticBreakdown analytic;
   sim::SimulationResult simulated;
-  std::optional<Shortfall> shortfall;   // what the plan lacks on this profile, if anything
+  std::optional<Shortfall> shortfall;  // what the plan lacks on this profile, if anything
   bool update_only = false;
 };
 

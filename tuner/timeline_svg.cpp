@@ -16,8 +16,9 @@ struct Style {
   const char* kind;
   const char* color;
 };
-constexpr Style kStyles[] = {{"forward", "#4e79a7"}, {"backward", "#59a14f"}, {"flush", "#b07aa1"}, {"adam", "#f28e2b"},
-                             {"stall", "#e15759"},   {"read", "#76b7b2"},     {"write", "#edc948"}, {"slot-wait", "#bab0ac"}};
+constexpr Style kStyles[] = {{"forward", "#4e79a7"}, {"backward", "#59a14f"}, {"flush", "#b07aa1"},
+                             {"adam", "#f28e2b"},    {"stall", "#e15759"},    {"read", "#76b7b2"},
+                             {"write", "#edc948"},   {"slot-wait", "#bab0ac"}};
 
 const char* color_of(const std::string& kind) {
   for (const auto& s : kStyles)
@@ -47,18 +48,23 @@ std::string timeline_svg(const std::vector<sim::TimelineEvent>& events, const st
   std::string svg;
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                "font-family=\"sans-serif\" font-size=\"12\">\n",
                 kLeft + kWidth + 20, height);
   svg += buf;
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  std::snprintf(buf, sizeof buf, "<text x=\"10\" y=\"22\" font-size=\"15\">%s</text>\n", svg::escape(title).c_str());
+  std::snprintf(buf, sizeof buf, "<text x=\"10\" y=\"22\" font-size=\"15\">%s</text>\n",
+                svg::escape(title).c_str());
   svg += buf;
 
   for (std::size_t i = 0; i < lanes.size(); ++i) {
     const double y = kTop + kLane * static_cast<double>(i);
-    std::snprintf(buf, sizeof buf, "<g class=\"lane\"><text x=\"10\" y=\"%.1f\">%s</text>", y + kLane * 0.65, svg::escape(lanes[i]).c_str());
+    std::snprintf(buf, sizeof buf, "<g class=\"lane\"><text x=\"10\" y=\"%.1f\">%s</text>", y + kLane * 0.65,
+                  svg::escape(lanes[i]).c_str());
     svg += buf;
-    std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n", kLeft, y + 2, kWidth, kLane - 4);
+    std::snprintf(buf, sizeof buf,
+                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\"/>\n", kLeft,
+                  y + 2, kWidth, kLane - 4);
     svg += buf;
     // One row per kind in this lane. Bars closer than a pixel merge; a merged bar's opacity
     // is the fraction of it the kind actually covers, so dense and sparse activity differ.
@@ -90,9 +96,11 @@ std::string timeline_svg(const std::vector<sim::TimelineEvent>& events, const st
         const double len = m.end - m.start;
         const double density = len > 0 ? std::clamp(m.covered / len, 0.15, 1.0) : 1.0;
         std::snprintf(buf, sizeof buf,
-                      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" fill-opacity=\"%.2f\"><title>%s %s (%s busy)</title></rect>\n",
-                      kLeft + m.start * px_per_s, y + 3 + row * static_cast<double>(k), std::max(0.5, len * px_per_s), row,
-                      color_of(kinds[k]), density, kinds[k].c_str(), format_seconds(len).c_str(), format_seconds(m.covered).c_str());
+                      "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\" "
+                      "fill-opacity=\"%.2f\"><title>%s %s (%s busy)</title></rect>\n",
+                      kLeft + m.start * px_per_s, y + 3 + row * static_cast<double>(k),
+                      std::max(0.5, len * px_per_s), row, color_of(kinds[k]), density, kinds[k].c_str(),
+                      format_seconds(len).c_str(), format_seconds(m.covered).c_str());
         svg += buf;
       }
     }
@@ -100,17 +108,22 @@ std::string timeline_svg(const std::vector<sim::TimelineEvent>& events, const st
   }
 
   const double axis_y = kTop + kLane * static_cast<double>(lanes.size()) + 4;
-  std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", kLeft, axis_y, kLeft + kWidth, axis_y);
+  std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n",
+                kLeft, axis_y, kLeft + kWidth, axis_y);
   svg += buf;
   for (int i = 0; i <= 5; ++i) {
     const double x = kLeft + kWidth * i / 5.0;
-    std::snprintf(buf, sizeof buf, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+    std::snprintf(buf, sizeof buf,
+                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/><text x=\"%.1f\" "
+                  "y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
                   x, axis_y, x, axis_y + 5, x, axis_y + 18, format_seconds(end * i / 5.0).c_str());
     svg += buf;
   }
   double lx = kLeft;
   for (const auto& s : kStyles) {
-    std::snprintf(buf, sizeof buf, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+    std::snprintf(buf, sizeof buf,
+                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.1f\" "
+                  "y=\"%.1f\">%s</text>\n",
                   lx, axis_y + 32, s.color, lx + 16, axis_y + 42, s.kind);
     svg += buf;
     lx += 110;
@@ -119,7 +132,8 @@ std::string timeline_svg(const std::vector<sim::TimelineEvent>& events, const st
   return svg;
 }
 
-void write_timeline_svg(const std::vector<sim::TimelineEvent>& events, const std::string& title, const std::string& path) {
+void write_timeline_svg(const std::vector<sim::TimelineEvent>& events, const std::string& title,
+                        const std::string& path) {
   write_file_atomic(path, timeline_svg(events, title));
 }
 

@@ -14,6 +14,7 @@ namespace mlpo::tune {
 std::string timeline_svg(const std::vector<sim::TimelineEvent>& events, const std::string& title);
 
 // Writes the SVG to `path` (atomically); mlpo::Error naming the path on failure.
-void write_timeline_svg(const std::vector<sim::TimelineEvent>& events, const std::string& title, const std::string& path);
+void write_timeline_svg(const std::vector<sim::TimelineEvent>& events, const std::string& title,
+                        const std::string& path);
 
 }  // namespace mlpo::tune

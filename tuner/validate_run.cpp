@@ -13,8 +13,10 @@ namespace mlpo::tune {
 MeasuredRun read_run_log(const std::string& path) {
   std::vector<Json> steps;
   for (JsonLine& line : read_json_lines(path))
-    if (line.value.contains("update_s")) steps.push_back(std::move(line.value));  // other records (a header) are no iterations
-  if (steps.empty()) throw Error(path + ": no iteration records (lines with \"update_s\"); run mlpo-run with --log");
+    if (line.value.contains("update_s"))
+      steps.push_back(std::move(line.value));  // other records (a header) are no iterations
+  if (steps.empty())
+    throw Error(path + ": no iteration records (lines with \"update_s\"); run mlpo-run with --log");
   MeasuredRun m;
   m.steps_logged = steps.size();
   const std::size_t first = steps.size() >= 2 ? 1 : 0;  // skip the warm-up step
@@ -31,9 +33,11 @@ MeasuredRun read_run_log(const std::string& path) {
     if (!s.contains("tiers")) continue;
     if (!s["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
     for (const Json& t : s["tiers"]) {
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) throw Error(where + ": every tier needs a string 'name'");
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
+        throw Error(where + ": every tier needs a string 'name'");
       const std::string name = t["name"].get<std::string>();
-      auto it = std::find_if(m.tiers.begin(), m.tiers.end(), [&](const MeasuredTier& x) { return x.name == name; });
+      auto it =
+          std::find_if(m.tiers.begin(), m.tiers.end(), [&](const MeasuredTier& x) { return x.name == name; });
       if (it == m.tiers.end()) {
         m.tiers.push_back({name});
         it = m.tiers.end() - 1;
@@ -47,13 +51,15 @@ MeasuredRun read_run_log(const std::string& path) {
   return m;
 }
 
-ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile, const ModelSpec& model) {
+ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile,
+                              const ModelSpec& model) {
   ValidationReport r;
   r.measured = read_run_log(log_path);
   const Accounting a = account(model, plan.cluster);
   if (a.params.total != plan.model_params)
-    throw Error("--plan: the plan is for " + std::to_string(plan.model_params) + " parameters but model '" + model.name + "' has " +
-                std::to_string(a.params.total) + "; pass the plan's model with --model");
+    throw Error("--plan: the plan is for " + std::to_string(plan.model_params) + " parameters but model '" +
+                model.name + "' has " + std::to_string(a.params.total) +
+                "; pass the plan's model with --model");
   // mlpo-run --update-only has no forward; it logs its gradient preparation (and the
   // baseline's fp32 flush) as backward, which the update-only prediction leaves out.
   r.update_only = r.measured.forward_s == 0;
@@ -67,7 +73,8 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
   }
   r.rows.push_back({"update_s", p.update_s, r.measured.update_s});
   if (!r.update_only)
-    r.rows.push_back({"iteration_s", p.iteration_s, r.measured.forward_s + r.measured.backward_s + r.measured.update_s});
+    r.rows.push_back(
+        {"iteration_s", p.iteration_s, r.measured.forward_s + r.measured.backward_s + r.measured.update_s});
   r.rows.push_back({"prefetch_stall_s", p.stall_s, r.measured.prefetch_stall_s});
   for (const MeasuredTier& t : r.measured.tiers) {
     for (const auto& pt : p.tiers) {
@@ -83,8 +90,9 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
 std::string format_report(const ValidationReport& r) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "run log: %zu steps, %zu averaged (first skipped as warm-up)%s\n", r.measured.steps_logged,
-                r.measured.steps_used, r.update_only ? "; update-only run: predicting the update phase alone" : "");
+  std::snprintf(line, sizeof line, "run log: %zu steps, %zu averaged (first skipped as warm-up)%s\n",
+                r.measured.steps_logged, r.measured.steps_used,
+                r.update_only ? "; update-only run: predicting the update phase alone" : "");
   out += line;
   std::snprintf(line, sizeof line, "%-28s %14s %14s %9s\n", "quantity", "predicted", "measured", "error");
   out += line;
@@ -98,7 +106,8 @@ std::string format_report(const ValidationReport& r) {
       std::snprintf(e, sizeof e, "%+.1f %%", 100 * c.relative_error());
       err = e;
     }
-    std::snprintf(line, sizeof line, "%-28s %14s %14s %9s\n", c.quantity.c_str(), pred.c_str(), meas.c_str(), err.c_str());
+    std::snprintf(line, sizeof line, "%-28s %14s %14s %9s\n", c.quantity.c_str(), pred.c_str(), meas.c_str(),
+                  err.c_str());
     out += line;
   }
   return out;

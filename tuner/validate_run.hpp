@@ -24,7 +24,7 @@ struct MeasuredTier {
 
 struct MeasuredRun {
   std::size_t steps_logged = 0;
-  std::size_t steps_used = 0;   // averaged (all but the first when there are two or more)
+  std::size_t steps_used = 0;  // averaged (all but the first when there are two or more)
   double forward_s = 0;
   double backward_s = 0;
   double update_s = 0;
@@ -52,7 +52,8 @@ struct ValidationReport {
 
 // Simulates `plan` on `profile` (update only when the log's forward and backward are 0) and
 // compares. `model` must be the plan's model (its parameter count is checked).
-ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile, const ModelSpec& model);
+ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile,
+                              const ModelSpec& model);
 
 std::string format_report(const ValidationReport& report);
 // The same report for scripts (`--validate --json`): the rows with predicted, measured and

@@ -54,8 +54,9 @@ class PageBuffer {
   PageBuffer(std::size_t n, ThreadPool& pool) : n_(n) {
     const std::size_t bytes = round_up(std::max<std::size_t>(n, 1) * sizeof(T), 4096);
     ptr_.reset(static_cast<T*>(std::aligned_alloc(4096, bytes)));
-    if (!ptr_) throw Error("adam_bench: cannot allocate " + format_bytes(static_cast<double>(bytes)) +
-                           "; lower --elements or --memcpy-bytes");
+    if (!ptr_)
+      throw Error("adam_bench: cannot allocate " + format_bytes(static_cast<double>(bytes)) +
+                  "; lower --elements or --memcpy-bytes");
     pool.parallel_for(bytes, 4096, [&](std::size_t b, std::size_t e) {
       std::memset(reinterpret_cast<char*>(ptr_.get()) + b, 0, e - b);
     });
@@ -144,20 +145,26 @@ int run(const Options& opt) {
   for (SimdIsa i : {SimdIsa::avx2, SimdIsa::avx512})
     if (simd_isa_supported(i)) have += ", " + std::string(to_string(i));
   std::printf("cpu: %s (%u hardware threads; SIMD variants: scalar%s; best: %s)\n", cpu_model().c_str(),
-              std::thread::hardware_concurrency(), have.c_str(), std::string(to_string(best_simd_isa())).c_str());
+              std::thread::hardware_concurrency(), have.c_str(),
+              std::string(to_string(best_simd_isa())).c_str());
   const std::size_t n = opt.elements;
-  std::printf("memcpy/nt-copy/in-place over %s; AdamW over %zu elements (%s of p, m, v, plus gradients and "
-              "p_bf16); %d interleaved repetitions\n",
-              format_bytes(static_cast<double>(copy_bytes)).c_str(), n,
-              format_bytes(12.0 * static_cast<double>(n)).c_str(), opt.reps);
-  nlohmann::json out = {{"schema", "mlpo.bench.adam/1"}, {"cpu", cpu_model()}, {"elements", n},
-                        {"memcpy_bytes", copy_bytes}, {"reps", opt.reps}};
+  std::printf(
+      "memcpy/nt-copy/in-place over %s; AdamW over %zu elements (%s of p, m, v, plus gradients and "
+      "p_bf16); %d interleaved repetitions\n",
+      format_bytes(static_cast<double>(copy_bytes)).c_str(), n,
+      format_bytes(12.0 * static_cast<double>(n)).c_str(), opt.reps);
+  nlohmann::json out = {{"schema", "mlpo.bench.adam/1"},
+                        {"cpu", cpu_model()},
+                        {"elements", n},
+                        {"memcpy_bytes", copy_bytes},
+                        {"reps", opt.reps}};
 
   const unsigned max_threads = *std::max_element(threads.begin(), threads.end());
   ThreadPool alloc_pool(max_threads);
   PageBuffer<char> src(copy_bytes, alloc_pool), dst(copy_bytes, alloc_pool);
   std::memset(src.data(), 1, copy_bytes);
-  PageBuffer<float> p(n, alloc_pool), m(n, alloc_pool), v(n, alloc_pool), g32(n, alloc_pool), wide(n, alloc_pool);
+  PageBuffer<float> p(n, alloc_pool), m(n, alloc_pool), v(n, alloc_pool), g32(n, alloc_pool),
+      wide(n, alloc_pool);
   PageBuffer<bf16> g16(n, alloc_pool), p_out(n, alloc_pool), narrow(n, alloc_pool);
   alloc_pool.parallel_for(n, 4096, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
@@ -197,20 +204,24 @@ int run(const Options& opt) {
         const auto step = std::make_shared<AdamWParams>();
         step->weight_decay = 0.01f;
         ms.push_back({"adamw", std::string(to_string(isa)) + (bf16_grad ? " bf16" : " fp32"),
-                      static_cast<double>(adamw_bytes_per_element(bf16_grad, true) * n), static_cast<double>(n),
-                      [&, isa, bf16_grad, step] {
+                      static_cast<double>(adamw_bytes_per_element(bf16_grad, true) * n),
+                      static_cast<double>(n), [&, isa, bf16_grad, step] {
                         if (bf16_grad)
-                          adamw_update_bf16grad(pool, *step, p.data(), m.data(), v.data(), g16.data(), p_out.data(), n, isa);
+                          adamw_update_bf16grad(pool, *step, p.data(), m.data(), v.data(), g16.data(),
+                                                p_out.data(), n, isa);
                         else
-                          adamw_update_fp32grad(pool, *step, p.data(), m.data(), v.data(), g32.data(), p_out.data(), n, isa);
+                          adamw_update_fp32grad(pool, *step, p.data(), m.data(), v.data(), g32.data(),
+                                                p_out.data(), n, isa);
                         ++step->step;
                       }});
       }
     for (SimdIsa isa : isas) {
       ms.push_back({"convert", std::string(to_string(isa)) + " bf16->fp32", 6.0 * static_cast<double>(n),
-                    static_cast<double>(n), [&, isa] { bf16_to_fp32(pool, g16.data(), wide.data(), n, isa); }});
+                    static_cast<double>(n),
+                    [&, isa] { bf16_to_fp32(pool, g16.data(), wide.data(), n, isa); }});
       ms.push_back({"convert", std::string(to_string(isa)) + " fp32->bf16", 6.0 * static_cast<double>(n),
-                    static_cast<double>(n), [&, isa] { fp32_to_bf16(pool, g32.data(), narrow.data(), n, isa); }});
+                    static_cast<double>(n),
+                    [&, isa] { fp32_to_bf16(pool, g32.data(), narrow.data(), n, isa); }});
     }
     for (Measurement& x : ms) x.run();  // warm-up: faults in pages, spins up the workers
     for (int r = 0; r < opt.reps; ++r)
@@ -230,13 +241,14 @@ int run(const Options& opt) {
   }
   out["memcpy_bound_gbps"] = bound;
 
-  std::printf("\nGB/s = bytes moved / median seconds (copy, in-place: 2x buffer; AdamW: 28 B/element with\n"
-              "bf16 gradients, 30 B with fp32; conversion: 6 B/element). /bound = over the memcpy bound\n"
-              "(%.2f GB/s, memcpy at its best thread count); /memcpy_t and /inplace_t = over memcpy and the\n"
-              "in-place stream at the same thread count. GB/s range = slowest..fastest repetition.\n\n",
-              bound);
-  std::printf("%-8s %-22s %3s %9s %9s %8s %15s %7s %9s %10s\n", "kernel", "variant", "thr", "median s", "Melem/s",
-              "GB/s", "GB/s range", "/bound", "/memcpy_t", "/inplace_t");
+  std::printf(
+      "\nGB/s = bytes moved / median seconds (copy, in-place: 2x buffer; AdamW: 28 B/element with\n"
+      "bf16 gradients, 30 B with fp32; conversion: 6 B/element). /bound = over the memcpy bound\n"
+      "(%.2f GB/s, memcpy at its best thread count); /memcpy_t and /inplace_t = over memcpy and the\n"
+      "in-place stream at the same thread count. GB/s range = slowest..fastest repetition.\n\n",
+      bound);
+  std::printf("%-8s %-22s %3s %9s %9s %8s %15s %7s %9s %10s\n", "kernel", "variant", "thr", "median s",
+              "Melem/s", "GB/s", "GB/s range", "/bound", "/memcpy_t", "/inplace_t");
   for (const Row& r : rows) {
     const Measurement& x = r.m;
     const double s = x.median(), gbs = x.gbps(s);
@@ -245,9 +257,16 @@ int run(const Options& opt) {
     char range[32];
     std::snprintf(range, sizeof range, "%.1f..%.1f", x.gbps(x.slowest()), x.gbps(x.fastest()));
     std::printf("%-8s %-22s %3u %9.4f %9s %8.2f %15s %7.2f %9.2f %10.2f\n", x.kind.c_str(), x.detail.c_str(),
-                r.threads, s, melem, gbs, range, gbs / bound, gbs / memcpy_at[r.threads], gbs / inplace_at[r.threads]);
-    nlohmann::json j = {{"kernel", x.kind}, {"variant", x.detail}, {"threads", r.threads}, {"bytes", x.bytes},
-                        {"median_s", s}, {"seconds", x.seconds}, {"gbps", gbs}, {"ratio_to_bound", gbs / bound},
+                r.threads, s, melem, gbs, range, gbs / bound, gbs / memcpy_at[r.threads],
+                gbs / inplace_at[r.threads]);
+    nlohmann::json j = {{"kernel", x.kind},
+                        {"variant", x.detail},
+                        {"threads", r.threads},
+                        {"bytes", x.bytes},
+                        {"median_s", s},
+                        {"seconds", x.seconds},
+                        {"gbps", gbs},
+                        {"ratio_to_bound", gbs / bound},
                         {"ratio_to_memcpy_same_threads", gbs / memcpy_at[r.threads]},
                         {"ratio_to_in_place_same_threads", gbs / inplace_at[r.threads]}};
     if (x.elements > 0) j["elements_per_s"] = x.elements / s;
@@ -270,7 +289,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Fused CPU AdamW and bf16<->fp32 conversion against the memcpy bandwidth bound"};
   app.add_option("--elements", opt.elements, "elements per AdamW update (default 2^26: 768 MiB of p, m, v)");
   app.add_option("--memcpy-bytes", opt.memcpy_bytes, "bytes copied per memcpy repetition, e.g. 1GiB");
-  app.add_option("--threads", opt.threads, "thread counts to measure (default 1..hardware threads)")->delimiter(',');
+  app.add_option("--threads", opt.threads, "thread counts to measure (default 1..hardware threads)")
+      ->delimiter(',');
   app.add_option("--isa", opt.isa, "SIMD variant: all (every one the CPU has), best, scalar, avx2, avx512");
   app.add_option("--reps", opt.reps, "timed repetitions per figure; the median is reported (>= 5)");
   app.add_option("--json", opt.json_path, "also write the results as JSON to this file");

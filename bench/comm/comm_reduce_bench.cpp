@@ -26,8 +26,10 @@ int main(int argc, char** argv) {
   return mlpo::comm::run_ranked(*comm, [&] {
     const int P = comm->size();
     const std::int64_t per = elements / P;
-    std::vector<float> all(static_cast<std::size_t>(per * P)), mine(static_cast<std::size_t>(per)), theirs(mine.size());
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<float>((i * 2654435761u + static_cast<unsigned>(comm->rank())) % 1000) * 1e-3f;
+    std::vector<float> all(static_cast<std::size_t>(per * P)), mine(static_cast<std::size_t>(per)),
+        theirs(mine.size());
+    for (std::size_t i = 0; i < all.size(); ++i)
+      all[i] = static_cast<float>((i * 2654435761u + static_cast<unsigned>(comm->rank())) % 1000) * 1e-3f;
     auto median = [&](auto&& op) {
       std::vector<double> t;
       for (int r = 0; r < reps; ++r) {
@@ -41,15 +43,19 @@ int main(int argc, char** argv) {
       std::sort(t.begin(), t.end());
       return t[t.size() / 2];
     };
-    const double ours = median([&] { comm->reduce_scatter_sum(std::span<const float>(all), std::span<float>(mine)); });
+    const double ours =
+        median([&] { comm->reduce_scatter_sum(std::span<const float>(all), std::span<float>(mine)); });
     const double mpi = median([&] {
-      MPI_Reduce_scatter_block(all.data(), theirs.data(), static_cast<int>(per), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Reduce_scatter_block(all.data(), theirs.data(), static_cast<int>(per), MPI_FLOAT, MPI_SUM,
+                               MPI_COMM_WORLD);
     });
     std::int64_t differ = std::memcmp(mine.data(), theirs.data(), mine.size() * sizeof(float)) != 0;
     comm->all_reduce_sum(std::span<std::int64_t>(&differ, 1));
     if (comm->rank() == 0)
-      std::printf("ranks %d  floats %lld  deterministic %.4f s  MPI_Reduce_scatter_block %.4f s  ratio %.2f  ranks whose bits differ %lld\n",
-                  P, static_cast<long long>(per * P), ours, mpi, ours / mpi, static_cast<long long>(differ));
+      std::printf(
+          "ranks %d  floats %lld  deterministic %.4f s  MPI_Reduce_scatter_block %.4f s  ratio %.2f  ranks "
+          "whose bits differ %lld\n",
+          P, static_cast<long long>(per * P), ours, mpi, ours / mpi, static_cast<long long>(differ));
     return 0;
   });
 }

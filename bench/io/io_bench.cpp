@@ -60,7 +60,7 @@ struct Options {
   std::string fio_iomem;
   std::uint64_t request = 64 * MiB;
   std::uint64_t buffer_span = 0;  // bytes of buffers a stream cycles through (0: just enough)
-  bool one_at_a_time = false;     // wait for each request before the next, as an update pipeline's reader does
+  bool one_at_a_time = false;  // wait for each request before the next, as an update pipeline's reader does
 };
 
 struct Stats {
@@ -153,7 +153,8 @@ EngineRun run_engine(TierSet& tiers, PinnedBufferPool& pool, const Options& opt,
     if (bytes_per_stream[t] == 0) continue;
     for (unsigned s = 0; s < opt.streams; ++s) {
       Stream st{t, s};
-      const std::filesystem::path rel = std::filesystem::path("mlpo") / "bench" / ("stream-" + std::to_string(s) + ".bin");
+      const std::filesystem::path rel =
+          std::filesystem::path("mlpo") / "bench" / ("stream-" + std::to_string(s) + ".bin");
       if (op == IoOp::write) std::filesystem::remove(tiers[t].tier().path / rel);
       st.file = &tiers[t].open_file(rel, op == IoOp::write ? bytes_per_stream[t] : 0);
       if (op == IoOp::read && st.file->size() < bytes_per_stream[t]) {
@@ -184,7 +185,8 @@ EngineRun run_engine(TierSet& tiers, PinnedBufferPool& pool, const Options& opt,
         in_flight[slot].wait();  // the buffer is free again
         const std::uint64_t len = std::min(opt.request, total - offset);
         std::byte* buf = st.buffers[slot].data();
-        in_flight[slot] = op == IoOp::write ? tio.write(*st.file, offset, len, buf) : tio.read(*st.file, offset, len, buf);
+        in_flight[slot] =
+            op == IoOp::write ? tio.write(*st.file, offset, len, buf) : tio.read(*st.file, offset, len, buf);
         if (opt.one_at_a_time) in_flight[slot].wait();
         offset += len;
       }
@@ -206,9 +208,11 @@ EngineRun run_engine(TierSet& tiers, PinnedBufferPool& pool, const Options& opt,
     const std::uint64_t bytes = bytes_per_stream[t] * opt.streams;
     total_bytes += bytes;
     last = std::max(last, end);
-    if (bytes > 0) run.tier_gbps[t] = static_cast<double>(bytes) / std::chrono::duration<double>(end - start).count() / GB;
+    if (bytes > 0)
+      run.tier_gbps[t] = static_cast<double>(bytes) / std::chrono::duration<double>(end - start).count() / GB;
   }
-  run.aggregate_gbps = static_cast<double>(total_bytes) / std::chrono::duration<double>(last - start).count() / GB;
+  run.aggregate_gbps =
+      static_cast<double>(total_bytes) / std::chrono::duration<double>(last - start).count() / GB;
   for (Stream& st : streams) {
     st.buffers.clear();
     tiers[st.tier].close_file(*st.file);
@@ -236,39 +240,42 @@ nlohmann::json run_fio_command(const std::string& args) {
   const int status = ::pclose(pipe);
   const std::size_t brace = out.find('{');
   if (status != 0 || brace == std::string::npos) {
-    throw Error("io_bench: fio failed (exit status " + std::to_string(status) + "); is fio installed? command: " + cmd);
+    throw Error("io_bench: fio failed (exit status " + std::to_string(status) +
+                "); is fio installed? command: " + cmd);
   }
   nlohmann::json j = nlohmann::json::parse(out.substr(brace));
   for (const auto& job : j.at("jobs")) {
-    if (job.value("error", 0) != 0) throw Error("io_bench: fio reported error " + std::to_string(job.value("error", 0)));
+    if (job.value("error", 0) != 0)
+      throw Error("io_bench: fio reported error " + std::to_string(job.value("error", 0)));
   }
   return j;
 }
 
 std::string fio_common(const Options& opt, IoOp op) {
   return "--ioengine=io_uring --rw=" + std::string(op_name(op)) + " --bs=" + std::to_string(opt.bs) +
-         " --iodepth=" + std::to_string(opt.qd) + " --numjobs=" + std::to_string(opt.streams) + " --fallocate=native" +
-         (opt.fio_iomem.empty() ? std::string() : " --iomem=" + opt.fio_iomem);
+         " --iodepth=" + std::to_string(opt.qd) + " --numjobs=" + std::to_string(opt.streams) +
+         " --fallocate=native" + (opt.fio_iomem.empty() ? std::string() : " --iomem=" + opt.fio_iomem);
 }
 
 double run_fio(const Tier& tier, bool direct, const Options& opt, IoOp op) {
   const std::filesystem::path dir = bench_dir(tier);
   if (op == IoOp::write) {
-    for (unsigned s = 0; s < opt.streams; ++s) std::filesystem::remove(dir / ("fio." + std::to_string(s) + ".0"));
+    for (unsigned s = 0; s < opt.streams; ++s)
+      std::filesystem::remove(dir / ("fio." + std::to_string(s) + ".0"));
   } else if (opt.drop_caches) {
     drop_page_cache();
   }
-  const nlohmann::json j = run_fio_command(fio_common(opt, op) + " --name=fio --directory=" + shell_quote(dir.string()) +
-                                           " --direct=" + (direct ? "1" : "0") + " --size=" + std::to_string(opt.size) +
-                                           " --group_reporting");
+  const nlohmann::json j = run_fio_command(
+      fio_common(opt, op) + " --name=fio --directory=" + shell_quote(dir.string()) +
+      " --direct=" + (direct ? "1" : "0") + " --size=" + std::to_string(opt.size) + " --group_reporting");
   return j.at("jobs").at(0).at(op_name(op)).at("bw_bytes").get<double>() / GB;
 }
 
 // fio driving every tier at once: one job (x numjobs) per tier, `bytes[t]` each, all started
 // together. Returns each tier's GB/s and the aggregate (all bytes / the slowest job's runtime),
 // the same figures run_engine gives.
-EngineRun run_fio_together(const std::vector<Tier>& tiers, const std::vector<bool>& direct, const Options& opt, IoOp op,
-                           const std::vector<std::uint64_t>& bytes) {
+EngineRun run_fio_together(const std::vector<Tier>& tiers, const std::vector<bool>& direct,
+                           const Options& opt, IoOp op, const std::vector<std::uint64_t>& bytes) {
   std::string args = fio_common(opt, op);
   for (std::size_t t = 0; t < tiers.size(); ++t) {
     if (bytes[t] == 0) continue;
@@ -320,7 +327,9 @@ std::vector<Tier> parse_tiers(const Options& opt) {
     t.crc = opt.crc;
     std::error_code ec;
     std::filesystem::create_directories(t.path / "mlpo" / "bench", ec);
-    if (ec) throw Error("tier '" + t.name + "' (" + t.path.string() + "): cannot create its bench directory: " + ec.message());
+    if (ec)
+      throw Error("tier '" + t.name + "' (" + t.path.string() +
+                  "): cannot create its bench directory: " + ec.message());
     tiers.push_back(std::move(t));
   }
   return tiers;
@@ -330,8 +339,9 @@ int run(const Options& opt) {
   std::vector<Tier> tier_list = parse_tiers(opt);
   const std::size_t n = tier_list.size();
   const unsigned outstanding = buffers_per_stream(opt);
-  PinnedBufferPool pool(static_cast<std::uint64_t>(n) * opt.streams * outstanding * round_up(opt.request, kIoAlign),
-                        mlock_hooks(), /*huge_pages=*/!opt.small_pages);
+  PinnedBufferPool pool(
+      static_cast<std::uint64_t>(n) * opt.streams * outstanding * round_up(opt.request, kIoAlign),
+      mlock_hooks(), /*huge_pages=*/!opt.small_pages);
   TierSet tiers(tier_list, {&pool, stderr_warnings()});
 
   std::vector<std::uint64_t> need(n, opt.size * opt.streams * (opt.vs_fio ? 2 : 1));
@@ -355,14 +365,15 @@ int run(const Options& opt) {
       (void)sink;
       return static_cast<double>(data.size()) / std::chrono::duration<double>(Clock::now() - t0).count() / GB;
     };
-    std::printf("crc32c: %.2f GB/s with %s, %.2f GB/s with the table\n",
-                time_crc([](const void* d, std::size_t s, std::uint32_t c) { return crc32c(d, s, c); }),
-                crc32c_hardware_available() ? "SSE4.2" : "the table (no SSE4.2)",
-                time_crc([](const void* d, std::size_t s, std::uint32_t c) { return crc32c_table(d, s, c); }));
+    std::printf(
+        "crc32c: %.2f GB/s with %s, %.2f GB/s with the table\n",
+        time_crc([](const void* d, std::size_t s, std::uint32_t c) { return crc32c(d, s, c); }),
+        crc32c_hardware_available() ? "SSE4.2" : "the table (no SSE4.2)",
+        time_crc([](const void* d, std::size_t s, std::uint32_t c) { return crc32c_table(d, s, c); }));
   }
 
   const IoOp ops[] = {IoOp::write, IoOp::read};
-  std::map<std::pair<std::size_t, int>, std::vector<double>> engine, fio;  // (tier, op) -> GB/s
+  std::map<std::pair<std::size_t, int>, std::vector<double>> engine, fio;          // (tier, op) -> GB/s
   std::map<std::pair<std::size_t, int>, std::vector<double>> engine_kib, fio_kib;  // device request sizes
   for (unsigned rep = 0; rep < opt.reps; ++rep) {
     for (std::size_t t = 0; t < n; ++t) {
@@ -403,8 +414,9 @@ int run(const Options& opt) {
   // engine/fio: ratio of the medians. paired: median over repetitions of engine/fio of the
   // same repetition (the two ran back to back), which a device drifting between repetitions
   // moves less.
-  std::printf("%-8s %-6s %-7s %-28s %-28s %-11s %-7s %s\n", "tier", "op", "direct", "engine", opt.vs_fio ? "fio" : "",
-              opt.vs_fio ? "engine/fio" : "", opt.vs_fio ? "paired" : "", "device KiB/request engine|fio");
+  std::printf("%-8s %-6s %-7s %-28s %-28s %-11s %-7s %s\n", "tier", "op", "direct", "engine",
+              opt.vs_fio ? "fio" : "", opt.vs_fio ? "engine/fio" : "", opt.vs_fio ? "paired" : "",
+              "device KiB/request engine|fio");
   for (std::size_t t = 0; t < n; ++t) {
     for (IoOp op : ops) {
       const auto& e_reps = engine[{t, static_cast<int>(op)}];
@@ -413,20 +425,27 @@ int run(const Options& opt) {
         const auto& f_reps = fio[{t, static_cast<int>(op)}];
         const Stats f = stats_of(f_reps);
         std::vector<double> paired;
-        for (std::size_t r = 0; r < e_reps.size() && r < f_reps.size(); ++r) paired.push_back(e_reps[r] / f_reps[r]);
-        std::printf("%-8s %-6s %-7s %-28s %-28s %-11.3f %-7.3f %.0f|%.0f\n", tier_list[t].name.c_str(), op_name(op),
-                    direct[t] ? "on" : "off", fmt(e).c_str(), fmt(f).c_str(), e.median / f.median, stats_of(paired).median,
-                    stats_of(engine_kib[{t, static_cast<int>(op)}]).median, stats_of(fio_kib[{t, static_cast<int>(op)}]).median);
+        for (std::size_t r = 0; r < e_reps.size() && r < f_reps.size(); ++r)
+          paired.push_back(e_reps[r] / f_reps[r]);
+        std::printf("%-8s %-6s %-7s %-28s %-28s %-11.3f %-7.3f %.0f|%.0f\n", tier_list[t].name.c_str(),
+                    op_name(op), direct[t] ? "on" : "off", fmt(e).c_str(), fmt(f).c_str(),
+                    e.median / f.median, stats_of(paired).median,
+                    stats_of(engine_kib[{t, static_cast<int>(op)}]).median,
+                    stats_of(fio_kib[{t, static_cast<int>(op)}]).median);
       } else {
-        std::printf("%-8s %-6s %-7s %-28s\n", tier_list[t].name.c_str(), op_name(op), direct[t] ? "on" : "off", fmt(e).c_str());
+        std::printf("%-8s %-6s %-7s %-28s\n", tier_list[t].name.c_str(), op_name(op),
+                    direct[t] ? "on" : "off", fmt(e).c_str());
       }
     }
   }
 
   if (opt.together && n > 1) {
-    std::printf("\nall %zu tiers at once (bytes split in proportion to each tier's alone median, the fastest gets %s)\n", n,
-                format_bytes(static_cast<double>(opt.size)).c_str());
-    std::printf("%-6s %-28s %-28s %s\n", "op", "sum of tiers alone", "together (bytes/makespan)", "together/sum");
+    std::printf(
+        "\nall %zu tiers at once (bytes split in proportion to each tier's alone median, the fastest gets "
+        "%s)\n",
+        n, format_bytes(static_cast<double>(opt.size)).c_str());
+    std::printf("%-6s %-28s %-28s %s\n", "op", "sum of tiers alone", "together (bytes/makespan)",
+                "together/sum");
     // One side (the engine, or fio) driving all tiers at once: each tier gets bytes in
     // proportion to that side's own alone median, so each side gets its best split.
     struct Side {
@@ -438,7 +457,9 @@ int run(const Options& opt) {
       std::vector<std::vector<double>> per_tier;
     };
     auto side_of = [&](const char* name, const auto& medians, IoOp op, std::uint64_t unit) {
-      Side side{name, std::vector<double>(n), 0, std::vector<std::uint64_t>(n), {}, std::vector<std::vector<double>>(n)};
+      Side side{name, std::vector<double>(n),
+                0,    std::vector<std::uint64_t>(n),
+                {},   std::vector<std::vector<double>>(n)};
       double fastest = 0;
       for (std::size_t t = 0; t < n; ++t) {
         side.alone[t] = stats_of(medians.at({t, static_cast<int>(op)})).median;
@@ -447,7 +468,9 @@ int run(const Options& opt) {
       }
       for (std::size_t t = 0; t < n; ++t) {
         side.bytes[t] = std::max<std::uint64_t>(
-            round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * side.alone[t] / fastest), unit), unit);
+            round_up(static_cast<std::uint64_t>(static_cast<double>(opt.size) * side.alone[t] / fastest),
+                     unit),
+            unit);
       }
       return side;
     };
@@ -455,11 +478,12 @@ int run(const Options& opt) {
       const Stats a = stats_of(side.aggregate);
       char sum_text[64];
       std::snprintf(sum_text, sizeof sum_text, "%6.3f", side.sum);
-      std::printf("%-6s %-28s %-28s %.3f   (%s%s)\n", op_name(op), sum_text, fmt(a).c_str(), a.median / side.sum, side.name,
-                  note.c_str());
+      std::printf("%-6s %-28s %-28s %.3f   (%s%s)\n", op_name(op), sum_text, fmt(a).c_str(),
+                  a.median / side.sum, side.name, note.c_str());
       for (std::size_t t = 0; t < n; ++t) {
         std::printf("         %-8s alone %6.3f, together %s (%s)\n", tier_list[t].name.c_str(), side.alone[t],
-                    fmt(stats_of(side.per_tier[t])).c_str(), format_bytes(static_cast<double>(side.bytes[t] * opt.streams)).c_str());
+                    fmt(stats_of(side.per_tier[t])).c_str(),
+                    format_bytes(static_cast<double>(side.bytes[t] * opt.streams)).c_str());
       }
     };
     for (IoOp op : ops) {
@@ -471,13 +495,18 @@ int run(const Options& opt) {
           const EngineRun r = drive(op, side.bytes);
           side.aggregate.push_back(r.aggregate_gbps);
           for (std::size_t t = 0; t < n; ++t) side.per_tier[t].push_back(r.tier_gbps[t]);
-          std::fprintf(stderr, "rep %u  together %-5s %-6s %.3f GB/s\n", rep + 1, op_name(op), side.name, r.aggregate_gbps);
+          std::fprintf(stderr, "rep %u  together %-5s %-6s %.3f GB/s\n", rep + 1, op_name(op), side.name,
+                       r.aggregate_gbps);
         };
         auto engine_pass = [&] {
-          pass(mine, [&](IoOp o, const std::vector<std::uint64_t>& b) { return run_engine(tiers, pool, opt, o, b); });
+          pass(mine, [&](IoOp o, const std::vector<std::uint64_t>& b) {
+            return run_engine(tiers, pool, opt, o, b);
+          });
         };
         auto fio_pass = [&] {
-          pass(theirs, [&](IoOp o, const std::vector<std::uint64_t>& b) { return run_fio_together(tier_list, direct, opt, o, b); });
+          pass(theirs, [&](IoOp o, const std::vector<std::uint64_t>& b) {
+            return run_fio_together(tier_list, direct, opt, o, b);
+          });
         };
         if (opt.vs_fio && rep % 2 == 1) fio_pass();
         engine_pass();
@@ -495,9 +524,10 @@ int run(const Options& opt) {
 
   for (std::size_t t = 0; t < n; ++t) {
     const TierCounterSnapshot c = tiers[t].counter_snapshot();
-    std::printf("%s counters: read %s, written %s, busy %.2f s, retries %llu, errors %llu\n", tier_list[t].name.c_str(),
-                format_bytes(static_cast<double>(c.bytes_read)).c_str(), format_bytes(static_cast<double>(c.bytes_written)).c_str(),
-                c.busy_s, static_cast<unsigned long long>(c.retries), static_cast<unsigned long long>(c.errors));
+    std::printf("%s counters: read %s, written %s, busy %.2f s, retries %llu, errors %llu\n",
+                tier_list[t].name.c_str(), format_bytes(static_cast<double>(c.bytes_read)).c_str(),
+                format_bytes(static_cast<double>(c.bytes_written)).c_str(), c.busy_s,
+                static_cast<unsigned long long>(c.retries), static_cast<unsigned long long>(c.errors));
     std::error_code ec;
     std::filesystem::remove_all(bench_dir(tier_list[t]), ec);
     std::filesystem::remove(tier_list[t].path / "mlpo", ec);  // only when nothing else is in it
@@ -517,20 +547,25 @@ int main(int argc, char** argv) {
   app.add_option("--size", size, "bytes per stream file (default 2GiB)");
   app.add_option("--bs", bs, "block size of each I/O (default 1MiB)");
   app.add_option("--qd", opt.qd, "I/Os in flight per stream (default 8)");
-  app.add_option("--streams", opt.streams, "concurrent streams (files) per tier, like fio numjobs (default 1)");
-  app.add_option("--direct", direct, "O_DIRECT on|off (tmpfs always runs buffered)")->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--streams", opt.streams,
+                 "concurrent streams (files) per tier, like fio numjobs (default 1)");
+  app.add_option("--direct", direct, "O_DIRECT on|off (tmpfs always runs buffered)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--reps", opt.reps, "repetitions (default 3)");
   app.add_option("--request", request, "bytes per engine request, like a subgroup (default 64MiB)");
-  app.add_option("--buffer-span", buffer_span,
-                 "bytes of buffers each stream cycles through, e.g. 8MiB (fio's iodepth x bs) vs 256MiB (default: just "
-                 "the requests needed in flight); how much memory reads land in matters on a VM");
-  app.add_flag("--one-at-a-time", opt.one_at_a_time,
-               "wait for each request before issuing the next, as the update pipeline's readers and writers do: the "
-               "queue drains at the end of every request (compare with the default, which keeps it full)");
+  app.add_option(
+      "--buffer-span", buffer_span,
+      "bytes of buffers each stream cycles through, e.g. 8MiB (fio's iodepth x bs) vs 256MiB (default: just "
+      "the requests needed in flight); how much memory reads land in matters on a VM");
+  app.add_flag(
+      "--one-at-a-time", opt.one_at_a_time,
+      "wait for each request before issuing the next, as the update pipeline's readers and writers do: the "
+      "queue drains at the end of every request (compare with the default, which keeps it full)");
   app.add_flag("--vs-fio", opt.vs_fio, "also run fio with the same parameters and print engine/fio");
   app.add_flag("--together", opt.together, "also drive all tiers at once and compare with the sum alone");
   app.add_flag("--crc", opt.crc, "record and verify CRC32C per request (engine only)");
-  app.add_flag("--small-pages", opt.small_pages, "back the engine's buffers with 4 KiB pages, not huge pages (as fio's are)");
+  app.add_flag("--small-pages", opt.small_pages,
+               "back the engine's buffers with 4 KiB pages, not huge pages (as fio's are)");
   app.add_option("--fio-iomem", opt.fio_iomem, "fio's buffer memory (e.g. shmhuge; needs vm.nr_hugepages)");
   app.add_flag("--drop-caches", opt.drop_caches, "drop the page cache before each read pass (root)");
   CLI11_PARSE(app, argc, argv);
@@ -540,7 +575,8 @@ int main(int argc, char** argv) {
     opt.request = std::max(parse_bytes(request, "--request"), opt.bs);
     opt.buffer_span = parse_bytes(buffer_span, "--buffer-span");
     opt.direct = direct == "on";
-    if (opt.qd == 0 || opt.streams == 0 || opt.reps == 0) throw Error("--qd, --streams and --reps must be at least 1");
+    if (opt.qd == 0 || opt.streams == 0 || opt.reps == 0)
+      throw Error("--qd, --streams and --reps must be at least 1");
     if (opt.size % opt.bs != 0) throw Error("--size must be a multiple of --bs, as fio needs");
     return io::run(opt);
   } catch (const Error& e) {

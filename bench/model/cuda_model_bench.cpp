@@ -23,7 +23,9 @@
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -58,8 +60,8 @@ int main(int argc, char** argv) try {
   const std::int64_t N = static_cast<std::int64_t>(batch) * shape.seq_len;
   const mlpo::DeviceMemoryNeed need = mlpo::model_device_memory(
       shape, options,
-      static_cast<std::int64_t>(mlpo::CudaBackend::scratch_bound(shape.hidden,
-                                                                 static_cast<std::int64_t>(batch) * shape.heads * shape.seq_len)));
+      static_cast<std::int64_t>(mlpo::CudaBackend::scratch_bound(
+          shape.hidden, static_cast<std::int64_t>(batch) * shape.heads * shape.seq_len)));
   const mlpo::gpu::DeviceMemory mem = mlpo::gpu::device_memory();
   mlpo::require_device_memory(need, mem.free, mem.total, backend.name());
   std::printf("device: %s; needs %s\n", gpu.reason.c_str(), need.describe().c_str());
@@ -72,9 +74,11 @@ int main(int argc, char** argv) try {
   for (auto& t : targets) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
 
   const auto& L = model.layout();
-  const std::int64_t matrix_params = L.total() - static_cast<std::int64_t>(2 * shape.layers + 1) * shape.hidden -
+  const std::int64_t matrix_params = L.total() -
+                                     static_cast<std::int64_t>(2 * shape.layers + 1) * shape.hidden -
                                      (shape.tied_embeddings ? 0 : L.embedding().numel());
-  const double flops_per_token = 6.0 * static_cast<double>(matrix_params) + 6.0 * shape.layers * shape.seq_len * shape.hidden;
+  const double flops_per_token =
+      6.0 * static_cast<double>(matrix_params) + 6.0 * shape.layers * shape.seq_len * shape.hidden;
   std::printf("model: %lld parameters (%lld in matmuls), batch %d x seq %d = %lld tokens/step\n",
               static_cast<long long>(L.total()), static_cast<long long>(matrix_params), batch, shape.seq_len,
               static_cast<long long>(N));
@@ -94,8 +98,8 @@ int main(int argc, char** argv) try {
   }
   const double step = (fwd + bwd) / steps;
   const double tflops = static_cast<double>(N) / step * flops_per_token / 1e12;
-  std::printf("forward %.1f ms, backward (incl. recompute) %.1f ms, step %.1f ms, loss %.3f\n", 1e3 * fwd / steps,
-              1e3 * bwd / steps, 1e3 * step, loss);
+  std::printf("forward %.1f ms, backward (incl. recompute) %.1f ms, step %.1f ms, loss %.3f\n",
+              1e3 * fwd / steps, 1e3 * bwd / steps, 1e3 * step, loss);
   std::printf("throughput: %.0f tokens/s, %.1f model TFLOP/s, MFU %.1f%% of %.0f TFLOP/s\n",
               static_cast<double>(N) / step, tflops, 100.0 * tflops / peak_tflops, peak_tflops);
   return 0;

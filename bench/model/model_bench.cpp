@@ -22,11 +22,14 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Times out = x @ w^T for x [N, I], w [O, I] in the given storage type; returns GFLOP/s.
 double gemm_rate(mlpo::Backend& backend, mlpo::DType type, std::int64_t N, std::int64_t I, std::int64_t O) {
-  auto x = backend.allocate(type, N * I), w = backend.allocate(type, O * I), out = backend.allocate(type, N * O);
+  auto x = backend.allocate(type, N * I), w = backend.allocate(type, O * I),
+       out = backend.allocate(type, N * O);
   mlpo::Tensor tx = x.view(type, {N, I}), tw = w.view(type, {O, I}), to = out.view(type, {N, O});
   backend.fill(tx, 0.5);
   backend.fill(tw, 0.25);
@@ -68,7 +71,8 @@ int main(int argc, char** argv) {
 
   const std::int64_t N = static_cast<std::int64_t>(batch) * shape.seq_len;
   std::printf("gemm f32  [%lld x %d] @ [%d x %d]^T: %.1f GFLOP/s\n", static_cast<long long>(N), shape.hidden,
-              shape.ffn_hidden, shape.hidden, gemm_rate(backend, mlpo::DType::f32, N, shape.hidden, shape.ffn_hidden));
+              shape.ffn_hidden, shape.hidden,
+              gemm_rate(backend, mlpo::DType::f32, N, shape.hidden, shape.ffn_hidden));
   std::printf("gemm bf16 [%lld x %d] @ [%d x %d]^T: %.1f GFLOP/s (incl. bf16<->f32 staging)\n",
               static_cast<long long>(N), shape.hidden, shape.ffn_hidden, shape.hidden,
               gemm_rate(backend, mlpo::DType::bf16, N, shape.hidden, shape.ffn_hidden));
@@ -101,8 +105,8 @@ int main(int argc, char** argv) {
     bwd += seconds_since(t0);
   }
   const double step = (fwd + bwd) / steps;
-  std::printf("forward %.1f ms, backward (incl. recompute) %.1f ms, step %.1f ms, loss %.3f\n", 1e3 * fwd / steps,
-              1e3 * bwd / steps, 1e3 * step, loss);
+  std::printf("forward %.1f ms, backward (incl. recompute) %.1f ms, step %.1f ms, loss %.3f\n",
+              1e3 * fwd / steps, 1e3 * bwd / steps, 1e3 * step, loss);
   std::printf("throughput: %.0f tokens/s, %.1f model GFLOP/s\n", N / step, N / step * flops_per_token / 1e9);
   return 0;
 }

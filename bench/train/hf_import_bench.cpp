@@ -49,15 +49,18 @@ void generate(const ModelSpec& spec, const std::string& dir, std::uint64_t shard
     out << train::safetensors_header(tensors, {{"format", "pt"}});
     for (std::int64_t at = shard.begin; at < shard.end;) {
       const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(buffer.size()), shard.end - at);
-      for (std::int64_t i = 0; i < n; ++i) buffer[static_cast<std::size_t>(i)] = float_to_bf16(value_at(at + i));
+      for (std::int64_t i = 0; i < n; ++i)
+        buffer[static_cast<std::size_t>(i)] = float_to_bf16(value_at(at + i));
       out.write(reinterpret_cast<const char*>(buffer.data()), static_cast<std::streamsize>(n * 2));
       at += n;
     }
     if (!out) throw Error(shard.name + ": write failed");
   }
   if (shards.size() > 1)
-    std::ofstream(fs::path(dir) / "model.safetensors.index.json") << mlpo::Json{{"weight_map", map}}.dump() << "\n";
-  std::printf("generate: %lld parameters, %zu shards -> %s\n", static_cast<long long>(layout.total()), shards.size(), dir.c_str());
+    std::ofstream(fs::path(dir) / "model.safetensors.index.json")
+        << mlpo::Json{{"weight_map", map}}.dump() << "\n";
+  std::printf("generate: %lld parameters, %zu shards -> %s\n", static_cast<long long>(layout.total()),
+              shards.size(), dir.c_str());
 }
 
 void import(const std::string& dir, std::int64_t subgroup) {
@@ -73,11 +76,14 @@ void import(const std::string& dir, std::int64_t subgroup) {
     checksum += static_cast<double>(p[0]) + static_cast<double>(p[static_cast<std::size_t>(n - 1)]);
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("import: %lld parameters (%s), %.2f GB read in %llu preads (largest %llu B), %.1f s, %.2f GB/s, checksum %.6f\n",
-              static_cast<long long>(total), checkpoint.dtypes().c_str(), static_cast<double>(checkpoint.stats().bytes) / 1e9,
-              static_cast<unsigned long long>(checkpoint.stats().reads),
-              static_cast<unsigned long long>(checkpoint.stats().largest_read), s,
-              static_cast<double>(checkpoint.stats().bytes) / 1e9 / s, checksum);
+  std::printf(
+      "import: %lld parameters (%s), %.2f GB read in %llu preads (largest %llu B), %.1f s, %.2f GB/s, "
+      "checksum %.6f\n",
+      static_cast<long long>(total), checkpoint.dtypes().c_str(),
+      static_cast<double>(checkpoint.stats().bytes) / 1e9,
+      static_cast<unsigned long long>(checkpoint.stats().reads),
+      static_cast<unsigned long long>(checkpoint.stats().largest_read), s,
+      static_cast<double>(checkpoint.stats().bytes) / 1e9 / s, checksum);
 }
 
 }  // namespace
@@ -90,9 +96,11 @@ int main(int argc, char** argv) {
   std::int64_t layers = 0, subgroup = std::int64_t{16} << 20;
   gen->add_option("--dir", dir, "Directory to write")->required();
   gen->add_option("--model", model, "Model preset or file")->capture_default_str();
-  gen->add_option("--layers", layers, "Override the model's layer count (1b with 46 layers: 2.16B parameters)");
+  gen->add_option("--layers", layers,
+                  "Override the model's layer count (1b with 46 layers: 2.16B parameters)");
   gen->add_option("--shard-size", shard_size, "Tensor bytes per shard at most")->capture_default_str();
-  auto* imp = app.add_subcommand("import", "Read every parameter of a checkpoint directory, subgroup by subgroup");
+  auto* imp =
+      app.add_subcommand("import", "Read every parameter of a checkpoint directory, subgroup by subgroup");
   imp->add_option("--dir", dir, "Checkpoint directory")->required();
   imp->add_option("--subgroup", subgroup, "Elements per subgroup buffer")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

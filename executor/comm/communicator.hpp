@@ -46,11 +46,16 @@ inline constexpr bool kIsElement = kIsSummable<T> || std::is_same_v<T, std::byte
 template <class T>
 constexpr ElementType element_type_of() {
   static_assert(kIsElement<T>, "communicator elements are float, double, bf16, int64_t or std::byte");
-  if constexpr (std::is_same_v<T, float>) return ElementType::f32;
-  else if constexpr (std::is_same_v<T, double>) return ElementType::f64;
-  else if constexpr (std::is_same_v<T, bf16>) return ElementType::bf16;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return ElementType::i64;
-  else return ElementType::byte;
+  if constexpr (std::is_same_v<T, float>)
+    return ElementType::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return ElementType::f64;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return ElementType::bf16;
+  else if constexpr (std::is_same_v<T, std::int64_t>)
+    return ElementType::i64;
+  else
+    return ElementType::byte;
 }
 
 std::size_t element_bytes(ElementType type);
@@ -147,8 +152,10 @@ class Communicator {
  protected:
   explicit Communicator(const RankPlace& place) : place_(place) {}
 
-  virtual void do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts, ElementType type) = 0;
-  virtual void do_reduce_scatter_sum(const void* all, void* mine, std::span<const std::int64_t> counts, ElementType type) = 0;
+  virtual void do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts,
+                             ElementType type) = 0;
+  virtual void do_reduce_scatter_sum(const void* all, void* mine, std::span<const std::int64_t> counts,
+                                     ElementType type) = 0;
   virtual void do_all_reduce_sum(void* data, std::int64_t count, ElementType type) = 0;
   virtual void do_all_reduce_max(void* data, std::int64_t count, ElementType type) = 0;
   virtual void do_broadcast(void* data, std::int64_t bytes, int root) = 0;

@@ -34,12 +34,14 @@ std::optional<int> first_of(const EnvLookup& lookup, const char* a, const char* 
 void check_consistent(const LaunchEnv& env) {
   const std::string who = "launcher environment (" + env.launcher + ")";
   if (env.size > 0 && env.rank >= env.size)
-    throw Error(who + ": rank " + std::to_string(env.rank) + " is not below the world size " + std::to_string(env.size));
+    throw Error(who + ": rank " + std::to_string(env.rank) + " is not below the world size " +
+                std::to_string(env.size));
   if (env.local_size > 0 && env.local_rank >= env.local_size)
     throw Error(who + ": local rank " + std::to_string(env.local_rank) + " is not below the local size " +
                 std::to_string(env.local_size));
   if (env.nodes > 0 && env.node >= env.nodes)
-    throw Error(who + ": node " + std::to_string(env.node) + " is not below the node count " + std::to_string(env.nodes));
+    throw Error(who + ": node " + std::to_string(env.node) + " is not below the node count " +
+                std::to_string(env.nodes));
 }
 
 }  // namespace

@@ -10,8 +10,9 @@ namespace mlpo::comm {
 LayerExchange::LayerExchange(Communicator& comm, const ZeroPartition& partition)
     : comm_(comm), partition_(partition), worker_([this] { run(); }) {
   MLPO_CHECK(partition.ranks() == comm.size() && partition.rank() == comm.rank(),
-             "partition of rank " + std::to_string(partition.rank()) + "/" + std::to_string(partition.ranks()) +
-                 " for communicator rank " + std::to_string(comm.rank()) + "/" + std::to_string(comm.size()));
+             "partition of rank " + std::to_string(partition.rank()) + "/" +
+                 std::to_string(partition.ranks()) + " for communicator rank " + std::to_string(comm.rank()) +
+                 "/" + std::to_string(comm.size()));
 }
 
 LayerExchange::~LayerExchange() {
@@ -25,9 +26,11 @@ LayerExchange::~LayerExchange() {
 
 void LayerExchange::check_shard(std::size_t shard, std::size_t full, ParamRange range) const {
   MLPO_CHECK(shard == static_cast<std::size_t>(partition_.mine().elements),
-             "shard span of " + std::to_string(shard) + " elements, rank owns " + std::to_string(partition_.mine().elements));
-  MLPO_CHECK(full == static_cast<std::size_t>(range.size()),
-             "layer span of " + std::to_string(full) + " elements for a range of " + std::to_string(range.size()));
+             "shard span of " + std::to_string(shard) + " elements, rank owns " +
+                 std::to_string(partition_.mine().elements));
+  MLPO_CHECK(
+      full == static_cast<std::size_t>(range.size()),
+      "layer span of " + std::to_string(full) + " elements for a range of " + std::to_string(range.size()));
 }
 
 Pending LayerExchange::enqueue(std::function<void()> op) {
@@ -75,14 +78,17 @@ void LayerExchange::run() {
   }
 }
 
-PrefetchedLayers::PrefetchedLayers(LayerExchange& exchange, std::vector<ParamRange> sequence, std::span<const bf16> shard,
-                                   std::span<bf16> buffer_a, std::span<bf16> buffer_b)
+PrefetchedLayers::PrefetchedLayers(LayerExchange& exchange, std::vector<ParamRange> sequence,
+                                   std::span<const bf16> shard, std::span<bf16> buffer_a,
+                                   std::span<bf16> buffer_b)
     : exchange_(exchange), sequence_(std::move(sequence)), shard_(shard), buffers_{buffer_a, buffer_b} {
   std::int64_t largest = 0;
   for (const ParamRange& r : sequence_) largest = std::max(largest, r.size());
-  MLPO_CHECK(buffer_a.size() >= static_cast<std::size_t>(largest) && buffer_b.size() >= static_cast<std::size_t>(largest),
-             "layer buffers of " + std::to_string(buffer_a.size()) + " and " + std::to_string(buffer_b.size()) +
-                 " elements for a largest layer of " + std::to_string(largest));
+  MLPO_CHECK(buffer_a.size() >= static_cast<std::size_t>(largest) &&
+                 buffer_b.size() >= static_cast<std::size_t>(largest),
+             "layer buffers of " + std::to_string(buffer_a.size()) + " and " +
+                 std::to_string(buffer_b.size()) + " elements for a largest layer of " +
+                 std::to_string(largest));
   if (!sequence_.empty()) start(0);
 }
 
@@ -92,8 +98,7 @@ PrefetchedLayers::~PrefetchedLayers() {
   for (Pending& p : pending_) {
     try {
       p.wait();
-    } catch (...) {
-    }
+    } catch (...) {}
   }
 }
 
@@ -105,7 +110,8 @@ void PrefetchedLayers::start(std::size_t index) {
 
 std::span<const bf16> PrefetchedLayers::acquire() {
   MLPO_CHECK(!holding_, "acquire() before release() of the previous layer");
-  MLPO_CHECK(next_ < sequence_.size(), "acquire() past the end of a sequence of " + std::to_string(sequence_.size()) + " layers");
+  MLPO_CHECK(next_ < sequence_.size(),
+             "acquire() past the end of a sequence of " + std::to_string(sequence_.size()) + " layers");
   const std::size_t index = next_++;
   pending_[index % 2].wait();
   if (index + 1 < sequence_.size()) start(index + 1);

@@ -80,7 +80,8 @@ class LayerExchange {
     return enqueue([this, range, full, shard] {
       const ParamRange piece = partition_.my_piece(range);
       const std::vector<std::int64_t> counts = partition_.counts(range);
-      comm_.reduce_scatter_sum(full, shard.subspan(offset_in_shard(piece), static_cast<std::size_t>(piece.size())),
+      comm_.reduce_scatter_sum(full,
+                               shard.subspan(offset_in_shard(piece), static_cast<std::size_t>(piece.size())),
                                std::span<const std::int64_t>(counts));
     });
   }

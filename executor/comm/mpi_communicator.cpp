@@ -25,7 +25,8 @@ void check_mpi(int rc, const char* what) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(rc, text, &length);
-  throw Error(std::string("MPI: ") + what + " failed: " + std::string(text, static_cast<std::size_t>(length)) +
+  throw Error(std::string("MPI: ") + what +
+              " failed: " + std::string(text, static_cast<std::size_t>(length)) +
               " (a peer rank may have died; see its message above)");
 }
 
@@ -39,8 +40,8 @@ struct Transfer {
 }  // namespace
 
 struct MpiCommunicator::State {
-  MPI_Comm comm = MPI_COMM_NULL;  // our duplicate of MPI_COMM_WORLD
-  std::mutex in_use;              // guards the one-thread-at-a-time contract
+  MPI_Comm comm = MPI_COMM_NULL;   // our duplicate of MPI_COMM_WORLD
+  std::mutex in_use;               // guards the one-thread-at-a-time contract
   std::vector<std::byte> staging;  // reduce-scatter: the peers' blocks
   std::vector<MPI_Request> requests;
 
@@ -61,7 +62,8 @@ struct MpiCommunicator::State {
     };
     for (const Transfer& t : receives) post(t, false);
     for (const Transfer& t : sends) post(t, true);
-    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
   }
 };
 
@@ -79,11 +81,13 @@ RankPlace place_of(MPI_Comm comm) {
   check_mpi(MPI_Comm_rank(comm, &place.rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &place.size), "MPI_Comm_size");
   MPI_Comm local = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, place.rank, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, place.rank, MPI_INFO_NULL, &local),
+            "MPI_Comm_split_type");
   check_mpi(MPI_Comm_rank(local, &place.local_rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(local, &place.local_size), "MPI_Comm_size");
   MPI_Comm leaders = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split(comm, place.local_rank == 0 ? 0 : MPI_UNDEFINED, place.rank, &leaders), "MPI_Comm_split");
+  check_mpi(MPI_Comm_split(comm, place.local_rank == 0 ? 0 : MPI_UNDEFINED, place.rank, &leaders),
+            "MPI_Comm_split");
   int node_and_count[2] = {0, 0};
   if (leaders != MPI_COMM_NULL) {
     check_mpi(MPI_Comm_rank(leaders, &node_and_count[0]), "MPI_Comm_rank");
@@ -104,7 +108,8 @@ MpiCommunicator::Started MpiCommunicator::start(const LaunchEnv& env) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized || finalized)
-    throw Error("MPI was already started in this process: open one communicator per process and keep it for the run");
+    throw Error(
+        "MPI was already started in this process: open one communicator per process and keep it for the run");
   int provided = 0;
   check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -118,9 +123,10 @@ MpiCommunicator::Started MpiCommunicator::start(const LaunchEnv& env) {
   MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN);
   const RankPlace place = place_of(state->comm);
   if (env.size > 0 && env.size != place.size) {
-    const std::string text = "launcher environment (" + env.launcher + ") says " + std::to_string(env.size) +
-                             " ranks but MPI started " + std::to_string(place.size) +
-                             "; start every rank with the launcher (srun or mpirun inside a batch script), not the script itself";
+    const std::string text =
+        "launcher environment (" + env.launcher + ") says " + std::to_string(env.size) +
+        " ranks but MPI started " + std::to_string(place.size) +
+        "; start every rank with the launcher (srun or mpirun inside a batch script), not the script itself";
     MPI_Comm_free(&state->comm);
     MPI_Finalize();
     throw Error(text);
@@ -130,14 +136,15 @@ MpiCommunicator::Started MpiCommunicator::start(const LaunchEnv& env) {
 
 MpiCommunicator::MpiCommunicator(const LaunchEnv& env) : MpiCommunicator(start(env)) {}
 
-MpiCommunicator::MpiCommunicator(Started started) : Communicator(started.place), state_(std::move(started.state)) {}
+MpiCommunicator::MpiCommunicator(Started started)
+    : Communicator(started.place), state_(std::move(started.state)) {}
 
 MpiCommunicator::~MpiCommunicator() {
   if (state_->comm != MPI_COMM_NULL) MPI_Comm_free(&state_->comm);
   MPI_Finalize();
 }
 
-#define MLPO_ONE_CALLER(state)                                          \
+#define MLPO_ONE_CALLER(state)                                               \
   std::unique_lock<std::mutex> one_caller((state).in_use, std::try_to_lock); \
   MLPO_CHECK(one_caller.owns_lock(), "two threads used one communicator at once (see communicator.hpp)")
 
@@ -153,13 +160,15 @@ void MpiCommunicator::abort_job(const std::string& message) {
   std::_Exit(2);  // MPI_Abort does not return; if a broken MPI did, still end this rank
 }
 
-void MpiCommunicator::do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts, ElementType type) {
+void MpiCommunicator::do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts,
+                                    ElementType type) {
   MLPO_ONE_CALLER(*state_);
   const std::int64_t esize = static_cast<std::int64_t>(element_bytes(type));
   auto* out = static_cast<std::byte*>(all);
   std::vector<std::int64_t> offsets(static_cast<std::size_t>(size()) + 1, 0);
   for (int q = 0; q < size(); ++q)
-    offsets[static_cast<std::size_t>(q) + 1] = offsets[static_cast<std::size_t>(q)] + counts[static_cast<std::size_t>(q)] * esize;
+    offsets[static_cast<std::size_t>(q) + 1] =
+        offsets[static_cast<std::size_t>(q)] + counts[static_cast<std::size_t>(q)] * esize;
   std::byte* my_piece = out + offsets[static_cast<std::size_t>(rank())];
   const std::int64_t my_bytes = counts[static_cast<std::size_t>(rank())] * esize;
   if (my_bytes > 0 && my_piece != mine) std::memmove(my_piece, mine, static_cast<std::size_t>(my_bytes));
@@ -202,19 +211,23 @@ void MpiCommunicator::do_reduce_scatter_sum(const void* all, void* mine, std::sp
   const std::size_t n = static_cast<std::size_t>(my_count);
   switch (type) {
     case ElementType::f32:
-      tree_sum(std::span(reinterpret_cast<const float* const*>(parts.data()), parts.size()), std::span(static_cast<float*>(mine), n));
+      tree_sum(std::span(reinterpret_cast<const float* const*>(parts.data()), parts.size()),
+               std::span(static_cast<float*>(mine), n));
       break;
     case ElementType::f64:
-      tree_sum(std::span(reinterpret_cast<const double* const*>(parts.data()), parts.size()), std::span(static_cast<double*>(mine), n));
+      tree_sum(std::span(reinterpret_cast<const double* const*>(parts.data()), parts.size()),
+               std::span(static_cast<double*>(mine), n));
       break;
     case ElementType::bf16:
-      tree_sum(std::span(reinterpret_cast<const bf16* const*>(parts.data()), parts.size()), std::span(static_cast<bf16*>(mine), n));
+      tree_sum(std::span(reinterpret_cast<const bf16* const*>(parts.data()), parts.size()),
+               std::span(static_cast<bf16*>(mine), n));
       break;
     case ElementType::i64:
       tree_sum(std::span(reinterpret_cast<const std::int64_t* const*>(parts.data()), parts.size()),
                std::span(static_cast<std::int64_t*>(mine), n));
       break;
-    case ElementType::byte: MLPO_CHECK(false, "bytes are not summed");
+    case ElementType::byte:
+      MLPO_CHECK(false, "bytes are not summed");
   }
 }
 
@@ -238,8 +251,9 @@ void MpiCommunicator::do_all_reduce_max(void* data, std::int64_t count, ElementT
     std::vector<float> wide(static_cast<std::size_t>(count));
     for (std::int64_t i = 0; i < count; ++i) wide[static_cast<std::size_t>(i)] = bf16_to_float(values[i]);
     for (std::int64_t done = 0; done < count; done += INT_MAX)
-      check_mpi(MPI_Allreduce(MPI_IN_PLACE, wide.data() + done, static_cast<int>(std::min<std::int64_t>(INT_MAX, count - done)),
-                              MPI_FLOAT, MPI_MAX, state_->comm),
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, wide.data() + done,
+                              static_cast<int>(std::min<std::int64_t>(INT_MAX, count - done)), MPI_FLOAT,
+                              MPI_MAX, state_->comm),
                 "MPI_Allreduce");
     for (std::int64_t i = 0; i < count; ++i) values[i] = float_to_bf16(wide[static_cast<std::size_t>(i)]);
     return;
@@ -251,8 +265,9 @@ void MpiCommunicator::do_all_reduce_max(void* data, std::int64_t count, ElementT
   auto* bytes = static_cast<std::byte*>(data);
   const std::int64_t esize = static_cast<std::int64_t>(element_bytes(type));
   for (std::int64_t done = 0; done < count; done += INT_MAX)
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, bytes + done * esize, static_cast<int>(std::min<std::int64_t>(INT_MAX, count - done)),
-                            mpi_type, MPI_MAX, state_->comm),
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, bytes + done * esize,
+                            static_cast<int>(std::min<std::int64_t>(INT_MAX, count - done)), mpi_type,
+                            MPI_MAX, state_->comm),
               "MPI_Allreduce");
 }
 
@@ -260,7 +275,8 @@ void MpiCommunicator::do_broadcast(void* data, std::int64_t bytes, int root) {
   MLPO_ONE_CALLER(*state_);
   auto* p = static_cast<std::byte*>(data);
   for (std::int64_t done = 0; done < bytes; done += kMaxMessageBytes)
-    check_mpi(MPI_Bcast(p + done, static_cast<int>(std::min(kMaxMessageBytes, bytes - done)), MPI_BYTE, root, state_->comm),
+    check_mpi(MPI_Bcast(p + done, static_cast<int>(std::min(kMaxMessageBytes, bytes - done)), MPI_BYTE, root,
+                        state_->comm),
               "MPI_Bcast");
 }
 

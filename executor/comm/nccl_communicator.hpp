@@ -37,8 +37,10 @@ class NcclCommunicator final : public Communicator {
   [[noreturn]] void abort_job(const std::string& message) override;
 
  protected:
-  void do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts, ElementType type) override;
-  void do_reduce_scatter_sum(const void* all, void* mine, std::span<const std::int64_t> counts, ElementType type) override;
+  void do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts,
+                     ElementType type) override;
+  void do_reduce_scatter_sum(const void* all, void* mine, std::span<const std::int64_t> counts,
+                             ElementType type) override;
   void do_all_reduce_sum(void* data, std::int64_t count, ElementType type) override;
   void do_all_reduce_max(void* data, std::int64_t count, ElementType type) override;
   void do_broadcast(void* data, std::int64_t bytes, int root) override;

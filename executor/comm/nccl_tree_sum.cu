@@ -40,25 +40,30 @@ __global__ void tree_sum_kernel(const In* const* parts, int count_parts, In* out
 }
 
 template <class In, class Acc>
-cudaError_t launch(const void* const* parts, int count_parts, void* out, std::int64_t count, cudaStream_t stream) {
+cudaError_t launch(const void* const* parts, int count_parts, void* out, std::int64_t count,
+                   cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   constexpr int kThreads = 256;
   const std::int64_t blocks = (count + kThreads - 1) / kThreads;
   const int grid = static_cast<int>(blocks < 65535 ? blocks : 65535);
-  tree_sum_kernel<In, Acc><<<grid, kThreads, 0, stream>>>(reinterpret_cast<const In* const*>(parts), count_parts,
-                                                          static_cast<In*>(out), count);
+  tree_sum_kernel<In, Acc><<<grid, kThreads, 0, stream>>>(reinterpret_cast<const In* const*>(parts),
+                                                          count_parts, static_cast<In*>(out), count);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t launch_tree_sum(TreeSumType type, const void* const* parts, int count_parts, void* out, std::int64_t count,
-                            cudaStream_t stream) {
+cudaError_t launch_tree_sum(TreeSumType type, const void* const* parts, int count_parts, void* out,
+                            std::int64_t count, cudaStream_t stream) {
   switch (type) {
-    case TreeSumType::f32: return launch<float, float>(parts, count_parts, out, count, stream);
-    case TreeSumType::f64: return launch<double, double>(parts, count_parts, out, count, stream);
-    case TreeSumType::bf16: return launch<std::uint16_t, float>(parts, count_parts, out, count, stream);
-    case TreeSumType::i64: return launch<long long, long long>(parts, count_parts, out, count, stream);
+    case TreeSumType::f32:
+      return launch<float, float>(parts, count_parts, out, count, stream);
+    case TreeSumType::f64:
+      return launch<double, double>(parts, count_parts, out, count, stream);
+    case TreeSumType::bf16:
+      return launch<std::uint16_t, float>(parts, count_parts, out, count, stream);
+    case TreeSumType::i64:
+      return launch<long long, long long>(parts, count_parts, out, count, stream);
   }
   return cudaErrorInvalidValue;
 }

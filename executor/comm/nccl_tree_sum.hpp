@@ -13,7 +13,7 @@ namespace mlpo::comm {
 // The element type of a tree sum (the summable ElementTypes; this header stays C++17 for nvcc).
 enum class TreeSumType { f32, f64, bf16, i64 };
 
-cudaError_t launch_tree_sum(TreeSumType type, const void* const* parts, int count_parts, void* out, std::int64_t count,
-                            cudaStream_t stream);
+cudaError_t launch_tree_sum(TreeSumType type, const void* const* parts, int count_parts, void* out,
+                            std::int64_t count, cudaStream_t stream);
 
 }  // namespace mlpo::comm

@@ -29,7 +29,8 @@ std::unique_ptr<Communicator> open_mpi([[maybe_unused]] const LaunchEnv& env) {
   return std::make_unique<MpiCommunicator>(env);
 #else
   throw Error("this build has no MPI communicator, but the job needs one (launcher: " + env.launcher + ", " +
-              std::to_string(env.size) + " ranks); install Open MPI (scripts/setup.sh) and rebuild with -DMLPO_MPI=ON");
+              std::to_string(env.size) +
+              " ranks); install Open MPI (scripts/setup.sh) and rebuild with -DMLPO_MPI=ON");
 #endif
 }
 
@@ -42,19 +43,23 @@ std::unique_ptr<Communicator> open_host(const LaunchEnv& env) {
 
 std::unique_ptr<Communicator> open_communicator(const LaunchEnv& env, CommBackend backend) {
   switch (backend) {
-    case CommBackend::automatic: return open_host(env);
+    case CommBackend::automatic:
+      return open_host(env);
     case CommBackend::single:
       if (env.multi_rank())
-        throw Error("communicator single: the launcher (" + env.launcher + ") started " + std::to_string(env.size) +
+        throw Error("communicator single: the launcher (" + env.launcher + ") started " +
+                    std::to_string(env.size) +
                     " ranks; use auto or mpi, or run one process without mpirun/srun");
       return std::make_unique<SingleProcessCommunicator>();
-    case CommBackend::mpi: return open_mpi(env);
+    case CommBackend::mpi:
+      return open_mpi(env);
     case CommBackend::nccl:
 #if MLPO_HAVE_NCCL
       return std::make_unique<NcclCommunicator>(open_host(env));
 #else
-      throw Error("communicator nccl: this build has no NCCL communicator (it needs nvcc and NCCL next to the CUDA "
-                  "toolkit at configure time); use auto or mpi");
+      throw Error(
+          "communicator nccl: this build has no NCCL communicator (it needs nvcc and NCCL next to the CUDA "
+          "toolkit at configure time); use auto or mpi");
 #endif
   }
   MLPO_CHECK(false, "unknown communicator backend");

@@ -19,8 +19,10 @@ class SingleProcessCommunicator final : public Communicator {
   [[noreturn]] void abort_job(const std::string& message) override;
 
  protected:
-  void do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts, ElementType type) override;
-  void do_reduce_scatter_sum(const void* all, void* mine, std::span<const std::int64_t> counts, ElementType type) override;
+  void do_all_gather(const void* mine, void* all, std::span<const std::int64_t> counts,
+                     ElementType type) override;
+  void do_reduce_scatter_sum(const void* all, void* mine, std::span<const std::int64_t> counts,
+                             ElementType type) override;
   void do_all_reduce_sum(void*, std::int64_t, ElementType) override {}
   void do_all_reduce_max(void*, std::int64_t, ElementType) override {}
   void do_broadcast(void*, std::int64_t, int) override {}

@@ -15,7 +15,8 @@ ZeroPartition::ZeroPartition(std::int64_t total, int ranks, int rank) : total_(t
 
 std::vector<std::int64_t> ZeroPartition::counts(ParamRange range) const {
   MLPO_CHECK(range.begin >= 0 && range.begin <= range.end && range.end <= total_,
-             "range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) + ") of " + std::to_string(total_));
+             "range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) + ") of " +
+                 std::to_string(total_));
   std::vector<std::int64_t> counts(shards_.size());
   for (std::size_t r = 0; r < shards_.size(); ++r) {
     const std::int64_t lo = std::max(range.begin, shards_[r].global_begin);

@@ -51,13 +51,14 @@ std::optional<BlockDeviceSnapshot> BlockDeviceStats::snapshot() const {
   const auto fields = read_fields(stat_file_);
   if (!fields) return std::nullopt;
   const auto& f = *fields;
-  return BlockDeviceSnapshot{f[kIoTicks], f[kSectorsRead] * kSector, f[kSectorsWritten] * kSector, f[kReadsCompleted],
-                             f[kWritesCompleted]};
+  return BlockDeviceSnapshot{f[kIoTicks], f[kSectorsRead] * kSector, f[kSectorsWritten] * kSector,
+                             f[kReadsCompleted], f[kWritesCompleted]};
 }
 
 BlockDeviceSnapshot operator-(const BlockDeviceSnapshot& after, const BlockDeviceSnapshot& before) {
   return BlockDeviceSnapshot{after.busy_ms - before.busy_ms, after.read_bytes - before.read_bytes,
-                             after.write_bytes - before.write_bytes, after.read_requests - before.read_requests,
+                             after.write_bytes - before.write_bytes,
+                             after.read_requests - before.read_requests,
                              after.write_requests - before.write_requests};
 }
 

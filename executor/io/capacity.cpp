@@ -15,7 +15,8 @@ std::uint64_t free_bytes(const std::filesystem::path& path, const std::string& w
   struct statvfs fs {};
   if (::statvfs(path.c_str(), &fs) != 0) {
     const int err = errno;
-    throw Error(who + ": cannot check free space: " + errno_text(err) + "; create the tier directory or fix its path");
+    throw Error(who + ": cannot check free space: " + errno_text(err) +
+                "; create the tier directory or fix its path");
   }
   return static_cast<std::uint64_t>(fs.f_bavail) * static_cast<std::uint64_t>(fs.f_frsize);
 }
@@ -32,7 +33,8 @@ void check_capacity(std::span<const CapacityNeed> needs) {
     struct stat st {};
     if (::stat(need.tier->path.c_str(), &st) != 0) {
       const int err = errno;
-      throw Error(who + ": cannot check free space: " + errno_text(err) + "; create the tier directory or fix its path");
+      throw Error(who + ": cannot check free space: " + errno_text(err) +
+                  "; create the tier directory or fix its path");
     }
     FileSystem& fs = by_device[st.st_dev];
     fs.free = free_bytes(need.tier->path, who);
@@ -45,8 +47,8 @@ void check_capacity(std::span<const CapacityNeed> needs) {
     for (const CapacityNeed* need : fs.tiers) {
       if (!message.empty()) message += "\n";
       message += "tier '" + need->tier->name + "' (" + need->tier->path.string() + "): needs " +
-                 format_bytes(static_cast<double>(need->bytes)) + ", " + format_bytes(static_cast<double>(fs.free)) +
-                 " free";
+                 format_bytes(static_cast<double>(need->bytes)) + ", " +
+                 format_bytes(static_cast<double>(fs.free)) + " free";
       if (fs.tiers.size() > 1) {
         message += " (shared with other tiers on this file system, which need " +
                    format_bytes(static_cast<double>(fs.needed)) + " together)";

@@ -45,8 +45,8 @@ std::uint32_t multiply_mod_p(std::uint32_t a, std::uint32_t b) {
 
 // x^(8 n) mod P(x): the factor that moves a CRC past n zero bytes.
 std::uint32_t x_pow_8n_mod_p(std::uint64_t n) {
-  std::uint32_t x2k = 1u << 30;  // x^1, squared each round: x^(2^k)
-  std::uint32_t result = 1u << 31;  // x^0
+  std::uint32_t x2k = 1u << 30;                                // x^1, squared each round: x^(2^k)
+  std::uint32_t result = 1u << 31;                             // x^0
   for (int k = 0; k < 3; ++k) x2k = multiply_mod_p(x2k, x2k);  // x^8: one byte
   while (n != 0) {
     if (n & 1) result = multiply_mod_p(x2k, result);
@@ -102,7 +102,7 @@ std::uint32_t crc32c_table(const void* data, std::size_t size, std::uint32_t crc
 namespace {
 
 __attribute__((target("sse4.2"))) std::uint32_t crc32c_one_stream(const unsigned char* p, std::size_t size,
-                                                                   std::uint32_t crc) {
+                                                                  std::uint32_t crc) {
   std::uint64_t c = ~crc;
   while (size > 0 && (reinterpret_cast<std::uintptr_t>(p) & 7) != 0) {
     c = _mm_crc32_u8(static_cast<std::uint32_t>(c), *p++);
@@ -132,7 +132,7 @@ constexpr std::size_t kStride = 32 * 1024;
 // a precomputed shift (crc(ABC) = shift(shift(crc A) ^ crc B) ^ crc C), so the result is the
 // one-stream CRC, bit for bit.
 __attribute__((target("sse4.2"))) std::uint32_t crc32c_hardware(const void* data, std::size_t size,
-                                                                 std::uint32_t crc) {
+                                                                std::uint32_t crc) {
   static const ShiftTables stride_shift(x_pow_8n_mod_p(kStride));
   const auto* p = static_cast<const unsigned char*>(data);
   while (size >= 3 * kStride) {
@@ -146,7 +146,8 @@ __attribute__((target("sse4.2"))) std::uint32_t crc32c_hardware(const void* data
       b = _mm_crc32_u64(b, wb);
       c = _mm_crc32_u64(c, wc);
     }
-    const auto ca = ~static_cast<std::uint32_t>(a), cb = ~static_cast<std::uint32_t>(b), cc = ~static_cast<std::uint32_t>(c);
+    const auto ca = ~static_cast<std::uint32_t>(a), cb = ~static_cast<std::uint32_t>(b),
+               cc = ~static_cast<std::uint32_t>(c);
     crc = stride_shift.shift(stride_shift.shift(ca) ^ cb) ^ cc;
     p += 3 * kStride;
     size -= 3 * kStride;

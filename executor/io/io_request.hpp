@@ -39,12 +39,12 @@ namespace detail {
 struct RequestState {
   IoOp op = IoOp::read;
   TierFile* file = nullptr;
-  std::uint64_t offset = 0;   // file offset of byte 0
-  std::uint64_t length = 0;   // bytes the caller asked for
-  std::uint64_t padded = 0;   // bytes transferred: length rounded up to 4 KiB
+  std::uint64_t offset = 0;  // file offset of byte 0
+  std::uint64_t length = 0;  // bytes the caller asked for
+  std::uint64_t padded = 0;  // bytes transferred: length rounded up to 4 KiB
   std::byte* buffer = nullptr;
   IoCallback callback;
-  bool check_crc = false;     // CRC on, and for a read: the extent has a recorded CRC
+  bool check_crc = false;                 // CRC on, and for a read: the extent has a recorded CRC
   std::vector<std::uint32_t> block_crcs;  // CRC32C of each block_size piece of [0, length), I/O thread
 
   // I/O-thread bookkeeping.

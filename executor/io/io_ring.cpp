@@ -14,8 +14,8 @@ IoRing::IoRing(unsigned entries, const std::string& who) {
   io_uring_params params{};
   const int rc = io_uring_queue_init_params(entries, &ring_, &params);
   if (rc < 0) {
-    throw Error(who + ": cannot create an io_uring with " + std::to_string(entries) +
-                " entries: " + errno_text(-rc) + "; io_uring may be disabled (sysctl kernel.io_uring_disabled)");
+    throw Error(who + ": cannot create an io_uring with " + std::to_string(entries) + " entries: " +
+                errno_text(-rc) + "; io_uring may be disabled (sysctl kernel.io_uring_disabled)");
   }
 }
 

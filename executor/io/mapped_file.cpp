@@ -52,8 +52,9 @@ void on_sigbus(int, siginfo_t* info, void*) {
     if (b == 0 || addr < b || addr >= m.end.load(std::memory_order_acquire)) continue;
     write_all("mlpo: error: ");
     write_all(m.who);
-    write_all(": the mapped state file was truncated while in use (SIGBUS on a page past its end); the state in it "
-              "is lost, restore it from a checkpoint (and keep other programs away from the tier directory)\n");
+    write_all(
+        ": the mapped state file was truncated while in use (SIGBUS on a page past its end); the state in it "
+        "is lost, restore it from a checkpoint (and keep other programs away from the tier directory)\n");
     ::_exit(2);
   }
   ::sigaction(SIGBUS, &previous_sigbus, nullptr);  // not ours: the fault repeats under the old disposition
@@ -97,8 +98,9 @@ MappedFile::MappedFile(const TierFile& file, std::uint64_t bytes) : bytes_(bytes
   void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, file.fd(), 0);
   if (p == MAP_FAILED) {
     const int err = errno;
-    throw Error(who + ": cannot map " + format_bytes(static_cast<double>(bytes)) + " of the state file: " +
-                errno_text(err) + (err == ENOMEM ? "; give the tier a smaller share or free host memory" : ""));
+    throw Error(who + ": cannot map " + format_bytes(static_cast<double>(bytes)) +
+                " of the state file: " + errno_text(err) +
+                (err == ENOMEM ? "; give the tier a smaller share or free host memory" : ""));
   }
   // Huge pages where the file system offers them (tmpfs with huge=within_size/always):
   // fewer TLB misses while AdamW streams through the state. Advice only; failure is fine.

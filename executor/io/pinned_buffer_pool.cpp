@@ -73,7 +73,8 @@ PinnedBufferPool::PinnedBufferPool(std::uint64_t budget_bytes, PinHooks hooks, b
   constexpr std::uint64_t kHuge = 2 * MiB;
   mapped_ = round_up(budget_, kHuge);
   const std::uint64_t reserve = mapped_ + kHuge;  // room to align the start to 2 MiB
-  void* p = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p =
+      ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     const int err = errno;
     throw Error("pinned buffer pool: cannot map " + format_bytes(static_cast<double>(budget_)) + ": " +

@@ -60,7 +60,8 @@ class PinnedBufferPool {
  public:
   // Maps and pins `budget_bytes` (rounded up to 4 KiB). Throws mlpo::Error if the mapping
   // or pinning fails. huge_pages = false keeps 4 KiB pages (for measuring what they cost).
-  explicit PinnedBufferPool(std::uint64_t budget_bytes, PinHooks hooks = mlock_hooks(), bool huge_pages = true);
+  explicit PinnedBufferPool(std::uint64_t budget_bytes, PinHooks hooks = mlock_hooks(),
+                            bool huge_pages = true);
   ~PinnedBufferPool();  // aborts if a lease is still out
   PinnedBufferPool(const PinnedBufferPool&) = delete;
   PinnedBufferPool& operator=(const PinnedBufferPool&) = delete;

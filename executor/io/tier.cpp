@@ -8,10 +8,14 @@ namespace mlpo::io {
 
 std::string_view to_string(TierKind kind) {
   switch (kind) {
-    case TierKind::host: return "host";
-    case TierKind::nvme: return "nvme";
-    case TierKind::remote: return "remote";
-    case TierKind::other: return "other";
+    case TierKind::host:
+      return "host";
+    case TierKind::nvme:
+      return "nvme";
+    case TierKind::remote:
+      return "remote";
+    case TierKind::other:
+      return "other";
   }
   return "other";
 }
@@ -25,7 +29,8 @@ TierKind parse_tier_kind(std::string_view text) {
 
 void validate(const Tier& tier) {
   const std::string who = "tier '" + tier.name + "' (" + tier.path.string() + "): ";
-  if (tier.name.empty()) throw Error("tier at " + tier.path.string() + " has no name: give every tier a name");
+  if (tier.name.empty())
+    throw Error("tier at " + tier.path.string() + " has no name: give every tier a name");
   if (tier.path.empty()) throw Error(who + "empty path: give the tier a directory");
   if (tier.block_size == 0 || tier.block_size % kIoAlign != 0 || tier.block_size > GiB) {
     throw Error(who + "block size " + std::to_string(tier.block_size) +

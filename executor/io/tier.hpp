@@ -28,8 +28,8 @@ std::string_view to_string(TierKind kind);
 TierKind parse_tier_kind(std::string_view text);
 
 struct Tier {
-  std::string name;                  // shown in every message and counter ("nvme", "shm")
-  std::filesystem::path path;        // existing directory the tier's files live under
+  std::string name;            // shown in every message and counter ("nvme", "shm")
+  std::filesystem::path path;  // existing directory the tier's files live under
   TierKind kind = TierKind::other;
   std::uint64_t block_size = 1 * MiB;  // bytes per I/O operation; multiple of kIoAlign, <= 1 GiB
   unsigned queue_depth = 8;            // max I/O operations in flight on this tier, all requests together

@@ -103,7 +103,10 @@ void TierFile::preallocate(std::uint64_t bytes, const WarningSink& warn) {
   if (rc == 0) return;
   const int err = errno;
   if (err == EOPNOTSUPP) {
-    if (warn) warn(who() + ": the file system has no fallocate; the file is extended sparsely, so a full disk shows up only when written");
+    if (warn)
+      warn(who() +
+           ": the file system has no fallocate; the file is extended sparsely, so a full disk shows up only "
+           "when written");
     if (size() < bytes && ::ftruncate(fd_.get(), static_cast<off_t>(bytes)) != 0) {
       const int err2 = errno;
       throw Error(who() + ": cannot extend to " + std::to_string(bytes) + " bytes: " + errno_text(err2));

@@ -20,9 +20,9 @@ namespace {
 constexpr std::uint64_t kWakeTag = 0;  // user_data of the eventfd read; operations use index + 1
 
 std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
 }
 
 std::string hex32(std::uint32_t v) {
@@ -58,8 +58,8 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
         std::string error;
         fixed_buffers_ = ring->register_buffers(pool_->region(), error);
         if (!fixed_buffers_ && warn_) {
-          warn_("tier '" + tier_.name + "': cannot register the pinned pool as io_uring fixed buffers (" + error +
-                "); using plain reads/writes");
+          warn_("tier '" + tier_.name + "': cannot register the pinned pool as io_uring fixed buffers (" +
+                error + "); using plain reads/writes");
         }
       }
     } catch (...) {
@@ -120,11 +120,10 @@ IoRequest TierIo::write(TierFile& file, std::uint64_t offset, std::uint64_t leng
                 std::move(on_done));
 }
 
-IoRequest TierIo::submit(IoOp op, TierFile& file, std::uint64_t offset, std::uint64_t length, std::byte* buffer,
-                         IoCallback on_done) {
+IoRequest TierIo::submit(IoOp op, TierFile& file, std::uint64_t offset, std::uint64_t length,
+                         std::byte* buffer, IoCallback on_done) {
   if (length == 0) return IoRequest();
-  if (file.direct() &&
-      (offset % kIoAlign != 0 || reinterpret_cast<std::uintptr_t>(buffer) % kIoAlign != 0)) {
+  if (file.direct() && (offset % kIoAlign != 0 || reinterpret_cast<std::uintptr_t>(buffer) % kIoAlign != 0)) {
     throw Error(who(file) + ": " + op_name(op) + " at offset " + std::to_string(offset) +
                 ": O_DIRECT needs 4 KiB-aligned file offsets and buffers; place extents at 4 KiB "
                 "boundaries and take buffers from the PinnedBufferPool");
@@ -327,10 +326,11 @@ void TierIo::on_completion(IoRing& ring, unsigned index, int result) {
       }
       if (at_end) {
         if (position < needed_end) {
-          fail(req, op,
-               "hits end of file at byte " + std::to_string(position) + " (needed up to byte " +
-                   std::to_string(needed_end) +
-                   "): the tier file is truncated; it was changed outside MLPO, restore it from a checkpoint");
+          fail(
+              req, op,
+              "hits end of file at byte " + std::to_string(position) + " (needed up to byte " +
+                  std::to_string(needed_end) +
+                  "): the tier file is truncated; it was changed outside MLPO, restore it from a checkpoint");
         }
         finish_operation(index);
         return;
@@ -364,11 +364,13 @@ void TierIo::finish_request(detail::RequestState& req) {
       if (stored->length != req.length) {
         req.error = who(*req.file) + ": read of " + std::to_string(req.length) + " bytes at offset " +
                     std::to_string(req.offset) + " does not match the extent written there (" +
-                    std::to_string(stored->length) + " bytes), so its CRC32C cannot be checked; read whole extents";
+                    std::to_string(stored->length) +
+                    " bytes), so its CRC32C cannot be checked; read whole extents";
       } else if (actual != stored->crc) {
-        req.error = who(*req.file) + ": CRC32C mismatch in the extent at offset " + std::to_string(req.offset) +
-                    " (" + std::to_string(req.length) + " bytes): written " + hex32(stored->crc) + ", read " +
-                    hex32(actual) + "; the tier file is corrupted or torn, restore it from a checkpoint";
+        req.error = who(*req.file) + ": CRC32C mismatch in the extent at offset " +
+                    std::to_string(req.offset) + " (" + std::to_string(req.length) + " bytes): written " +
+                    hex32(stored->crc) + ", read " + hex32(actual) +
+                    "; the tier file is corrupted or torn, restore it from a checkpoint";
         req.crc_error = true;
       }
     }

@@ -12,7 +12,8 @@ TierSet::TierSet(std::vector<Tier> tiers, TierSetOptions options) {
   std::set<std::string> names;
   for (const Tier& t : tiers) {
     validate(t);
-    if (!names.insert(t.name).second) throw Error("two tiers are named '" + t.name + "': give each tier its own name");
+    if (!names.insert(t.name).second)
+      throw Error("two tiers are named '" + t.name + "': give each tier its own name");
   }
   for (Tier& t : tiers) tiers_.push_back(std::make_unique<TierIo>(std::move(t), options.pool, options.warn));
 }

@@ -59,7 +59,8 @@ TierSlots::TierSlots(const Tier& tier, unsigned k, SlotScope scope, TierCounters
     pool->waiting = directory_ / (std::string(names[p]) + "-waiting.lock");
     open_waiting(*pool);  // made now, so others_waiting() finds it
     for (unsigned i = 0; i < k_; ++i) {
-      const std::filesystem::path file = directory_ / (std::string(names[p]) + "-" + std::to_string(i) + ".lock");
+      const std::filesystem::path file =
+          directory_ / (std::string(names[p]) + "-" + std::to_string(i) + ".lock");
       UniqueFd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666));
       if (!fd.valid()) {
         const int err = errno;
@@ -122,7 +123,8 @@ UniqueFd TierSlots::join_waiters(int pool) const {
   // Shared locks never conflict with each other; this waits only out another thread's probe.
   while (::flock(fd.get(), LOCK_SH) != 0) {
     const int err = errno;
-    if (err != EINTR) throw Error(who_ + ": flock on " + pools_[pool]->waiting.string() + " failed: " + errno_text(err));
+    if (err != EINTR)
+      throw Error(who_ + ": flock on " + pools_[pool]->waiting.string() + " failed: " + errno_text(err));
   }
   return fd;
 }

@@ -53,7 +53,7 @@ class TierSlot {
 
   void release();
   bool held() const { return owner_ != nullptr; }
-  int index() const { return index_; }     // slot number in its pool, -1 when unlimited
+  int index() const { return index_; }  // slot number in its pool, -1 when unlimited
   double waited_s() const { return waited_s_; }
 
  private:

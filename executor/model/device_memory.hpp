@@ -6,7 +6,8 @@
 // model_device_memory counts exactly the buffers TransformerModel and its weight provider
 // allocate (weights — all of them, or the slots of a streaming provider —, fp32 gradients —
 // all of them, or the streamed part buffers —, per-layer residual checkpoints, one layer's
-// intermediates, logits, the load_weights staging chunk); tests check it against a backend that counts allocations. The
+// intermediates, logits, the load_weights staging chunk); tests check it against a backend
+// that counts allocations. The
 // backend's own memory (cuBLASLt workspace, op scratch) is passed in by the caller: the CUDA
 // backend states its bound in CudaBackend::scratch_bound.
 

@@ -18,15 +18,21 @@ std::int64_t largest_range(const ParameterLayout& layout) {
 
 }  // namespace
 
-GatheredWeights::GatheredWeights(Backend& backend, const ParameterLayout& layout, comm::LayerExchange& exchange,
-                                 std::span<const bf16> shard)
-    : backend_(backend), layout_(layout), exchange_(exchange), shard_(shard),
-      host_a_(static_cast<std::size_t>(largest_range(layout))), host_b_(host_a_.size()),
+GatheredWeights::GatheredWeights(Backend& backend, const ParameterLayout& layout,
+                                 comm::LayerExchange& exchange, std::span<const bf16> shard)
+    : backend_(backend),
+      layout_(layout),
+      exchange_(exchange),
+      shard_(shard),
+      host_a_(static_cast<std::size_t>(largest_range(layout))),
+      host_b_(host_a_.size()),
       device_(backend.allocate(DType::bf16, largest_part_elements(layout))),
       device_elements_(largest_part_elements(layout)) {
-  MLPO_CHECK(exchange.partition().total() == layout.total(), "ZeRO partition of " + std::to_string(exchange.partition().total()) +
-                                                                 " parameters for a model of " + std::to_string(layout.total()));
-  MLPO_CHECK(static_cast<std::int64_t>(shard.size()) == exchange.partition().mine().elements, "weight shard size");
+  MLPO_CHECK(exchange.partition().total() == layout.total(),
+             "ZeRO partition of " + std::to_string(exchange.partition().total()) +
+                 " parameters for a model of " + std::to_string(layout.total()));
+  MLPO_CHECK(static_cast<std::int64_t>(shard.size()) == exchange.partition().mine().elements,
+             "weight shard size");
 }
 
 GatheredWeights::~GatheredWeights() = default;
@@ -37,9 +43,10 @@ void GatheredWeights::begin_pass(WeightPass pass) {
   next_ = 0;
   std::vector<comm::ParamRange> ranges;
   for (WeightPart part : walk_)
-    for (const ParameterRange& r : part_ranges(layout_, part)) ranges.push_back({r.offset, r.offset + r.count});
-  prefetch_ = std::make_unique<comm::PrefetchedLayers>(exchange_, std::move(ranges), shard_, std::span<bf16>(host_a_),
-                                                       std::span<bf16>(host_b_));
+    for (const ParameterRange& r : part_ranges(layout_, part))
+      ranges.push_back({r.offset, r.offset + r.count});
+  prefetch_ = std::make_unique<comm::PrefetchedLayers>(exchange_, std::move(ranges), shard_,
+                                                       std::span<bf16>(host_a_), std::span<bf16>(host_b_));
 }
 
 PartWeights GatheredWeights::acquire(WeightPart part) {

@@ -29,7 +29,8 @@ namespace mlpo {
 class GatheredWeights final : public WeightProvider {
  public:
   // `shard`: this rank's bf16 weights, exchange.partition().mine().elements of them.
-  GatheredWeights(Backend& backend, const ParameterLayout& layout, comm::LayerExchange& exchange, std::span<const bf16> shard);
+  GatheredWeights(Backend& backend, const ParameterLayout& layout, comm::LayerExchange& exchange,
+                  std::span<const bf16> shard);
   ~GatheredWeights() override;
 
   DType storage() const override { return DType::bf16; }

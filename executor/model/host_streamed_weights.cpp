@@ -8,7 +8,11 @@ namespace mlpo {
 
 HostStreamedWeights::HostStreamedWeights(Backend& backend, const ParameterLayout& layout, DType storage,
                                          const void* host_weights, int slots)
-    : backend_(backend), fetch_queue_(backend.make_copy_queue()), layout_(layout), storage_(storage), host_(static_cast<const char*>(host_weights)),
+    : backend_(backend),
+      fetch_queue_(backend.make_copy_queue()),
+      layout_(layout),
+      storage_(storage),
+      host_(static_cast<const char*>(host_weights)),
       slot_elements_(largest_part_elements(layout)) {
   if (slots < 1) throw Error("parameter offload: device slots must be >= 1, got " + std::to_string(slots));
   MLPO_CHECK(host_weights != nullptr, "parameter offload needs the host weights");
@@ -19,7 +23,8 @@ HostStreamedWeights::HostStreamedWeights(Backend& backend, const ParameterLayout
 HostStreamedWeights::~HostStreamedWeights() { fetch_queue_->wait(); }
 
 std::int64_t HostStreamedWeights::device_bytes() const {
-  return static_cast<std::int64_t>(slots_.size()) * slot_elements_ * static_cast<std::int64_t>(dtype_size(storage_));
+  return static_cast<std::int64_t>(slots_.size()) * slot_elements_ *
+         static_cast<std::int64_t>(dtype_size(storage_));
 }
 
 void HostStreamedWeights::drop_device_copies() {
@@ -67,7 +72,8 @@ void HostStreamedWeights::fetch(WeightPart part, int slot) {
 void HostStreamedWeights::prefetch_from(std::size_t position) {
   const std::size_t ahead = slots_.size() - 1;
   std::vector<int> keep;
-  for (std::size_t j = position; j < walk_.size() && j < position + ahead; ++j) keep.push_back(part_index(layout_, walk_[j]));
+  for (std::size_t j = position; j < walk_.size() && j < position + ahead; ++j)
+    keep.push_back(part_index(layout_, walk_[j]));
   for (std::size_t j = position; j < walk_.size() && j < position + ahead; ++j) {
     const int part = part_index(layout_, walk_[j]);
     if (slot_holding(part) >= 0) continue;
@@ -99,7 +105,8 @@ PartWeights HostStreamedWeights::acquire(WeightPart part) {
   Slot& s = slots_[static_cast<std::size_t>(slot)];
   s.held = true;
   s.last_use = ++clock_;
-  fetch_queue_->order_compute_after_copies();  // the part's ops wait for its fetch, not for the prefetches below
+  fetch_queue_
+      ->order_compute_after_copies();  // the part's ops wait for its fetch, not for the prefetches below
   prefetch_from(next_);
 
   PartWeights w;
@@ -114,7 +121,8 @@ PartWeights HostStreamedWeights::acquire(WeightPart part) {
 
 void HostStreamedWeights::release(WeightPart part) {
   const int slot = slot_holding(part_index(layout_, part));
-  MLPO_CHECK(slot >= 0 && slots_[static_cast<std::size_t>(slot)].held, "release(" + part.describe() + ") of a part not held");
+  MLPO_CHECK(slot >= 0 && slots_[static_cast<std::size_t>(slot)].held,
+             "release(" + part.describe() + ") of a part not held");
   slots_[static_cast<std::size_t>(slot)].held = false;
 }
 

@@ -35,7 +35,8 @@ class HostStreamedWeights final : public WeightProvider {
   // `host_weights`: layout.total() elements of `storage`, alive as long as this provider.
   // `slots` >= 1 (2 lets the next part be fetched while one is held). Throws mlpo::Error for
   // slots < 1.
-  HostStreamedWeights(Backend& backend, const ParameterLayout& layout, DType storage, const void* host_weights, int slots);
+  HostStreamedWeights(Backend& backend, const ParameterLayout& layout, DType storage,
+                      const void* host_weights, int slots);
   ~HostStreamedWeights() override;  // waits for the fetches in flight
 
   // Waits for the fetches in flight, then forgets every device copy, so that the host weights

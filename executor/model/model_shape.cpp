@@ -14,7 +14,8 @@ std::int64_t ModelShape::parameter_count() const {
 
 void ModelShape::validate() const {
   auto positive = [](int value, const char* field) {
-    if (value <= 0) throw Error(std::string("model shape: ") + field + " must be positive, got " + std::to_string(value));
+    if (value <= 0)
+      throw Error(std::string("model shape: ") + field + " must be positive, got " + std::to_string(value));
   };
   positive(vocab, "vocab");
   positive(hidden, "hidden");
@@ -24,12 +25,14 @@ void ModelShape::validate() const {
   positive(ffn_hidden, "ffn_hidden");
   positive(seq_len, "seq_len");
   if (hidden % heads != 0)
-    throw Error("model shape: hidden (" + std::to_string(hidden) + ") must be a multiple of heads (" + std::to_string(heads) + ")");
+    throw Error("model shape: hidden (" + std::to_string(hidden) + ") must be a multiple of heads (" +
+                std::to_string(heads) + ")");
   if (heads % kv_heads != 0)
     throw Error("model shape: heads (" + std::to_string(heads) + ") must be a multiple of kv_heads (" +
                 std::to_string(kv_heads) + ")");
   if (head_dim() % 2 != 0)
-    throw Error("model shape: head dimension hidden/heads = " + std::to_string(head_dim()) + " must be even for RoPE");
+    throw Error("model shape: head dimension hidden/heads = " + std::to_string(head_dim()) +
+                " must be even for RoPE");
   if (!(rope_theta > 0.0f)) throw Error("model shape: rope_theta must be positive");
   if (!(norm_eps > 0.0f)) throw Error("model shape: norm_eps must be positive");
 }

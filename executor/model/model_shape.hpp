@@ -11,9 +11,9 @@ struct ModelShape {
   int vocab = 0;
   int hidden = 0;
   int layers = 0;
-  int heads = 0;      // query heads
-  int kv_heads = 0;   // key/value heads (grouped-query attention when < heads)
-  int ffn_hidden = 0; // SwiGLU inner width
+  int heads = 0;       // query heads
+  int kv_heads = 0;    // key/value heads (grouped-query attention when < heads)
+  int ffn_hidden = 0;  // SwiGLU inner width
   int seq_len = 0;
   float rope_theta = 10000.0f;
   float norm_eps = 1e-5f;

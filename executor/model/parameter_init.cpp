@@ -23,7 +23,8 @@ double hashed_normal(std::uint64_t seed, std::uint64_t index) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
-void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first, std::span<float> out) {
+void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first,
+                    std::span<float> out) {
   const std::int64_t count = static_cast<std::int64_t>(out.size());
   MLPO_CHECK(first >= 0 && first + count <= layout.total(), "initial_values: range outside the parameters");
   std::int64_t i = first;
@@ -32,7 +33,8 @@ void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int6
     const std::int64_t end = std::min(first + count, e.offset + e.numel());
     for (; i < end; ++i)
       out[static_cast<std::size_t>(i - first)] =
-          e.is_norm ? 1.0f : static_cast<float>(kInitStd * hashed_normal(seed, static_cast<std::uint64_t>(i)));
+          e.is_norm ? 1.0f
+                    : static_cast<float>(kInitStd * hashed_normal(seed, static_cast<std::uint64_t>(i)));
   }
 }
 

@@ -20,6 +20,7 @@ inline constexpr float kInitStd = 0.02f;
 double hashed_normal(std::uint64_t seed, std::uint64_t index);
 
 // out[j] = initial value of flat element first + j.
-void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first, std::span<float> out);
+void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first,
+                    std::span<float> out);
 
 }  // namespace mlpo

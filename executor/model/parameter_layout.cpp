@@ -40,7 +40,9 @@ ParameterRange ParameterLayout::layer_range(int i) const {
   return {l.attn_norm.offset, l.w_down.offset + l.w_down.numel() - l.attn_norm.offset};
 }
 
-ParameterRange ParameterLayout::head_range() const { return {final_norm_.offset, total_ - final_norm_.offset}; }
+ParameterRange ParameterLayout::head_range() const {
+  return {final_norm_.offset, total_ - final_norm_.offset};
+}
 
 std::vector<ParameterRange> ParameterLayout::norm_ranges() const {
   std::vector<ParameterRange> ranges;

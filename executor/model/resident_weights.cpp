@@ -13,7 +13,9 @@ constexpr std::int64_t kStagingElements = 1 << 20;  // host -> device fp32 uploa
 }
 
 ResidentWeights::ResidentWeights(Backend& backend, const ParameterLayout& layout, DType storage)
-    : backend_(backend), layout_(layout), buffer_(backend.allocate(storage, layout.total())),
+    : backend_(backend),
+      layout_(layout),
+      buffer_(backend.allocate(storage, layout.total())),
       flat_(buffer_.view(storage, {layout.total()})) {}
 
 void ResidentWeights::init(std::uint64_t seed) {
@@ -23,7 +25,8 @@ void ResidentWeights::init(std::uint64_t seed) {
 }
 
 void ResidentWeights::load(std::span<const float> values) {
-  MLPO_CHECK(static_cast<std::int64_t>(values.size()) == layout_.total(), "load_weights: wrong element count");
+  MLPO_CHECK(static_cast<std::int64_t>(values.size()) == layout_.total(),
+             "load_weights: wrong element count");
   DeviceBuffer staging = backend_.allocate(DType::f32, kStagingElements);
   for (std::int64_t i = 0; i < layout_.total(); i += kStagingElements) {
     const std::int64_t n = std::min(kStagingElements, layout_.total() - i);

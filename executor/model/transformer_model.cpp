@@ -28,15 +28,17 @@ TransformerModel::TransformerModel(Backend& backend, const ModelShape& shape, Tr
   if (options.batch <= 0) throw Error("model: batch must be positive, got " + std::to_string(options.batch));
   MLPO_CHECK(options.storage != DType::i32, "model storage must be a floating-point type");
   const DType T = options.storage;
-  const std::int64_t N = tokens_, h = shape.hidden, kv = shape.kv_dim(), f = shape.ffn_hidden, V = shape.vocab;
+  const std::int64_t N = tokens_, h = shape.hidden, kv = shape.kv_dim(), f = shape.ffn_hidden,
+                     V = shape.vocab;
   if (weights == nullptr) {
     own_weights_ = std::make_unique<ResidentWeights>(backend, layout_, T);
     weights = own_weights_.get();
   }
   provider_ = weights;
   resident_ = dynamic_cast<ResidentWeights*>(weights);
-  MLPO_CHECK(provider_->storage() == T, std::string("weight provider of ") + dtype_name(provider_->storage()) +
-                                             " for a model stored in " + dtype_name(T));
+  MLPO_CHECK(provider_->storage() == T, std::string("weight provider of ") +
+                                            dtype_name(provider_->storage()) + " for a model stored in " +
+                                            dtype_name(T));
   if (!options.stream_gradients) {
     grads_ = activation(acc_, {layout_.total()});
   } else {
@@ -46,7 +48,8 @@ TransformerModel::TransformerModel(Backend& backend, const ModelShape& shape, Tr
   token_ids_ = activation(DType::i32, {N});
   target_ids_ = activation(DType::i32, {N});
   for (int l = 0; l <= shape.layers; ++l) residual_.push_back(activation(T, {N, h}));
-  for (Tensor* t : {&xn1_, &att_, &proj_, &hmid_, &xn2_, &layer_out_, &xf_, &d_xn_, &d_tmp_, &d_h_, &d_att_, &dq_, &dres_})
+  for (Tensor* t : {&xn1_, &att_, &proj_, &hmid_, &xn2_, &layer_out_, &xf_, &d_xn_, &d_tmp_, &d_h_, &d_att_,
+                    &dq_, &dres_})
     *t = activation(T, {N, h});
   for (Tensor* t : {&k_, &v_, &dk_, &dv_}) *t = activation(T, {N, kv});
   for (Tensor* t : {&gate_, &up_, &act_, &d_act_, &d_gate_, &d_up_}) *t = activation(T, {N, f});
@@ -70,7 +73,8 @@ Tensor TransformerModel::param(Tensor flat, const ParameterEntry& e) const {
 }
 
 ResidentWeights& TransformerModel::resident() const {
-  MLPO_CHECK(resident_ != nullptr, "the model's weights are not resident (they come from a streaming provider)");
+  MLPO_CHECK(resident_ != nullptr,
+             "the model's weights are not resident (they come from a streaming provider)");
   return *resident_;
 }
 
@@ -91,18 +95,22 @@ void TransformerModel::begin_part_gradient(ParameterRange range) {
 
 Tensor TransformerModel::part_gradient(ParameterRange range) const {
   if (!options_.stream_gradients) return grads_.slice(range.offset, {range.count});
-  if (shape_.tied_embeddings && range.offset == layout_.embedding_range().offset && range.count == layout_.embedding_range().count)
+  if (shape_.tied_embeddings && range.offset == layout_.embedding_range().offset &&
+      range.count == layout_.embedding_range().count)
     return embedding_grads_;
-  MLPO_CHECK(range.offset == part_range_.offset && range.count == part_range_.count, "streamed gradient of another part");
+  MLPO_CHECK(range.offset == part_range_.offset && range.count == part_range_.count,
+             "streamed gradient of another part");
   return part_grads_.slice(0, {range.count});
 }
 
 Tensor TransformerModel::grad(const ParameterEntry& e) const {
   if (!options_.stream_gradients) return param(grads_, e);
   const ParameterRange emb = layout_.embedding_range();
-  const bool in_embedding = shape_.tied_embeddings && e.offset >= emb.offset && e.offset + e.numel() <= emb.offset + emb.count;
+  const bool in_embedding =
+      shape_.tied_embeddings && e.offset >= emb.offset && e.offset + e.numel() <= emb.offset + emb.count;
   const ParameterRange r = in_embedding ? emb : part_range_;
-  MLPO_CHECK(e.offset >= r.offset && e.offset + e.numel() <= r.offset + r.count, e.name + " is outside the part being differentiated");
+  MLPO_CHECK(e.offset >= r.offset && e.offset + e.numel() <= r.offset + r.count,
+             e.name + " is outside the part being differentiated");
   const Tensor buffer = in_embedding ? embedding_grads_ : part_grads_;
   ParameterEntry local = e;
   local.offset = e.offset - r.offset;
@@ -133,11 +141,13 @@ void TransformerModel::layer_forward(int l, const AcquiredPart& w, Tensor x, Ten
   backend_.add(y, hmid_, proj_);
 }
 
-double TransformerModel::forward(std::span<const std::int32_t> tokens, std::span<const std::int32_t> targets) {
-  if (static_cast<std::int64_t>(tokens.size()) != tokens_ || static_cast<std::int64_t>(targets.size()) != tokens_)
-    throw Error("model: a micro-batch is " + std::to_string(tokens_) + " tokens (batch " + std::to_string(options_.batch) +
-                " x seq_len " + std::to_string(shape_.seq_len) + "), got " + std::to_string(tokens.size()) +
-                " tokens and " + std::to_string(targets.size()) + " targets");
+double TransformerModel::forward(std::span<const std::int32_t> tokens,
+                                 std::span<const std::int32_t> targets) {
+  if (static_cast<std::int64_t>(tokens.size()) != tokens_ ||
+      static_cast<std::int64_t>(targets.size()) != tokens_)
+    throw Error("model: a micro-batch is " + std::to_string(tokens_) + " tokens (batch " +
+                std::to_string(options_.batch) + " x seq_len " + std::to_string(shape_.seq_len) + "), got " +
+                std::to_string(tokens.size()) + " tokens and " + std::to_string(targets.size()) + " targets");
   backend_.copy_from_host(token_ids_, tokens.data());
   backend_.copy_from_host(target_ids_, targets.data());
   provider_->begin_pass(WeightPass::forward);
@@ -151,7 +161,8 @@ double TransformerModel::forward(std::span<const std::int32_t> tokens, std::span
   }
   {
     const AcquiredPart w(*provider_, WeightPart::head());
-    backend_.rmsnorm_forward(xf_, rstdf_, residual_[shape_.layers], w.entry(layout_.final_norm()), shape_.norm_eps);
+    backend_.rmsnorm_forward(xf_, rstdf_, residual_[shape_.layers], w.entry(layout_.final_norm()),
+                             shape_.norm_eps);
     backend_.linear_forward(logits_, xf_, w.entry(layout_.lm_head()));
   }
   backend_.cross_entropy_forward(losses_, logits_, target_ids_);

@@ -45,8 +45,8 @@
 namespace mlpo {
 
 struct TransformerOptions {
-  int batch = 1;                 // sequences per micro-batch (B)
-  DType storage = DType::bf16;   // weights and activations: bf16, f32, or f64 (CPU, for tests)
+  int batch = 1;                // sequences per micro-batch (B)
+  DType storage = DType::bf16;  // weights and activations: bf16, f32, or f64 (CPU, for tests)
   // false: one flat gradient buffer that backward() adds into. true: no full gradient on the
   // device; each part's gradient lives only until its GradientsReady hook returns.
   bool stream_gradients = false;
@@ -74,7 +74,8 @@ class TransformerModel {
  public:
   // `weights`: where forward and backward take the weights from (must outlive the model, and
   // hold options.storage); null: the model allocates and owns ResidentWeights.
-  TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options, WeightProvider* weights = nullptr);
+  TransformerModel(Backend& backend, const ModelShape& shape, TransformerOptions options,
+                   WeightProvider* weights = nullptr);
 
   const ModelShape& shape() const { return shape_; }
   const ParameterLayout& layout() const { return layout_; }

@@ -94,7 +94,8 @@ class WeightProvider {
 // acquire() in the constructor, release() in the destructor (also when an op throws).
 class AcquiredPart {
  public:
-  AcquiredPart(WeightProvider& provider, WeightPart part) : provider_(provider), part_(part), weights_(provider.acquire(part)) {}
+  AcquiredPart(WeightProvider& provider, WeightPart part)
+      : provider_(provider), part_(part), weights_(provider.acquire(part)) {}
   ~AcquiredPart() { provider_.release(part_); }
   AcquiredPart(const AcquiredPart&) = delete;
   AcquiredPart& operator=(const AcquiredPart&) = delete;

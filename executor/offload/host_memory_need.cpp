@@ -19,7 +19,8 @@ std::uint64_t HostMemoryNeed::total() const {
 HostMemoryNeed host_memory_need(const Plan& plan, const RankShard& shard) {
   const SubgroupLayout layout(shard.elements, plan.subgroup_elements);
   const bool fp32_grads = plan.gradients == GradientPolicy::flush_fp32;
-  const auto buffer = static_cast<std::uint64_t>(layout.extent_bytes() + (fp32_grads ? layout.array_bytes() : 0));
+  const auto buffer =
+      static_cast<std::uint64_t>(layout.extent_bytes() + (fp32_grads ? layout.array_bytes() : 0));
   const std::int64_t cached = std::min(plan.host_cache_subgroups, layout.count());
   const std::string each = " x " + format_bytes(static_cast<double>(buffer)) + ")";
 
@@ -27,8 +28,8 @@ HostMemoryNeed host_memory_need(const Plan& plan, const RankShard& shard) {
   need.items.push_back({"pinned subgroup buffers (buffers " + std::to_string(plan.buffers) + each, "buffers",
                         buffer * static_cast<std::uint64_t>(plan.buffers)});
   if (cached > 0)
-    need.items.push_back({"host cache (host_cache_subgroups " + std::to_string(cached) + each, "host_cache_subgroups",
-                          buffer * static_cast<std::uint64_t>(cached)});
+    need.items.push_back({"host cache (host_cache_subgroups " + std::to_string(cached) + each,
+                          "host_cache_subgroups", buffer * static_cast<std::uint64_t>(cached)});
   std::vector<double> fractions;
   for (const auto& t : plan.tiers) fractions.push_back(t.fraction);
   const PlacementPolicy placement(fractions, layout.count());
@@ -37,7 +38,8 @@ HostMemoryNeed host_memory_need(const Plan& plan, const RankShard& shard) {
     if (!updated_in_place(t.kind)) continue;
     const auto bytes = buffer * static_cast<std::uint64_t>(placement.subgroups_on(static_cast<int>(i)));
     if (bytes == 0) continue;
-    const std::string where = t.kind == TierKind::memory ? "state arrays in process memory" : "state file on a RAM file system, mapped";
+    const std::string where = t.kind == TierKind::memory ? "state arrays in process memory"
+                                                         : "state file on a RAM file system, mapped";
     need.items.push_back({"tier '" + t.name + "' (" + to_string(t.kind) + "): " + where,
                           element_path("tiers", i) + ".fraction", bytes});
   }
@@ -51,7 +53,8 @@ void check_host_memory(const HostMemoryNeed& need, std::uint64_t available_bytes
   std::string fields;
   for (const auto& item : need.items) {
     list += "\n  " + format_bytes(static_cast<double>(item.bytes)) + "  " + item.what;
-    if (item.bytes > 0 && fields.find(item.field) == std::string::npos) fields += (fields.empty() ? "" : ", ") + item.field;
+    if (item.bytes > 0 && fields.find(item.field) == std::string::npos)
+      fields += (fields.empty() ? "" : ", ") + item.field;
   }
   throw Error(who + ": the plan needs " + format_bytes(static_cast<double>(total)) + " of host memory, " +
               format_bytes(static_cast<double>(available_bytes)) + " are available (MemAvailable):" + list +

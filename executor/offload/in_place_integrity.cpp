@@ -17,17 +17,18 @@ std::string hex32(std::uint32_t v) {
 
 void InPlaceIntegrity::add_subgroup(std::int64_t s, std::int64_t elements) {
   if (static_cast<std::int64_t>(subgroups_.size()) <= s) subgroups_.resize(static_cast<std::size_t>(s) + 1);
-  subgroups_[static_cast<std::size_t>(s)].chunks.assign(static_cast<std::size_t>((elements + kChunk - 1) / kChunk), {});
+  subgroups_[static_cast<std::size_t>(s)].chunks.assign(
+      static_cast<std::size_t>((elements + kChunk - 1) / kChunk), {});
 }
 
-void InPlaceIntegrity::record(std::int64_t s, std::int64_t chunk, const float* p, const float* m, const float* v,
-                              std::size_t n) {
+void InPlaceIntegrity::record(std::int64_t s, std::int64_t chunk, const float* p, const float* m,
+                              const float* v, std::size_t n) {
   subgroups_[static_cast<std::size_t>(s)].chunks.at(static_cast<std::size_t>(chunk)) =
       io::crc32c_three(p, m, v, n * sizeof(float));
 }
 
-void InPlaceIntegrity::verify(std::int64_t s, std::int64_t chunk, const float* p, const float* m, const float* v,
-                              std::size_t n, const std::string& where) const {
+void InPlaceIntegrity::verify(std::int64_t s, std::int64_t chunk, const float* p, const float* m,
+                              const float* v, std::size_t n, const std::string& where) const {
   const Records& r = subgroups_[static_cast<std::size_t>(s)];
   if (!r.recorded) return;
   const auto& want = r.chunks.at(static_cast<std::size_t>(chunk));
@@ -35,10 +36,11 @@ void InPlaceIntegrity::verify(std::int64_t s, std::int64_t chunk, const float* p
   for (int a = 0; a < 3; ++a) {
     if (got[a] == want[a]) continue;
     const char* name[] = {"p (master weights)", "m (first moment)", "v (second moment)"};
-    throw Error(where + ": CRC32C mismatch in " + name[a] + ", elements " + std::to_string(chunk * kChunk) + ".." +
-                std::to_string(chunk * kChunk + static_cast<std::int64_t>(n)) + " of the subgroup: written " +
-                hex32(want[a]) + ", now " + hex32(got[a]) +
-                "; the mapped state file was changed outside MLPO (or the memory is faulty); restore the state from a "
+    throw Error(where + ": CRC32C mismatch in " + name[a] + ", elements " + std::to_string(chunk * kChunk) +
+                ".." + std::to_string(chunk * kChunk + static_cast<std::int64_t>(n)) +
+                " of the subgroup: written " + hex32(want[a]) + ", now " + hex32(got[a]) +
+                "; the mapped state file was changed outside MLPO (or the memory is faulty); restore the "
+                "state from a "
                 "checkpoint");
   }
 }

@@ -25,14 +25,18 @@ class InPlaceIntegrity {
   InPlaceIntegrity() = default;
   // Makes room for `chunks` records of subgroup `s` (not yet recorded).
   void add_subgroup(std::int64_t s, std::int64_t elements);
-  bool tracks(std::int64_t s) const { return s < static_cast<std::int64_t>(subgroups_.size()) && !subgroups_[static_cast<std::size_t>(s)].chunks.empty(); }
+  bool tracks(std::int64_t s) const {
+    return s < static_cast<std::int64_t>(subgroups_.size()) &&
+           !subgroups_[static_cast<std::size_t>(s)].chunks.empty();
+  }
 
   // Chunk `chunk` of subgroup s holds n elements of p, m, v.
-  void record(std::int64_t s, std::int64_t chunk, const float* p, const float* m, const float* v, std::size_t n);
+  void record(std::int64_t s, std::int64_t chunk, const float* p, const float* m, const float* v,
+              std::size_t n);
   // Throws mlpo::Error (starting with `where`) when the chunk's bytes differ from its record;
   // does nothing before the subgroup's first complete record.
-  void verify(std::int64_t s, std::int64_t chunk, const float* p, const float* m, const float* v, std::size_t n,
-              const std::string& where) const;
+  void verify(std::int64_t s, std::int64_t chunk, const float* p, const float* m, const float* v,
+              std::size_t n, const std::string& where) const;
   // Every chunk of s has been recorded: later reads are verified.
   void mark_recorded(std::int64_t s) { subgroups_[static_cast<std::size_t>(s)].recorded = true; }
 

@@ -23,7 +23,9 @@ LocalRankGroup::LocalRankGroup(int ranks, std::int64_t chunks, std::int64_t step
   const std::size_t r = sizeof(RankStepRecord) * static_cast<std::size_t>(ranks * steps);
   bytes_ = b + s + d + r;
   base_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (base_ == MAP_FAILED) throw Error("cannot map " + std::to_string(bytes_) + " bytes of shared memory for the ranks (" + errno_text(errno) + ")");
+  if (base_ == MAP_FAILED)
+    throw Error("cannot map " + std::to_string(bytes_) + " bytes of shared memory for the ranks (" +
+                errno_text(errno) + ")");
   auto* bytes = static_cast<std::byte*>(base_);
   barrier_ = reinterpret_cast<pthread_barrier_t*>(bytes);
   sums_ = reinterpret_cast<double*>(bytes + b);
@@ -33,7 +35,8 @@ LocalRankGroup::LocalRankGroup(int ranks, std::int64_t chunks, std::int64_t step
   pthread_barrierattr_t attr;
   pthread_barrierattr_init(&attr);
   pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  MLPO_CHECK(pthread_barrier_init(barrier_, &attr, static_cast<unsigned>(ranks)) == 0, "process-shared barrier");
+  MLPO_CHECK(pthread_barrier_init(barrier_, &attr, static_cast<unsigned>(ranks)) == 0,
+             "process-shared barrier");
   pthread_barrierattr_destroy(&attr);
 }
 

@@ -40,7 +40,9 @@ class LocalRankGroup {
   void barrier();
   std::span<double> chunk_sums() { return {sums_, static_cast<std::size_t>(chunks_)}; }
   std::span<Sha256> chunk_digests() { return {digests_, static_cast<std::size_t>(chunks_)}; }
-  RankStepRecord& record(int rank, std::int64_t step) { return records_[static_cast<std::size_t>(step * ranks_ + rank)]; }
+  RankStepRecord& record(int rank, std::int64_t step) {
+    return records_[static_cast<std::size_t>(step * ranks_ + rank)];
+  }
 
  private:
   int ranks_;

@@ -21,7 +21,9 @@ class PlacementPolicy {
   // fractions[t] >= 0 summing to 1 (checked by the plan); count = subgroups of the rank.
   PlacementPolicy(const std::vector<double>& fractions, std::int64_t count);
 
-  const SubgroupHome& home(std::int64_t subgroup) const { return homes_.at(static_cast<std::size_t>(subgroup)); }
+  const SubgroupHome& home(std::int64_t subgroup) const {
+    return homes_.at(static_cast<std::size_t>(subgroup));
+  }
   std::int64_t subgroups_on(int tier) const { return per_tier_.at(static_cast<std::size_t>(tier)); }
   int tiers() const { return static_cast<int>(per_tier_.size()); }
 

@@ -10,7 +10,9 @@
 namespace mlpo::offload {
 
 namespace {
-io::SlotScope io_scope(SlotScope s) { return s == SlotScope::combined ? io::SlotScope::combined : io::SlotScope::separate; }
+io::SlotScope io_scope(SlotScope s) {
+  return s == SlotScope::combined ? io::SlotScope::combined : io::SlotScope::separate;
+}
 
 // Refuses the plan before anything is allocated when the engine's host memory
 // (host_memory_need) exceeds MemAvailable. The state files a host tier of this run already
@@ -18,14 +20,16 @@ io::SlotScope io_scope(SlotScope s) { return s == SlotScope::combined ? io::Slot
 void check_host_memory_for(const Plan& plan, const RankShard& shard, const std::string& run) {
   const std::optional<std::int64_t> available = host_memory_available();
   if (!available) {
-    std::fprintf(stderr, "mlpo: warning: /proc/meminfo has no MemAvailable; the plan's host memory is not checked\n");
+    std::fprintf(stderr,
+                 "mlpo: warning: /proc/meminfo has no MemAvailable; the plan's host memory is not checked\n");
     return;
   }
   std::uint64_t held = 0;
   for (const auto& t : plan.tiers) {
     if (t.kind != TierKind::host) continue;
     std::error_code ec;
-    const auto size = std::filesystem::file_size(std::filesystem::path(t.path) / io::state_file_name(run, shard.rank), ec);
+    const auto size =
+        std::filesystem::file_size(std::filesystem::path(t.path) / io::state_file_name(run, shard.rank), ec);
     if (!ec) held += size;
   }
   check_host_memory(host_memory_need(plan, shard), static_cast<std::uint64_t>(*available) + held,
@@ -44,7 +48,8 @@ RankEngine::RankEngine(const Plan& plan, const RankShard& shard, const std::stri
 
   check_host_memory_for(plan, shard, run);
   const SubgroupLayout layout(shard.elements, plan.subgroup_elements);
-  pool_ = std::make_unique<io::PinnedBufferPool>(std::max<std::uint64_t>(pipeline_pool_bytes(layout, popts), 4096));
+  pool_ = std::make_unique<io::PinnedBufferPool>(
+      std::max<std::uint64_t>(pipeline_pool_bytes(layout, popts), 4096));
   std::vector<io::Tier> io_tiers = io_tiers_of(plan);
   if (!io_tiers.empty()) tiers_.emplace(io_tiers, io::TierSetOptions{pool_.get()});
   std::vector<io::TierSlots*> slots;
@@ -53,7 +58,8 @@ RankEngine::RankEngine(const Plan& plan, const RankShard& shard, const std::stri
     if (t.kind == TierKind::memory) continue;
     auto& tier_io = (*tiers_)[io_index++];
     if (t.concurrency_limit > 0) {
-      slot_sets_.push_back(std::make_unique<io::TierSlots>(tier_io.tier(), static_cast<unsigned>(t.concurrency_limit),
+      slot_sets_.push_back(std::make_unique<io::TierSlots>(tier_io.tier(),
+                                                           static_cast<unsigned>(t.concurrency_limit),
                                                            io_scope(plan.slot_scope), &tier_io.counters()));
       slots.push_back(slot_sets_.back().get());
     } else {

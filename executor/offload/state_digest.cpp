@@ -19,7 +19,9 @@ class Sha256Hasher {
   Sha256Hasher() : ctx_(EVP_MD_CTX_new()) {
     MLPO_CHECK(ctx_ && EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) == 1, "SHA-256 init");
   }
-  void update(const void* data, std::size_t n) { MLPO_CHECK(EVP_DigestUpdate(ctx_.get(), data, n) == 1, "SHA-256 update"); }
+  void update(const void* data, std::size_t n) {
+    MLPO_CHECK(EVP_DigestUpdate(ctx_.get(), data, n) == 1, "SHA-256 update");
+  }
   Sha256 finish() {
     Sha256 out{};
     unsigned len = 0;

@@ -15,10 +15,14 @@ std::vector<double> fractions_of(const Plan& plan) {
 
 io::TierKind io_kind(TierKind k) {
   switch (k) {
-    case TierKind::host: return io::TierKind::host;
-    case TierKind::nvme: return io::TierKind::nvme;
-    case TierKind::remote: return io::TierKind::remote;
-    default: return io::TierKind::other;
+    case TierKind::host:
+      return io::TierKind::host;
+    case TierKind::nvme:
+      return io::TierKind::nvme;
+    case TierKind::remote:
+      return io::TierKind::remote;
+    default:
+      return io::TierKind::other;
   }
 }
 
@@ -61,7 +65,8 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
   const std::int64_t floats = floats_per_array();
   if (resident_count > 0) {
     resident_ = std::make_unique<float[]>(static_cast<std::size_t>(resident_count * 3 * floats));
-    if (fp32_grads) resident_grads_ = std::make_unique<float[]>(static_cast<std::size_t>(resident_count * floats));
+    if (fp32_grads)
+      resident_grads_ = std::make_unique<float[]>(static_cast<std::size_t>(resident_count * floats));
   }
 
   // File tiers: capacity check of everything first, then create and preallocate.
@@ -70,8 +75,10 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
     for (std::size_t p = 0; p < plan.tiers.size(); ++p) {
       int t = io_tier_of_plan_tier_[p];
       if (t < 0) continue;
-      std::uint64_t per = static_cast<std::uint64_t>(layout_.extent_bytes() + (fp32_grads ? layout_.array_bytes() : 0));
-      bytes[static_cast<std::size_t>(t)] = per * static_cast<std::uint64_t>(placement_.subgroups_on(static_cast<int>(p)));
+      std::uint64_t per =
+          static_cast<std::uint64_t>(layout_.extent_bytes() + (fp32_grads ? layout_.array_bytes() : 0));
+      bytes[static_cast<std::size_t>(t)] =
+          per * static_cast<std::uint64_t>(placement_.subgroups_on(static_cast<int>(p)));
     }
     tiers_->check_capacity(bytes);
     for (std::size_t p = 0; p < plan.tiers.size(); ++p) {
@@ -85,8 +92,10 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
       state_files_.push_back(&tier.open_file(base + ".state", state_bytes));
       grad_files_.push_back(fp32_grads ? &tier.open_file(base + ".grad", grad_bytes) : nullptr);
       const bool map = in_place_[p];
-      state_maps_.push_back(map ? std::make_unique<io::MappedFile>(*state_files_.back(), state_bytes) : nullptr);
-      grad_maps_.push_back(map && fp32_grads ? std::make_unique<io::MappedFile>(*grad_files_.back(), grad_bytes) : nullptr);
+      state_maps_.push_back(map ? std::make_unique<io::MappedFile>(*state_files_.back(), state_bytes)
+                                : nullptr);
+      grad_maps_.push_back(
+          map && fp32_grads ? std::make_unique<io::MappedFile>(*grad_files_.back(), grad_bytes) : nullptr);
     }
   }
   if (plan.crc) {
@@ -100,8 +109,9 @@ std::string StateStore::where(std::int64_t s) const {
   if (t < 0) return "memory tier, subgroup " + std::to_string(s);
   const auto begin = static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes());
   return "tier '" + state_files_[static_cast<std::size_t>(t)]->tier_name() + "' (" +
-         state_files_[static_cast<std::size_t>(t)]->path().string() + "), subgroup " + std::to_string(s) + " (bytes " +
-         std::to_string(begin) + ".." + std::to_string(begin + static_cast<std::uint64_t>(layout_.extent_bytes())) + ")";
+         state_files_[static_cast<std::size_t>(t)]->path().string() + "), subgroup " + std::to_string(s) +
+         " (bytes " + std::to_string(begin) + ".." +
+         std::to_string(begin + static_cast<std::uint64_t>(layout_.extent_bytes())) + ")";
 }
 
 namespace {
@@ -111,7 +121,8 @@ void check_not_truncated(const io::TierFile& file, const io::MappedFile& map) {
   if (size >= map.size()) return;
   throw Error("tier '" + file.tier_name() + "' (" + file.path().string() + "): the mapped state file holds " +
               std::to_string(size) + " bytes, " + std::to_string(map.size()) +
-              " are in use: it was truncated outside MLPO while the run was using it; the state in it is lost, restore "
+              " are in use: it was truncated outside MLPO while the run was using it; the state in it is "
+              "lost, restore "
               "it from a checkpoint (and keep other programs away from the tier directory)");
 }
 }  // namespace
@@ -137,19 +148,22 @@ float* StateStore::resident_grad(std::int64_t subgroup) {
     return reinterpret_cast<float*>(map->data() + home(subgroup).slot * layout_.array_bytes());
   }
   const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
-  MLPO_CHECK(resident_grads_ != nullptr, "subgroup " + std::to_string(subgroup) + " has no resident gradient");
+  MLPO_CHECK(resident_grads_ != nullptr,
+             "subgroup " + std::to_string(subgroup) + " has no resident gradient");
   return resident_grads_.get() + slot * floats_per_array();
 }
 
 io::IoRequest StateStore::read_state(std::int64_t s, std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
-  return (*tiers_)[t].read(*state_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
+  return (*tiers_)[t].read(*state_files_[t],
+                           static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
                            static_cast<std::uint64_t>(layout_.extent_bytes()), buffer);
 }
 
 io::IoRequest StateStore::write_state(std::int64_t s, const std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
-  return (*tiers_)[t].write(*state_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
+  return (*tiers_)[t].write(*state_files_[t],
+                            static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
                             static_cast<std::uint64_t>(layout_.extent_bytes()), buffer);
 }
 

@@ -30,7 +30,8 @@ class StateStore {
  public:
   // `tiers` holds the plan's file tiers in plan order (memory tiers skipped); may be null
   // when every tier is `memory`. Throws mlpo::Error when a tier is short of space.
-  StateStore(const Plan& plan, const RankShard& shard, io::TierSet* tiers, const std::string& run, bool fp32_grads);
+  StateStore(const Plan& plan, const RankShard& shard, io::TierSet* tiers, const std::string& run,
+             bool fp32_grads);
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
 
@@ -41,7 +42,9 @@ class StateStore {
 
   // True when the subgroup is updated in place in process memory (memory tier, or a host
   // tier's mapped file): never read, written or cached by the pipeline.
-  bool resident(std::int64_t subgroup) const { return in_place_[static_cast<std::size_t>(home(subgroup).tier)]; }
+  bool resident(std::int64_t subgroup) const {
+    return in_place_[static_cast<std::size_t>(home(subgroup).tier)];
+  }
   // The resident extent (p, m, v arrays, floats_per_array() apart) of a resident subgroup.
   float* resident_extent(std::int64_t subgroup);
   // Both throw mlpo::Error naming the file and the fix when a host tier's mapped file was
@@ -75,12 +78,12 @@ class StateStore {
   SubgroupLayout layout_;
   PlacementPolicy placement_;
   io::TierSet* tiers_;
-  std::vector<int> io_tier_of_plan_tier_;             // -1 for memory tiers
-  std::vector<bool> in_place_;                        // per plan tier: memory or mapped host tier
-  std::vector<io::TierFile*> state_files_;            // per io tier
-  std::vector<io::TierFile*> grad_files_;             // per io tier, fp32-gradient mode
-  std::vector<std::int64_t> resident_slot_;           // per subgroup: index into resident_, or -1
-  std::unique_ptr<float[]> resident_;                 // resident extents, back to back
+  std::vector<int> io_tier_of_plan_tier_;    // -1 for memory tiers
+  std::vector<bool> in_place_;               // per plan tier: memory or mapped host tier
+  std::vector<io::TierFile*> state_files_;   // per io tier
+  std::vector<io::TierFile*> grad_files_;    // per io tier, fp32-gradient mode
+  std::vector<std::int64_t> resident_slot_;  // per subgroup: index into resident_, or -1
+  std::unique_ptr<float[]> resident_;        // resident extents, back to back
   std::unique_ptr<float[]> resident_grads_;
   std::vector<std::unique_ptr<io::MappedFile>> state_maps_;  // per io tier, host tiers only
   std::vector<std::unique_ptr<io::MappedFile>> grad_maps_;   // per io tier, host tiers in fp32-gradient mode

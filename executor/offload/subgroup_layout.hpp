@@ -19,7 +19,7 @@ inline constexpr std::int64_t kExtentAlign = 4096;
 
 struct Subgroup {
   std::int64_t index = 0;
-  std::int64_t begin = 0;     // first element, local to the rank's shard
+  std::int64_t begin = 0;  // first element, local to the rank's shard
   std::int64_t elements = 0;
 };
 

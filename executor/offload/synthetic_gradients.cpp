@@ -23,18 +23,20 @@ inline float gradient_from_hash(std::uint64_t h) {
   const std::uint32_t e = (binade * 12u) / 15u;
   const float scale = std::bit_cast<float>((127u - e) << 23);
   const float magnitude = unit * scale;
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) | (static_cast<std::uint32_t>(h >> 63) << 31));
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(magnitude) |
+                              (static_cast<std::uint32_t>(h >> 63) << 31));
 }
 
 }  // namespace
 
 float synthetic_gradient(std::uint64_t seed, std::int64_t step, std::int64_t global_index) {
   const std::uint64_t key = mix(seed ^ mix(static_cast<std::uint64_t>(step) * 0x632be59bd9b4e019ull));
-  return bf16_to_float(float_to_bf16(gradient_from_hash(mix(key ^ static_cast<std::uint64_t>(global_index)))));
+  return bf16_to_float(
+      float_to_bf16(gradient_from_hash(mix(key ^ static_cast<std::uint64_t>(global_index)))));
 }
 
-void synthetic_gradients(std::uint64_t seed, std::int64_t step, std::int64_t global_begin, std::span<bf16> out,
-                         ThreadPool& pool) {
+void synthetic_gradients(std::uint64_t seed, std::int64_t step, std::int64_t global_begin,
+                         std::span<bf16> out, ThreadPool& pool) {
   const std::uint64_t key = mix(seed ^ mix(static_cast<std::uint64_t>(step) * 0x632be59bd9b4e019ull));
   pool.parallel_for(out.size(), 4096, [&](std::size_t b, std::size_t e) {
     for (std::size_t j = b; j < e; ++j) {

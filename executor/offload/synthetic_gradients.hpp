@@ -14,8 +14,8 @@
 namespace mlpo::offload {
 
 // Fills out[j] with the gradient of global element (global_begin + j).
-void synthetic_gradients(std::uint64_t seed, std::int64_t step, std::int64_t global_begin, std::span<bf16> out,
-                         ThreadPool& pool);
+void synthetic_gradients(std::uint64_t seed, std::int64_t step, std::int64_t global_begin,
+                         std::span<bf16> out, ThreadPool& pool);
 
 // One element, for tests and references.
 float synthetic_gradient(std::uint64_t seed, std::int64_t step, std::int64_t global_index);

@@ -37,7 +37,9 @@ long own_host_pid(const std::string& name, const std::string& host) {
 
 }  // namespace
 
-std::string default_run_name(const std::string& kind) { return kind + "-" + host_name() + "-" + std::to_string(::getpid()); }
+std::string default_run_name(const std::string& kind) {
+  return kind + "-" + host_name() + "-" + std::to_string(::getpid());
+}
 
 TierRunDirectories::TierRunDirectories(const Plan& plan, const std::string& run) {
   const std::string host = host_name();

@@ -44,7 +44,8 @@ void digest_rank_state(UpdatePipeline& pipeline, const RankShard& shard, std::sp
   pipeline.visit_state([&](const Subgroup& sg, const float* sp, const float* sm, const float* sv) {
     std::int64_t i = 0;
     while (i < sg.elements) {
-      const std::size_t take = std::min<std::size_t>(kNormChunk - filled, static_cast<std::size_t>(sg.elements - i));
+      const std::size_t take =
+          std::min<std::size_t>(kNormChunk - filled, static_cast<std::size_t>(sg.elements - i));
       std::memcpy(p.data() + filled, sp + i, take * sizeof(float));
       std::memcpy(m.data() + filled, sm + i, take * sizeof(float));
       std::memcpy(v.data() + filled, sv + i, take * sizeof(float));
@@ -57,14 +58,16 @@ void digest_rank_state(UpdatePipeline& pipeline, const RankShard& shard, std::sp
 }
 
 // One rank's whole run. Runs in the rank's process.
-void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, LocalRankGroup& group, unsigned threads) {
+void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, LocalRankGroup& group,
+              unsigned threads) {
   const RankShard shard = shard_for(o.params, o.ranks, rank);
   const Plan& plan = o.plan;
   const bool fp32_grads = plan.gradients == GradientPolicy::flush_fp32;
   ThreadPool pool_threads(threads);
   RankEngine engine(plan, shard, run, pool_threads);
   UpdatePipeline& pipeline = engine.pipeline();
-  pipeline.initialize([&](std::int64_t local) { return synthetic_initial_weight(o.seed, shard.global_begin + local); });
+  pipeline.initialize(
+      [&](std::int64_t local) { return synthetic_initial_weight(o.seed, shard.global_begin + local); });
 
   std::vector<bf16> grads(static_cast<std::size_t>(shard.elements));
   std::vector<bf16> weights(static_cast<std::size_t>(shard.elements));
@@ -109,7 +112,8 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
   if (o.state_hash) digest_rank_state(pipeline, shard, group.chunk_digests());
 }
 
-Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t step, const std::vector<std::string>& tier_names,
+Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t step,
+                 const std::vector<std::string>& tier_names,
                  const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate) {
   Json j;
   j["step"] = step + 1;
@@ -160,9 +164,14 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
         device_wb = rec.device_write_bytes[t];
       }
     }
-    tiers.push_back(Json{{"name", tier_names[t]}, {"read_bytes", rb}, {"write_bytes", wb}, {"busy_s", busy}, {"slot_wait_s", wait}});
+    tiers.push_back(Json{{"name", tier_names[t]},
+                         {"read_bytes", rb},
+                         {"write_bytes", wb},
+                         {"busy_s", busy},
+                         {"slot_wait_s", wait}});
     if (device_busy >= 0)
-      tiers.back()["device"] = Json{{"busy_s", device_busy}, {"read_bytes", device_rb}, {"write_bytes", device_wb}};
+      tiers.back()["device"] =
+          Json{{"busy_s", device_busy}, {"read_bytes", device_rb}, {"write_bytes", device_wb}};
     // A host tier is updated in place (mapped): no bytes to move, only Adam's time, below.
     if (tier_rates.empty() || !tier_rates[t]) {
       if (!tier_rates.empty()) tiers.back()["in_place"] = true;
@@ -198,8 +207,10 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
 
 }  // namespace
 
-UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function<void(const Json&)>& on_step) {
-  if (o.ranks < 1 || o.ranks > 256) throw Error("--ranks: must be between 1 and 256, got " + std::to_string(o.ranks));
+UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
+                                 const std::function<void(const Json&)>& on_step) {
+  if (o.ranks < 1 || o.ranks > 256)
+    throw Error("--ranks: must be between 1 and 256, got " + std::to_string(o.ranks));
   if (o.steps < 1) throw Error("--steps: must be >= 1");
   if (o.params < 1) throw Error("--params: must be >= 1");
   // AdamW's values, named by their flags: a NaN or infinite rate would "succeed" with NaN state.
@@ -208,7 +219,8 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
       {"--beta1: must be in [0, 1)", o.adam.beta1 >= 0 && o.adam.beta1 < 1},
       {"--beta2: must be in [0, 1)", o.adam.beta2 >= 0 && o.adam.beta2 < 1},
       {"--eps: must be a finite number > 0", std::isfinite(o.adam.eps) && o.adam.eps > 0},
-      {"--weight-decay: must be a finite number >= 0", std::isfinite(o.adam.weight_decay) && o.adam.weight_decay >= 0},
+      {"--weight-decay: must be a finite number >= 0",
+       std::isfinite(o.adam.weight_decay) && o.adam.weight_decay >= 0},
       {"--max-grad-norm: must be a finite number (0 = no clipping)", std::isfinite(o.max_grad_norm)}};
   for (const auto& [message, ok] : adam_checks)
     if (!ok) throw Error(message);
@@ -222,18 +234,23 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
       throw Error("tiers: at most " + std::to_string(kMaxStatTiers) + " file tiers are supported");
     tier_names.push_back(t.name);
     if (!std::filesystem::is_directory(t.path))
-      throw Error("tier '" + t.name + "' (" + t.path + "): directory does not exist; create it or fix the plan's path");
+      throw Error("tier '" + t.name + "' (" + t.path +
+                  "): directory does not exist; create it or fix the plan's path");
     if (o.profile && updated_in_place(t.kind)) {
       tier_rates.emplace_back();
     } else if (o.profile) {
       const TierProfile* tp = o.profile->find_tier(t.name);
-      if (!tp) throw Error("--profile has no tier named '" + t.name + "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
+      if (!tp)
+        throw Error("--profile has no tier named '" + t.name +
+                    "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
       tier_rates.push_back(tier_rates_of(*tp));
     }
   }
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(o.ranks));
-  if (o.profile) adam_rate = interpolate(o.profile->host.adam_elements_per_s, static_cast<double>(std::min(cores, threads * static_cast<unsigned>(o.ranks))));
+  if (o.profile)
+    adam_rate = interpolate(o.profile->host.adam_elements_per_s,
+                            static_cast<double>(std::min(cores, threads * static_cast<unsigned>(o.ranks))));
 
   // Its tier directories, removed at the end; those of killed runs on this host, at the start.
   const std::string run = o.run_name.empty() ? default_run_name("update") : o.run_name;
@@ -248,7 +265,8 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
     std::vector<pid_t> children;
     for (int r = 0; r < o.ranks; ++r) {
       pid_t pid = ::fork();
-      if (pid < 0) throw Error("cannot start rank " + std::to_string(r) + " (fork: " + errno_text(errno) + ")");
+      if (pid < 0)
+        throw Error("cannot start rank " + std::to_string(r) + " (fork: " + errno_text(errno) + ")");
       if (pid == 0) {
         int code = 0;
         try {
@@ -281,7 +299,8 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
       if (!ok && failure.empty()) {
         failure = "rank " + std::to_string(rank) +
                   (WIFSIGNALED(status) ? " was killed by signal " + std::to_string(WTERMSIG(status))
-                                       : " failed (exit status " + std::to_string(WEXITSTATUS(status)) + "; its error is above)");
+                                       : " failed (exit status " + std::to_string(WEXITSTATUS(status)) +
+                                             "; its error is above)");
         for (pid_t other : children)
           if (other > 0) ::kill(other, SIGTERM);
       }
@@ -306,9 +325,13 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o, const std::function
     }
     result.steps.push_back(std::move(rec));
   }
-  result.summary = Json{{"steps", o.steps}, {"ranks", o.ranks}, {"params", o.params}, {"mode", to_string(o.plan.mode)},
+  result.summary = Json{{"steps", o.steps},
+                        {"ranks", o.ranks},
+                        {"params", o.params},
+                        {"mode", to_string(o.plan.mode)},
                         {"mean_update_s", sum_update / static_cast<double>(counted)},
-                        {"mean_gradient_flush_s", sum_flush / static_cast<double>(counted)}, {"steps_averaged", counted}};
+                        {"mean_gradient_flush_s", sum_flush / static_cast<double>(counted)},
+                        {"steps_averaged", counted}};
   if (sum_bound > 0) {
     result.summary["mean_bound_s"] = sum_bound / static_cast<double>(counted);
     result.summary["mean_ideal_bound_s"] = sum_ideal / static_cast<double>(counted);

@@ -36,10 +36,10 @@ struct UpdateOnlyOptions {
   std::int64_t steps = 10;
   std::uint64_t seed = 1;
   AdamWParams adam{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};
-  double max_grad_norm = 1.0;      // clipping threshold; <= 0 disables
-  unsigned threads = 0;            // AdamW threads per rank; 0 = cores / ranks
+  double max_grad_norm = 1.0;  // clipping threshold; <= 0 disables
+  unsigned threads = 0;        // AdamW threads per rank; 0 = cores / ranks
   bool state_hash = false;
-  std::string run_name;            // default: update-<host>-<pid> (TierRunDirectories)
+  std::string run_name;  // default: update-<host>-<pid> (TierRunDirectories)
 };
 
 struct UpdateOnlyResult {
@@ -52,6 +52,7 @@ struct UpdateOnlyResult {
 // Throws mlpo::Error on invalid options (AdamW values that are not finite or out of range,
 // named by their flags; a tier missing from the profile), a tier
 // error, or a rank that failed (naming the rank).
-UpdateOnlyResult run_update_only(const UpdateOnlyOptions& options, const std::function<void(const Json&)>& on_step);
+UpdateOnlyResult run_update_only(const UpdateOnlyOptions& options,
+                                 const std::function<void(const Json&)>& on_step);
 
 }  // namespace mlpo::offload

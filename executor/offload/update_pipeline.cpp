@@ -19,7 +19,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // First error of a pipeline run, shared by all its threads.
 class FirstError {
@@ -93,7 +95,8 @@ struct UpdatePipeline::WriteJob {
 // One writer thread per file tier, draining a queue. close() waits for every queued write.
 class UpdatePipeline::Writers {
  public:
-  Writers(UpdatePipeline& owner, FirstError& error) : owner_(owner), error_(error), queues_(owner.store_.io_tier_count()) {
+  Writers(UpdatePipeline& owner, FirstError& error)
+      : owner_(owner), error_(error), queues_(owner.store_.io_tier_count()) {
     for (std::size_t t = 0; t < queues_.size(); ++t) threads_.emplace_back([this, t] { run(t); });
   }
   ~Writers() { close(); }
@@ -178,8 +181,9 @@ std::uint64_t pipeline_pool_bytes(const SubgroupLayout& layout, const PipelineOp
   return per * static_cast<std::uint64_t>(o.buffers + std::min(o.cache_subgroups, layout.count()));
 }
 
-UpdatePipeline::UpdatePipeline(StateStore& store, io::PinnedBufferPool& pool, std::vector<io::TierSlots*> slots,
-                               ThreadPool& threads, PipelineOptions options)
+UpdatePipeline::UpdatePipeline(StateStore& store, io::PinnedBufferPool& pool,
+                               std::vector<io::TierSlots*> slots, ThreadPool& threads,
+                               PipelineOptions options)
     : store_(store), pool_(pool), slots_(std::move(slots)), threads_(threads), options_(options) {
   MLPO_CHECK(slots_.size() == store_.io_tier_count(), "one TierSlots entry per file tier");
   if (options_.buffers < 2) throw Error("buffers: the update pipeline needs at least 2 pinned buffers");
@@ -194,8 +198,9 @@ UpdatePipeline::UpdatePipeline(StateStore& store, io::PinnedBufferPool& pool, st
 UpdatePipeline::~UpdatePipeline() = default;
 
 std::uint64_t UpdatePipeline::buffer_bytes() const {
-  return static_cast<std::uint64_t>(store_.layout().extent_bytes() +
-                                    (options_.gradients == GradientPolicy::flush_fp32 ? store_.layout().array_bytes() : 0));
+  return static_cast<std::uint64_t>(
+      store_.layout().extent_bytes() +
+      (options_.gradients == GradientPolicy::flush_fp32 ? store_.layout().array_bytes() : 0));
 }
 
 io::PinnedBuffer UpdatePipeline::acquire_buffer() { return pool_.acquire(buffer_bytes()); }
@@ -205,7 +210,8 @@ std::vector<TierIterationStats> UpdatePipeline::tier_snapshot() const {
   for (std::size_t t = 0; t < store_.io_tier_count(); ++t) {
     const io::TierIo& tier = store_.tiers()[t];
     auto s = tier.counter_snapshot();
-    out.push_back(TierIterationStats{tier.tier().name, s.bytes_read, s.bytes_written, s.busy_s, s.slot_wait_s, std::nullopt});
+    out.push_back(TierIterationStats{tier.tier().name, s.bytes_read, s.bytes_written, s.busy_s, s.slot_wait_s,
+                                     std::nullopt});
     if (tier.device()) out.back().device = tier.device()->snapshot();  // nullopt if unreadable now
   }
   return out;
@@ -297,8 +303,9 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
   std::vector<std::int64_t> reads_before(steps.size() + 1, 0);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     MLPO_CHECK(steps[i].resident == store_.resident(steps[i].subgroup),
-               "step of subgroup " + std::to_string(steps[i].subgroup) + " disagrees with the store on residency "
-               "(plan the iteration with the store's resident() predicate)");
+               "step of subgroup " + std::to_string(steps[i].subgroup) +
+                   " disagrees with the store on residency "
+                   "(plan the iteration with the store's resident() predicate)");
     const bool miss = !steps[i].resident && !steps[i].hit;
     if (miss) misses[static_cast<std::size_t>(store_.io_tier(steps[i].subgroup))].push_back(i);
     reads_before[i + 1] = reads_before[i] + (miss ? 1 : 0);
@@ -311,10 +318,9 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
         std::unique_lock lock(mutex);
         // Timed waits: a writer's failure is noticed even though writers do not signal cv.
         while (!cv.wait_for(lock, std::chrono::milliseconds(10), [&] {
-          return error.failed() ||
-                 reads_before[pos] < reads_before[static_cast<std::size_t>(adam_pos)] + options_.prefetch_depth;
-        })) {
-        }
+          return error.failed() || reads_before[pos] < reads_before[static_cast<std::size_t>(adam_pos)] +
+                                                           options_.prefetch_depth;
+        })) {}
       }
       if (error.failed()) return;
       std::optional<io::PinnedBuffer> lease;
@@ -364,15 +370,16 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
       if (fp32_grads) g32 = store_.resident_grad(step.subgroup);
     } else if (step.hit) {
       auto it = cache_.find(step.subgroup);
-      MLPO_CHECK(it != cache_.end(), "cache hit on subgroup " + std::to_string(step.subgroup) + " that is not cached");
+      MLPO_CHECK(it != cache_.end(),
+                 "cache hit on subgroup " + std::to_string(step.subgroup) + " that is not cached");
       lease = std::move(it->second);
       cache_.erase(it);
       stats.cache_hits++;
     } else {
       const auto wait0 = Clock::now();
       std::unique_lock lock(mutex);
-      while (!cv.wait_for(lock, std::chrono::milliseconds(10), [&] { return error.failed() || ready[pos].has_value(); })) {
-      }
+      while (!cv.wait_for(lock, std::chrono::milliseconds(10),
+                          [&] { return error.failed() || ready[pos].has_value(); })) {}
       if (error.failed()) break;
       lease = std::move(*ready[pos]);
       ready[pos].reset();
@@ -389,8 +396,8 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     if (store_.checked_in_place(step.subgroup))
       adamw_checked_in_place(sg, adam, p, g32, fp32_grads ? nullptr : grads.data() + sg.begin, out);
     else
-      adamw_masked(threads_, adam, decay_mask_, sg.begin, n, p, p + floats, p + 2 * floats, grads.data() + sg.begin,
-                   fp32_grads ? g32 : nullptr, out);
+      adamw_masked(threads_, adam, decay_mask_, sg.begin, n, p, p + floats, p + 2 * floats,
+                   grads.data() + sg.begin, fp32_grads ? g32 : nullptr, out);
     stats.adam_s += seconds_since(adam0);
     if (out != nullptr && weights_written) weights_written(sg);
     stats.elements += sg.elements;
@@ -440,8 +447,8 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
 
 // One pass per chunk while it is in cache: verify the chunk's CRCs, run AdamW on it, record
 // its new CRCs. AdamW is element-wise, so chunk by chunk gives the same bits as one call.
-void UpdatePipeline::adamw_checked_in_place(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32,
-                                            const bf16* g16, bf16* out) {
+void UpdatePipeline::adamw_checked_in_place(const Subgroup& sg, const AdamWParams& adam, float* p,
+                                            const float* g32, const bf16* g16, bf16* out) {
   constexpr auto chunk = static_cast<std::size_t>(InPlaceIntegrity::kChunk);
   const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
   float* m = p + floats;
@@ -461,8 +468,10 @@ void UpdatePipeline::adamw_checked_in_place(const Subgroup& sg, const AdamWParam
                                    const std::size_t j = i + static_cast<std::size_t>(at);
                                    const auto len = static_cast<std::size_t>(count);
                                    bf16* o = out ? out + j : nullptr;
-                                   if (g32) adamw_update_fp32grad(a, p + j, m + j, v + j, g32 + j, o, len);
-                                   else adamw_update_bf16grad(a, p + j, m + j, v + j, g16 + j, o, len);
+                                   if (g32)
+                                     adamw_update_fp32grad(a, p + j, m + j, v + j, g32 + j, o, len);
+                                   else
+                                     adamw_update_bf16grad(a, p + j, m + j, v + j, g16 + j, o, len);
                                  });
       integrity.record(sg.index, c, p + i, m + i, v + i, n);
     }

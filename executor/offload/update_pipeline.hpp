@@ -8,7 +8,8 @@
 // Overlap: every file tier has a reader thread and a writer thread of its own, so all
 // tiers stream at once. Readers run ahead of AdamW by at most `prefetch_depth` reads (cache
 // hits and resident subgroups do not count); writers drain behind it; the calling thread
-// runs AdamW (over the ThreadPool) in step order. Every transfer holds one of its tier's node-wide TierSlots while in flight. All
+// runs AdamW (over the ThreadPool) in step order. Every transfer holds one of its tier's
+// node-wide TierSlots while in flight. All
 // buffers are leases of one PinnedBufferPool sized (buffers + cache) x subgroup buffer, so
 // memory is bounded and a cache entry is just a lease kept instead of written.
 //
@@ -61,13 +62,13 @@ struct TierIterationStats {
 };
 
 struct UpdateStats {
-  double seconds = 0;            // wall time of the whole phase, write-back included
-  double adam_s = 0;             // time in AdamW
-  double prefetch_stall_s = 0;   // time AdamW waited for a subgroup's read
+  double seconds = 0;           // wall time of the whole phase, write-back included
+  double adam_s = 0;            // time in AdamW
+  double prefetch_stall_s = 0;  // time AdamW waited for a subgroup's read
   std::int64_t subgroups = 0;
   std::int64_t cache_hits = 0;
-  std::int64_t reads = 0;        // subgroups read from a tier
-  std::int64_t writes = 0;       // subgroups written to a tier
+  std::int64_t reads = 0;   // subgroups read from a tier
+  std::int64_t writes = 0;  // subgroups written to a tier
   std::int64_t elements = 0;
   std::vector<TierIterationStats> tiers;  // per file tier
 };
@@ -86,8 +87,8 @@ class UpdatePipeline {
  public:
   // `slots[t]` limits file tier t across the node (null = no limit). Everything passed in
   // must outlive the pipeline.
-  UpdatePipeline(StateStore& store, io::PinnedBufferPool& pool, std::vector<io::TierSlots*> slots, ThreadPool& threads,
-                 PipelineOptions options);
+  UpdatePipeline(StateStore& store, io::PinnedBufferPool& pool, std::vector<io::TierSlots*> slots,
+                 ThreadPool& threads, PipelineOptions options);
   ~UpdatePipeline();
   UpdatePipeline(const UpdatePipeline&) = delete;
   UpdatePipeline& operator=(const UpdatePipeline&) = delete;
@@ -112,15 +113,17 @@ class UpdatePipeline {
   // weights_out (may be empty): receives the bf16 copy of the new p. weights_written (may be
   // empty) is called on the calling thread as soon as a subgroup's bf16 weights are in
   // weights_out, so they can travel to the device while later subgroups are updated.
-  UpdateStats update(const std::vector<UpdateStep>& steps, std::span<const bf16> grads, const AdamWParams& adam,
-                     std::span<bf16> weights_out, const std::function<void(const Subgroup&)>& weights_written = {});
+  UpdateStats update(const std::vector<UpdateStep>& steps, std::span<const bf16> grads,
+                     const AdamWParams& adam, std::span<bf16> weights_out,
+                     const std::function<void(const Subgroup&)>& weights_written = {});
 
   // Writes every cached subgroup back to its tier and empties the cache (checkpoint, exit).
   void flush_cache(SubgroupCache& cache);
 
   // Calls visit(subgroup, p, m, v) for every subgroup in ascending order with its current
   // state, wherever it lives (cache, memory, tier). Does not change anything.
-  void visit_state(const std::function<void(const Subgroup&, const float*, const float*, const float*)>& visit);
+  void visit_state(
+      const std::function<void(const Subgroup&, const float*, const float*, const float*)>& visit);
 
  private:
   struct WriteJob;

@@ -10,10 +10,13 @@ WeightDecayMask::WeightDecayMask(std::vector<ElementRange> exempt, const RankSha
     const std::int64_t b = std::max(r.begin, shard.global_begin), e = std::min(r.end, shard.global_end());
     if (b < e) local.push_back({b - shard.global_begin, e - shard.global_begin});
   }
-  std::sort(local.begin(), local.end(), [](const ElementRange& a, const ElementRange& b) { return a.begin < b.begin; });
+  std::sort(local.begin(), local.end(),
+            [](const ElementRange& a, const ElementRange& b) { return a.begin < b.begin; });
   for (const ElementRange& r : local) {
-    if (!exempt_.empty() && r.begin <= exempt_.back().end) exempt_.back().end = std::max(exempt_.back().end, r.end);
-    else exempt_.push_back(r);
+    if (!exempt_.empty() && r.begin <= exempt_.back().end)
+      exempt_.back().end = std::max(exempt_.back().end, r.end);
+    else
+      exempt_.push_back(r);
   }
 }
 
@@ -23,8 +26,9 @@ std::int64_t WeightDecayMask::exempt_elements() const {
   return n;
 }
 
-void WeightDecayMask::for_each_piece(std::int64_t begin, std::int64_t count,
-                                     const std::function<void(std::int64_t, std::int64_t, bool)>& piece) const {
+void WeightDecayMask::for_each_piece(
+    std::int64_t begin, std::int64_t count,
+    const std::function<void(std::int64_t, std::int64_t, bool)>& piece) const {
   const std::int64_t end = begin + count;
   // The first exempt range that ends after `begin`.
   auto it = std::upper_bound(exempt_.begin(), exempt_.end(), begin,
@@ -40,15 +44,19 @@ void WeightDecayMask::for_each_piece(std::int64_t begin, std::int64_t count,
 }
 
 void adamw_masked(ThreadPool& pool, const AdamWParams& adam, const WeightDecayMask& mask, std::int64_t begin,
-                  std::size_t n, float* p, float* m, float* v, const bf16* grad16, const float* grad32, bf16* p_out) {
-  mask.for_each_piece(begin, static_cast<std::int64_t>(n), [&](std::int64_t at, std::int64_t count, bool decays) {
-    AdamWParams a = adam;
-    if (!decays) a.weight_decay = 0.0f;
-    const auto i = static_cast<std::size_t>(at), len = static_cast<std::size_t>(count);
-    bf16* out = p_out ? p_out + i : nullptr;
-    if (grad32) adamw_update_fp32grad(pool, a, p + i, m + i, v + i, grad32 + i, out, len);
-    else adamw_update_bf16grad(pool, a, p + i, m + i, v + i, grad16 + i, out, len);
-  });
+                  std::size_t n, float* p, float* m, float* v, const bf16* grad16, const float* grad32,
+                  bf16* p_out) {
+  mask.for_each_piece(begin, static_cast<std::int64_t>(n),
+                      [&](std::int64_t at, std::int64_t count, bool decays) {
+                        AdamWParams a = adam;
+                        if (!decays) a.weight_decay = 0.0f;
+                        const auto i = static_cast<std::size_t>(at), len = static_cast<std::size_t>(count);
+                        bf16* out = p_out ? p_out + i : nullptr;
+                        if (grad32)
+                          adamw_update_fp32grad(pool, a, p + i, m + i, v + i, grad32 + i, out, len);
+                        else
+                          adamw_update_bf16grad(pool, a, p + i, m + i, v + i, grad16 + i, out, len);
+                      });
 }
 
 }  // namespace mlpo::offload

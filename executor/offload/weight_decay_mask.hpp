@@ -53,6 +53,7 @@ class WeightDecayMask {
 // v, the gradient and p_out (may be null) point at element `begin`; the gradient is grad16
 // (bf16) unless grad32 is given (baseline). Elements the mask exempts use weight_decay 0.
 void adamw_masked(ThreadPool& pool, const AdamWParams& adam, const WeightDecayMask& mask, std::int64_t begin,
-                  std::size_t n, float* p, float* m, float* v, const bf16* grad16, const float* grad32, bf16* p_out);
+                  std::size_t n, float* p, float* m, float* v, const bf16* grad16, const float* grad32,
+                  bf16* p_out);
 
 }  // namespace mlpo::offload

@@ -52,24 +52,30 @@ std::string manifest_text(const Json& manifest) { return manifest.dump(2) + "\n"
 // the file can change unnoticed — not even whitespace.
 void verify_manifest_seal(const Json& manifest, const std::string& text, bool required) {
   if (!manifest.is_object() || !manifest.contains(kSealField)) {
-    if (required) throw Error(std::string("no ") + kSealField + " field; the manifest was edited or is damaged");
+    if (required)
+      throw Error(std::string("no ") + kSealField + " field; the manifest was edited or is damaged");
     return;
   }
   Json rest = manifest;
   rest.erase(kSealField);
   const Json& seal = manifest[kSealField];
   if (!seal.is_number_unsigned() || seal.get<std::uint64_t>() != manifest_crc32c(rest))
-    throw Error(std::string(kSealField) + " differs from the CRC32C of the manifest's other fields; the manifest was edited or is damaged");
+    throw Error(
+        std::string(kSealField) +
+        " differs from the CRC32C of the manifest's other fields; the manifest was edited or is damaged");
   if (text != manifest_text(manifest))
-    throw Error("its bytes differ from the text mlpo-run writes for its fields (whitespace or layout changed); the manifest was edited or is damaged");
+    throw Error(
+        "its bytes differ from the text mlpo-run writes for its fields (whitespace or layout changed); the "
+        "manifest was edited or is damaged");
 }
 
 // The fields of the model's shape that fix its parameters (seq_len does not).
 void expect_same_model(const ModelSpec& have, const ModelSpec& want, const std::string& where) {
   auto check = [&](const char* field, std::int64_t a, std::int64_t b) {
     if (a != b)
-      throw Error(where + ": checkpoint is of another model (" + field + " " + std::to_string(a) + " in the checkpoint, " +
-                  std::to_string(b) + " in --model " + want.name + "); resume with the model it was made with, or use another --checkpoint-dir");
+      throw Error(where + ": checkpoint is of another model (" + field + " " + std::to_string(a) +
+                  " in the checkpoint, " + std::to_string(b) + " in --model " + want.name +
+                  "); resume with the model it was made with, or use another --checkpoint-dir");
   };
   check("vocab", have.vocab, want.vocab);
   check("hidden", have.hidden, want.hidden);
@@ -99,7 +105,8 @@ void verify_file(const fs::path& path, std::uint64_t bytes, std::uint32_t crc) {
   }
   if (total != bytes || got != crc)
     throw Error(path.string() + ": " +
-                (total != bytes ? "size " + std::to_string(total) + " differs from the manifest's " + std::to_string(bytes)
+                (total != bytes ? "size " + std::to_string(total) + " differs from the manifest's " +
+                                      std::to_string(bytes)
                                 : std::string("CRC32C differs from the manifest's")) +
                 "; the checkpoint is corrupt");
 }
@@ -114,15 +121,17 @@ std::string read_text(const std::string& path) {
 namespace {
 
 // Every file of the checkpoint into `tmp`, the manifest last (rank 0); see write_checkpoint.
-void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const ModelSpec& model, const ParameterLayout& layout,
-                            const comm::ZeroPartition& partition, std::span<const bf16> weight_shard,
-                            offload::UpdatePipeline& pipeline, const TrainingPosition& position, const Json& settings,
+void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const ModelSpec& model,
+                            const ParameterLayout& layout, const comm::ZeroPartition& partition,
+                            std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
+                            const TrainingPosition& position, const Json& settings,
                             const CheckpointWriteOptions& options) {
   const bool rank0 = comm.rank() == 0;
-  const std::string hint = comm.size() == 1
-                               ? "check the --checkpoint-dir's free space and permissions"
-                               : "check the --checkpoint-dir's free space and permissions; every rank must see the same "
-                                 "directory (a file system shared by all nodes)";
+  const std::string hint =
+      comm.size() == 1
+          ? "check the --checkpoint-dir's free space and permissions"
+          : "check the --checkpoint-dir's free space and permissions; every rank must see the same "
+            "directory (a file system shared by all nodes)";
   auto pause = [&] {
     if (options.pause_per_file.count() > 0) std::this_thread::sleep_for(options.pause_per_file);
   };
@@ -131,7 +140,8 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
   {
     std::optional<SyncedFile> file;
     if (rank0) file.emplace(tmp / kWeightsFile, hint);
-    write_gathered_safetensors(comm, partition, weight_shard, layout, {{"format", "pt"}, {"step", std::to_string(position.step)}},
+    write_gathered_safetensors(comm, partition, weight_shard, layout,
+                               {{"format", "pt"}, {"step", std::to_string(position.step)}},
                                file ? &*file : nullptr);
     if (file) {
       weights_record = file->finish();
@@ -173,7 +183,8 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
   for (int r = 0; r < comm.size(); ++r) {
     const std::int64_t* rec = records.data() + static_cast<std::ptrdiff_t>(r) * kRecordFields;
     Json piece{{"rank", r}, {"begin", rec[0]}, {"elements", rec[1]}};
-    for (int a = 0; a < 3; ++a) piece[kArrays[a]] = file_record(state_file_name(r, a), rec[2 + 2 * a], rec[3 + 2 * a]);
+    for (int a = 0; a < 3; ++a)
+      piece[kArrays[a]] = file_record(state_file_name(r, a), rec[2 + 2 * a], rec[3 + 2 * a]);
     state.push_back(std::move(piece));
   }
   Json manifest{{"schema", kSchema},
@@ -201,7 +212,8 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
 void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
                       const ParameterLayout& layout, const comm::ZeroPartition& partition,
                       std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
-                      const TrainingPosition& position, const Json& settings, const CheckpointWriteOptions& options) {
+                      const TrainingPosition& position, const Json& settings,
+                      const CheckpointWriteOptions& options) {
   const bool rank0 = comm.rank() == 0;
   const fs::path root(dir);
   const std::string name = checkpoint_name(position.step);
@@ -213,12 +225,14 @@ void write_checkpoint(comm::Communicator& comm, const std::string& dir, const Mo
     if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create (" + ec.message() + ")");
     remove_unfinished_checkpoints(root);  // leftovers of crashed writes, this step's included
     fs::create_directory(tmp, ec);
-    if (ec) throw Error("--checkpoint-dir " + dir + ": cannot create " + tmp.string() + " (" + ec.message() + ")");
+    if (ec)
+      throw Error("--checkpoint-dir " + dir + ": cannot create " + tmp.string() + " (" + ec.message() + ")");
   }
   comm.barrier();  // the directory exists for every rank
 
   try {
-    write_checkpoint_files(comm, tmp, model, layout, partition, weight_shard, pipeline, position, settings, options);
+    write_checkpoint_files(comm, tmp, model, layout, partition, weight_shard, pipeline, position, settings,
+                           options);
     if (options.before_publish) options.before_publish();
   } catch (const std::exception&) {
     // A failed write (a full disk, say) leaves no partial checkpoint; the previous one stays.
@@ -244,8 +258,8 @@ void write_checkpoint(comm::Communicator& comm, const std::string& dir, const Mo
   remove_superseded_checkpoints(root, position.step);
 }
 
-std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const ModelSpec& model, std::int64_t params,
-                                                  const CheckpointScope& scope) {
+std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const ModelSpec& model,
+                                                  std::int64_t params, const CheckpointScope& scope) {
   const fs::path root(dir);
   const std::optional<std::string> latest = read_latest(root);
   const std::vector<std::int64_t> complete = complete_checkpoints(root);
@@ -259,8 +273,8 @@ std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const 
     Checkpoint c = open_checkpoint(root, name, model, params, scope);
     if (!latest)
       c.notes_.insert(c.notes_.begin(), "warning: resume: " + (root / "latest").string() +
-                                            " is missing; resuming from the newest complete checkpoint " + name +
-                                            " (its manifest and files checked)");
+                                            " is missing; resuming from the newest complete checkpoint " +
+                                            name + " (its manifest and files checked)");
     return c;
   } catch (const Error& e) {
     if (older == complete.end()) throw;
@@ -269,8 +283,9 @@ std::optional<Checkpoint> Checkpoint::open_latest(const std::string& dir, const 
   }
 }
 
-Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const std::string& name, const ModelSpec& model,
-                                       std::int64_t params, const CheckpointScope& scope) {
+Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const std::string& name,
+                                       const ModelSpec& model, std::int64_t params,
+                                       const CheckpointScope& scope) {
   Checkpoint c;
   c.path_ = (root / name).string();
   const std::string manifest_path = (root / name / "manifest.json").string();
@@ -283,7 +298,8 @@ Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const 
     verify_manifest_seal(json, read_text(manifest_path), !v1 && !v2);
     if (o.optional(kSealField)) {
     } else if (v1 || v2) {
-      c.notes_.push_back("warning: resume: " + manifest_path + " is " + schema.get<std::string>() + ", without " + kSealField +
+      c.notes_.push_back("warning: resume: " + manifest_path + " is " + schema.get<std::string>() +
+                         ", without " + kSealField +
                          ": its fields cannot be verified (its files' sizes and CRC32C are)");
     }
     o.expect_schema(v1 ? kSchemaV1 : v2 ? kSchemaV2 : kSchema);
@@ -296,7 +312,8 @@ Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const 
     const ModelSpec have = model_from_json(o.raw("model"), manifest_path + ": model");
     expect_same_model(have, model, manifest_path);
     if (c.params_ != params)
-      throw Error("params " + std::to_string(c.params_) + " in the checkpoint, " + std::to_string(params) + " in the model");
+      throw Error("params " + std::to_string(c.params_) + " in the checkpoint, " + std::to_string(params) +
+                  " in the model");
     c.settings_ = o.raw("settings");
     JsonObject files = o.object("files");
     auto read_record = [](JsonObject f, const std::string& expect_name) {
@@ -309,18 +326,23 @@ Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const 
     const StateFile weights = read_record(files.object("weights"), kWeightsFile);
     if (v1) {
       StatePiece piece{0, c.params_, {}};
-      for (int a = 0; a < 3; ++a) piece.files[a] = read_record(files.object(kArrays[a]), std::string("optimizer.") + kArrays[a] + ".f32");
+      for (int a = 0; a < 3; ++a)
+        piece.files[a] =
+            read_record(files.object(kArrays[a]), std::string("optimizer.") + kArrays[a] + ".f32");
       c.pieces_.push_back(piece);
     } else {
       const auto ranks = o.integer("ranks", 1, 1 << 20);
       const Json& state = files.array("state");
       if (static_cast<std::int64_t>(state.size()) != ranks)
-        files.fail("state", "holds " + std::to_string(state.size()) + " entries for " + std::to_string(ranks) + " ranks");
+        files.fail("state", "holds " + std::to_string(state.size()) + " entries for " +
+                                std::to_string(ranks) + " ranks");
       for (std::size_t r = 0; r < state.size(); ++r) {
         JsonObject s(state[r], files.field(element_path("state", r)));
-        if (s.integer("rank", 0, ranks - 1) != static_cast<std::int64_t>(r)) s.fail("rank", "must be " + std::to_string(r));
+        if (s.integer("rank", 0, ranks - 1) != static_cast<std::int64_t>(r))
+          s.fail("rank", "must be " + std::to_string(r));
         StatePiece piece{s.integer("begin", 0, c.params_), s.integer("elements", 0, c.params_), {}};
-        for (int a = 0; a < 3; ++a) piece.files[a] = read_record(s.object(kArrays[a]), state_file_name(static_cast<int>(r), a));
+        for (int a = 0; a < 3; ++a)
+          piece.files[a] = read_record(s.object(kArrays[a]), state_file_name(static_cast<int>(r), a));
         s.finish();
         c.pieces_.push_back(piece);
       }
@@ -331,15 +353,17 @@ Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const 
     std::int64_t next = 0;
     for (const StatePiece& piece : c.pieces_) {
       if (piece.begin != next)
-        throw Error("state files do not cover the parameters without gaps (one starts at " + std::to_string(piece.begin) +
-                    ", expected " + std::to_string(next) + ")");
+        throw Error("state files do not cover the parameters without gaps (one starts at " +
+                    std::to_string(piece.begin) + ", expected " + std::to_string(next) + ")");
       for (const StateFile& f : piece.files)
         if (f.bytes != static_cast<std::uint64_t>(piece.elements) * sizeof(float))
-          throw Error(f.name + ": holds " + std::to_string(f.bytes / 4) + " values, its range has " + std::to_string(piece.elements));
+          throw Error(f.name + ": holds " + std::to_string(f.bytes / 4) + " values, its range has " +
+                      std::to_string(piece.elements));
       next += piece.elements;
     }
     if (next != c.params_)
-      throw Error("state files cover " + std::to_string(next) + " values, the model has " + std::to_string(c.params_));
+      throw Error("state files cover " + std::to_string(next) + " values, the model has " +
+                  std::to_string(c.params_));
     if (scope.weights) verify_file(root / name / weights.name, weights.bytes, weights.crc32c);
     const std::int64_t end = scope.end < 0 ? c.params_ : scope.end;
     for (const StatePiece& piece : c.pieces_)
@@ -359,7 +383,8 @@ void Checkpoint::read_state(std::int64_t begin, std::int64_t n, float* p, float*
   MLPO_CHECK(begin >= 0 && begin + n <= params_, "read_state range");
   float* out[3] = {p, m, v};
   for (const StatePiece& piece : pieces_) {
-    const std::int64_t lo = std::max(begin, piece.begin), hi = std::min(begin + n, piece.begin + piece.elements);
+    const std::int64_t lo = std::max(begin, piece.begin),
+                       hi = std::min(begin + n, piece.begin + piece.elements);
     if (hi <= lo) continue;
     for (int a = 0; a < 3; ++a) {
       const fs::path path = fs::path(path_) / piece.files[a].name;
@@ -371,7 +396,9 @@ void Checkpoint::read_state(std::int64_t begin, std::int64_t n, float* p, float*
       while (left > 0) {
         const ssize_t r = ::pread(fd.get(), dst, left, offset);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) throw Error(path.string() + ": read failed (" + (r < 0 ? errno_text(errno) : "unexpected end") + ")");
+        if (r <= 0)
+          throw Error(path.string() + ": read failed (" + (r < 0 ? errno_text(errno) : "unexpected end") +
+                      ")");
         dst += r;
         left -= static_cast<std::size_t>(r);
         offset += r;

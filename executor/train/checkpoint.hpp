@@ -57,7 +57,8 @@ struct TrainingPosition {
 };
 
 struct CheckpointWriteOptions {
-  std::chrono::milliseconds pause_per_file{0};  // test hook: sleep after each file (MLPO_TEST_SLOW_CHECKPOINT_MS)
+  std::chrono::milliseconds pause_per_file{
+      0};  // test hook: sleep after each file (MLPO_TEST_SLOW_CHECKPOINT_MS)
   // Called on every rank (collectively) once every file is durable, before rank 0 publishes
   // the checkpoint (rename, `latest`): the training loop logs the step there. If it throws,
   // nothing is published.
@@ -72,7 +73,8 @@ struct CheckpointWriteOptions {
 void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
                       const ParameterLayout& layout, const comm::ZeroPartition& partition,
                       std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
-                      const TrainingPosition& position, const Json& settings, const CheckpointWriteOptions& options = {});
+                      const TrainingPosition& position, const Json& settings,
+                      const CheckpointWriteOptions& options = {});
 
 // Which files open_latest checks (size and CRC32C, which reads them whole).
 struct CheckpointScope {
@@ -89,8 +91,8 @@ class Checkpoint {
   // std::nullopt when DIR holds no checkpoint at all. Throws mlpo::Error naming the file for
   // anything unreadable or inconsistent — also when an older complete checkpoint exists: the
   // error names it, it is never used silently. Reads only.
-  static std::optional<Checkpoint> open_latest(const std::string& dir, const ModelSpec& model, std::int64_t params,
-                                               const CheckpointScope& scope = {});
+  static std::optional<Checkpoint> open_latest(const std::string& dir, const ModelSpec& model,
+                                               std::int64_t params, const CheckpointScope& scope = {});
 
   const std::string& path() const { return path_; }  // DIR/ckpt-<step>
   const TrainingPosition& position() const { return position_; }
@@ -104,8 +106,9 @@ class Checkpoint {
   void read_state(std::int64_t begin, std::int64_t n, float* p, float* m, float* v) const;
 
  private:
-  static Checkpoint open_checkpoint(const std::filesystem::path& root, const std::string& name, const ModelSpec& model,
-                                    std::int64_t params, const CheckpointScope& scope);
+  static Checkpoint open_checkpoint(const std::filesystem::path& root, const std::string& name,
+                                    const ModelSpec& model, std::int64_t params,
+                                    const CheckpointScope& scope);
   struct StateFile {
     std::string name;
     std::uint64_t bytes = 0;

@@ -20,7 +20,8 @@ constexpr const char* kRemoving = ".removing";
 // ckpt-<step>.tmp (being written) or ckpt-<step>.removing (being removed).
 bool is_unfinished_name(const std::string& name) {
   for (const std::string suffix : {".tmp", kRemoving})
-    if (name.size() > suffix.size() && name.ends_with(suffix) && checkpoint_step(name.substr(0, name.size() - suffix.size())))
+    if (name.size() > suffix.size() && name.ends_with(suffix) &&
+        checkpoint_step(name.substr(0, name.size() - suffix.size())))
       return true;
   return false;
 }
@@ -29,7 +30,8 @@ bool is_unfinished_name(const std::string& name) {
 std::uint64_t tree_bytes(const fs::path& dir) {
   std::uint64_t total = 0;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
     if (it->is_regular_file(ec)) total += it->file_size(ec);
   return total;
 }
@@ -49,7 +51,8 @@ std::vector<std::int64_t> complete_checkpoints(const fs::path& dir) {
   std::vector<std::int64_t> steps;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (const auto step = checkpoint_step(e.path().filename().string()); step && e.is_directory(ec)) steps.push_back(*step);
+    if (const auto step = checkpoint_step(e.path().filename().string()); step && e.is_directory(ec))
+      steps.push_back(*step);
   std::sort(steps.rbegin(), steps.rend());
   return steps;
 }
@@ -61,10 +64,12 @@ std::optional<std::string> read_latest(const fs::path& dir) {
   std::string name;
   std::ifstream in(latest);
   if (!in || !std::getline(in, name))
-    throw Error(latest.string() + ": unreadable; restore it, or remove it to resume from the newest complete checkpoint");
+    throw Error(latest.string() +
+                ": unreadable; restore it, or remove it to resume from the newest complete checkpoint");
   if (!checkpoint_step(name))
-    throw Error(latest.string() + ": does not name a checkpoint ('" + name +
-                "'); the checkpoint directory is damaged: remove it to resume from the newest complete checkpoint");
+    throw Error(
+        latest.string() + ": does not name a checkpoint ('" + name +
+        "'); the checkpoint directory is damaged: remove it to resume from the newest complete checkpoint");
   return name;
 }
 
@@ -107,7 +112,8 @@ void remove_superseded_checkpoints(const fs::path& dir, std::int64_t step) {
     const std::string name = e.path().filename().string();
     const auto other = checkpoint_step(name);
     if (other && *other < step) old.push_back(e.path());
-    if (name.rfind(".latest.tmp.", 0) == 0) fs::remove(e.path(), ec);  // write_file_atomic's temp, of a killed run
+    if (name.rfind(".latest.tmp.", 0) == 0)
+      fs::remove(e.path(), ec);  // write_file_atomic's temp, of a killed run
   }
   for (const auto& path : old) discard_checkpoint(path);
 }
@@ -128,10 +134,12 @@ void check_checkpoint_space(const fs::path& dir, std::uint64_t bytes) {
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (is_unfinished_name(e.path().filename().string())) free += tree_bytes(e.path());
   if (free >= bytes) return;
-  throw Error("--checkpoint-dir " + dir.string() + ": a checkpoint needs " + format_bytes(static_cast<double>(bytes)) +
-              " (14 B per parameter: bf16 weights, fp32 p, m, v) but its file system (" + existing.string() + ") has " +
-              format_bytes(static_cast<double>(free)) +
-              " free; free space there, or choose a --checkpoint-dir on a file system with room for one more checkpoint");
+  throw Error("--checkpoint-dir " + dir.string() + ": a checkpoint needs " +
+              format_bytes(static_cast<double>(bytes)) +
+              " (14 B per parameter: bf16 weights, fp32 p, m, v) but its file system (" + existing.string() +
+              ") has " + format_bytes(static_cast<double>(free)) +
+              " free; free space there, or choose a --checkpoint-dir on a file system with room for one more "
+              "checkpoint");
 }
 
 }  // namespace mlpo::train

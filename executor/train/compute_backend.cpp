@@ -27,9 +27,11 @@ BackendChoice parse_backend(const std::string& text, const std::string& option) 
     const std::string n = text.substr(5);
     int device = -1;
     const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), device);
-    if (ec == std::errc() && end == n.data() + n.size() && !n.empty() && device >= 0) return {BackendChoice::Kind::cuda, device};
+    if (ec == std::errc() && end == n.data() + n.size() && !n.empty() && device >= 0)
+      return {BackendChoice::Kind::cuda, device};
   }
-  throw Error(option + ": unknown compute backend '" + text + "'; use cpu, cuda (this process's GPU) or cuda:N (GPU N)");
+  throw Error(option + ": unknown compute backend '" + text +
+              "'; use cpu, cuda (this process's GPU) or cuda:N (GPU N)");
 }
 
 bool have_cuda_backend() { return MLPO_HAVE_CUDA; }
@@ -52,13 +54,16 @@ ComputeBackend open_backend(const BackendChoice& choice, ThreadPool& threads, un
   }
 #if MLPO_HAVE_CUDA
   const CudaAvailability gpu = cuda_available();
-  if (!gpu.available) throw Error("--backend " + choice.describe() + ": " + gpu.reason + "; train with --backend cpu here");
+  if (!gpu.available)
+    throw Error("--backend " + choice.describe() + ": " + gpu.reason + "; train with --backend cpu here");
   int count = 0;
   gpu::check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   const int device = choice.device < 0 ? local_rank % count : choice.device;
   if (device >= count)
-    throw Error("--backend " + choice.describe() + ": no such GPU; this machine has " + std::to_string(count) +
-                (count == 1 ? " CUDA device (cuda:0)" : " CUDA devices (cuda:0 .. cuda:" + std::to_string(count - 1) + ")"));
+    throw Error("--backend " + choice.describe() + ": no such GPU; this machine has " +
+                std::to_string(count) +
+                (count == 1 ? " CUDA device (cuda:0)"
+                            : " CUDA devices (cuda:0 .. cuda:" + std::to_string(count - 1) + ")"));
   auto backend = std::make_unique<CudaBackend>(device);
   cudaDeviceProp prop{};
   gpu::check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
@@ -76,30 +81,39 @@ ComputeBackend open_backend(const BackendChoice& choice, ThreadPool& threads, un
 
 int weight_slots(const TrainingFootprint& f) { return f.param_offload ? 2 : f.ranks > 1 ? 1 : 0; }
 
-bool streams_gradients(const TrainingFootprint& f) { return f.grad_accum == 1 && (f.param_offload || f.ranks > 1); }
+bool streams_gradients(const TrainingFootprint& f) {
+  return f.grad_accum == 1 && (f.param_offload || f.ranks > 1);
+}
 
-DeviceMemoryNeed training_device_memory(const ModelShape& shape, const TrainingFootprint& f, std::int64_t backend_bytes) {
+DeviceMemoryNeed training_device_memory(const ModelShape& shape, const TrainingFootprint& f,
+                                        std::int64_t backend_bytes) {
   TransformerOptions options{f.micro_batch, DType::bf16, streams_gradients(f)};
-  DeviceMemoryNeed need = model_device_memory(shape, options, backend_bytes, WeightResidency{weight_slots(f)});
+  DeviceMemoryNeed need =
+      model_device_memory(shape, options, backend_bytes, WeightResidency{weight_slots(f)});
   const ParameterLayout layout(shape);
-  need.gradients += static_cast<std::int64_t>(MicroBatchGradientSum::buffers_for(f.grad_accum)) * layout.total() * 4;
+  need.gradients +=
+      static_cast<std::int64_t>(MicroBatchGradientSum::buffers_for(f.grad_accum)) * layout.total() * 4;
   need.activations += GradientHandover::device_bytes(layout, f.ranks);
   return need;
 }
 
-void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootprint& f, const DeviceMemoryNeed* with_offload,
-                             std::size_t available,
-                             std::size_t total, const std::string& device, const std::string& limit_note) {
+void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootprint& f,
+                             const DeviceMemoryNeed* with_offload, std::size_t available, std::size_t total,
+                             const std::string& device, const std::string& limit_note) {
   if (need.total() <= static_cast<std::int64_t>(available)) return;
   auto bytes = [](std::int64_t n) { return format_bytes(static_cast<double>(n)); };
   std::string fix;
   if (with_offload != nullptr)
     fix = with_offload->total() <= static_cast<std::int64_t>(available)
-              ? "use --param-offload (weights in host memory, streamed per layer; it needs " + bytes(with_offload->total()) + ")"
-              : "even --param-offload would need " + bytes(with_offload->total()) + "; use a smaller --micro-batch or --seq-len";
+              ? "use --param-offload (weights in host memory, streamed per layer; it needs " +
+                    bytes(with_offload->total()) + ")"
+              : "even --param-offload would need " + bytes(with_offload->total()) +
+                    "; use a smaller --micro-batch or --seq-len";
   else
     fix = std::string("use a smaller --micro-batch or --seq-len") +
-          (f.grad_accum > 1 && f.param_offload ? ", or --grad-accum 1 (the gradients then leave the device layer by layer)" : "");
+          (f.grad_accum > 1 && f.param_offload
+               ? ", or --grad-accum 1 (the gradients then leave the device layer by layer)"
+               : "");
   throw Error("the run needs " + need.describe() + " of memory on " + device + ", which has " +
               bytes(static_cast<std::int64_t>(available)) + " available" + limit_note + " (" +
               bytes(static_cast<std::int64_t>(total)) + " in all; short by " +
@@ -107,9 +121,11 @@ void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootpri
 }
 
 std::optional<std::string> check_training_memory(const ComputeBackend& device, const ModelShape& shape,
-                                                 const TrainingFootprint& footprint, std::uint64_t memory_limit) {
+                                                 const TrainingFootprint& footprint,
+                                                 std::uint64_t memory_limit) {
   if (!device.memory) return std::nullopt;
-  const std::int64_t scratch = device.scratch_bound(shape.hidden, static_cast<std::int64_t>(footprint.micro_batch) * shape.heads * shape.seq_len);
+  const std::int64_t scratch = device.scratch_bound(
+      shape.hidden, static_cast<std::int64_t>(footprint.micro_batch) * shape.heads * shape.seq_len);
   const DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
   std::optional<DeviceMemoryNeed> offloaded;
   if (!footprint.param_offload && footprint.ranks == 1) {
@@ -122,7 +138,8 @@ std::optional<std::string> check_training_memory(const ComputeBackend& device, c
   require_training_memory(need, footprint, offloaded ? &*offloaded : nullptr, available, device.memory->total,
                           device.description, limited ? " under --gpu-memory-limit" : "");
   return "device: " + device.description + "; the run needs " + need.describe() + " of " +
-         format_bytes(static_cast<double>(available)) + " available" + (limited ? " (--gpu-memory-limit)" : "");
+         format_bytes(static_cast<double>(available)) + " available" +
+         (limited ? " (--gpu-memory-limit)" : "");
 }
 
 }  // namespace mlpo::train

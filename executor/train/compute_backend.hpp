@@ -33,7 +33,7 @@ namespace mlpo::train {
 struct BackendChoice {
   enum class Kind { cpu, cuda };
   Kind kind = Kind::cpu;
-  int device = -1;  // cuda: -1 = the local rank's GPU
+  int device = -1;               // cuda: -1 = the local rank's GPU
   std::string describe() const;  // "cpu", "cuda", "cuda:1"
 };
 
@@ -59,7 +59,8 @@ struct ComputeBackend {
 
 // Throws mlpo::Error when the choice cannot be served (no CUDA in this build, no usable GPU,
 // no device N). `local_rank` picks the GPU for a plain "cuda".
-ComputeBackend open_backend(const BackendChoice& choice, ThreadPool& threads, unsigned blas_threads, int local_rank);
+ComputeBackend open_backend(const BackendChoice& choice, ThreadPool& threads, unsigned blas_threads,
+                            int local_rank);
 
 struct TrainingFootprint {
   int micro_batch = 1;
@@ -75,16 +76,17 @@ struct TrainingFootprint {
 int weight_slots(const TrainingFootprint& f);
 bool streams_gradients(const TrainingFootprint& f);
 
-DeviceMemoryNeed training_device_memory(const ModelShape& shape, const TrainingFootprint& f, std::int64_t backend_bytes);
+DeviceMemoryNeed training_device_memory(const ModelShape& shape, const TrainingFootprint& f,
+                                        std::int64_t backend_bytes);
 
 // Throws mlpo::Error when `need` exceeds `available` (the device's free memory, or less under
 // a --gpu-memory-limit), naming bytes needed and free and the fix: --param-offload when it is
 // not on (and what it would need), else a smaller --micro-batch or --seq-len.
 // `with_offload`: the need of the same run with --param-offload, when it is off (null when on).
 // `limit_note` follows "N available" in the message (e.g. " under --gpu-memory-limit").
-void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootprint& f, const DeviceMemoryNeed* with_offload,
-                             std::size_t available, std::size_t total, const std::string& device,
-                             const std::string& limit_note);
+void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootprint& f,
+                             const DeviceMemoryNeed* with_offload, std::size_t available, std::size_t total,
+                             const std::string& device, const std::string& limit_note);
 
 // The up-front check of a run of `shape` and `footprint` on `device`, as train() makes it: the
 // need (with the backend's scratch) against the device's free memory, or `memory_limit` bytes
@@ -92,6 +94,7 @@ void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootpri
 // to a single process without it. Returns the line train() notes ("device: cuda:0 (...); the
 // run needs ... of ... available"); none on the CPU, whose memory is the host's.
 std::optional<std::string> check_training_memory(const ComputeBackend& device, const ModelShape& shape,
-                                                 const TrainingFootprint& footprint, std::uint64_t memory_limit);
+                                                 const TrainingFootprint& footprint,
+                                                 std::uint64_t memory_limit);
 
 }  // namespace mlpo::train

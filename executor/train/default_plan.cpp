@@ -10,12 +10,15 @@ namespace mlpo::train {
 Plan default_plan(const ModelSpec& model, std::int64_t params, const std::string& state_dir) {
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
-  if (ec) throw Error("default plan: cannot create the state directory " + state_dir + " (" + ec.message() + "); pass --plan or --state-dir");
+  if (ec)
+    throw Error("default plan: cannot create the state directory " + state_dir + " (" + ec.message() +
+                "); pass --plan or --state-dir");
   Plan plan;
   plan.model_name = model.name;
   plan.model_params = params;
   const std::int64_t eighth = (params + 7) / 8;
-  plan.subgroup_elements = std::clamp<std::int64_t>((eighth + 4095) / 4096 * 4096, 4096, std::int64_t{1} << 22);
+  plan.subgroup_elements =
+      std::clamp<std::int64_t>((eighth + 4095) / 4096 * 4096, 4096, std::int64_t{1} << 22);
   PlanTier disk;
   disk.name = "disk";
   disk.path = std::filesystem::absolute(state_dir).lexically_normal().string();
@@ -29,7 +32,8 @@ Plan default_plan(const ModelSpec& model, std::int64_t params, const std::string
   plan.direct_io = false;
   plan.order = OrderPolicy::alternating;
   plan.gradients = GradientPolicy::delayed;
-  plan.explanation = Json{{"source", "mlpo-run default plan (no --plan given): one disk tier under " + state_dir}};
+  plan.explanation =
+      Json{{"source", "mlpo-run default plan (no --plan given): one disk tier under " + state_dir}};
   validate(plan);
   return plan;
 }

@@ -14,30 +14,35 @@ ValidationSet::ValidationSet(TokenData data, std::int64_t tokens, int micro_batc
   if (tokens < 0) throw Error("--eval-tokens: must be >= 0 (0: all of --eval-data)");
   micro_batches_ = tokens == 0 ? available : tokens / batch_tokens;
   if (micro_batches_ == 0)
-    throw Error("--eval-tokens " + std::to_string(tokens) + ": less than one micro-batch of " + std::to_string(micro_batch) +
-                " sequences of " + std::to_string(seq_len) + " tokens (" + std::to_string(batch_tokens) +
-                " tokens) of --eval-data, which holds " + std::to_string(data_.windows()) +
-                " such sequences; give --eval-tokens >= " + std::to_string(batch_tokens) + " and enough eval data");
+    throw Error("--eval-tokens " + std::to_string(tokens) + ": less than one micro-batch of " +
+                std::to_string(micro_batch) + " sequences of " + std::to_string(seq_len) + " tokens (" +
+                std::to_string(batch_tokens) + " tokens) of --eval-data, which holds " +
+                std::to_string(data_.windows()) + " such sequences; give --eval-tokens >= " +
+                std::to_string(batch_tokens) + " and enough eval data");
   if (micro_batches_ > available)
-    throw Error("--eval-tokens " + std::to_string(tokens) + ": --eval-data " + data_.files().front().path() +
-                (data_.files().size() > 1 ? " (and " + std::to_string(data_.files().size() - 1) + " more files)" : "") +
-                " holds " + std::to_string(data_.windows()) + " sequences of " + std::to_string(seq_len) + " tokens (" +
-                std::to_string(available * batch_tokens) + " tokens in whole micro-batches); give --eval-tokens <= " +
-                std::to_string(available * batch_tokens) + " or more eval data");
+    throw Error(
+        "--eval-tokens " + std::to_string(tokens) + ": --eval-data " + data_.files().front().path() +
+        (data_.files().size() > 1 ? " (and " + std::to_string(data_.files().size() - 1) + " more files)"
+                                  : "") +
+        " holds " + std::to_string(data_.windows()) + " sequences of " + std::to_string(seq_len) +
+        " tokens (" + std::to_string(available * batch_tokens) +
+        " tokens in whole micro-batches); give --eval-tokens <= " + std::to_string(available * batch_tokens) +
+        " or more eval data");
 }
 
 std::string ValidationSet::description() const {
   std::string of = data_.files().front().path();
   if (data_.files().size() > 1) of += " and " + std::to_string(data_.files().size() - 1) + " more files";
-  return std::to_string(sequences()) + " sequences of " + std::to_string(seq_len_) + " tokens (" + std::to_string(tokens()) +
-         " tokens) of " + of;
+  return std::to_string(sequences()) + " sequences of " + std::to_string(seq_len_) + " tokens (" +
+         std::to_string(tokens()) + " tokens) of " + of;
 }
 
 double ValidationSet::loss(TransformerModel& model, StepCollectives& collectives, int rank, int ranks) const {
   const std::int64_t per_rank = (micro_batches_ + ranks - 1) / ranks;
   const auto T = static_cast<std::size_t>(seq_len_);
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(micro_batch_) * T), targets(inputs.size());
-  std::vector<double> mine(static_cast<std::size_t>(per_rank)), all(static_cast<std::size_t>(per_rank * ranks));
+  std::vector<double> mine(static_cast<std::size_t>(per_rank)),
+      all(static_cast<std::size_t>(per_rank * ranks));
   for (std::int64_t i = 0; i < per_rank; ++i) {
     const std::int64_t j = rank * per_rank + i;
     const std::int64_t batch = j < micro_batches_ ? j : 0;  // past the end: the same forwards on every rank

@@ -14,15 +14,18 @@ namespace mlpo::train {
 
 FileMapping::FileMapping(const std::string& path, const std::string& flag, Access access) {
   const io::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) throw Error(flag + " " + path + ": cannot open (" + errno_text(errno) + "); check the path");
+  if (!fd.valid())
+    throw Error(flag + " " + path + ": cannot open (" + errno_text(errno) + "); check the path");
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) throw Error(flag + " " + path + ": cannot stat (" + errno_text(errno) + ")");
+  if (::fstat(fd.get(), &st) != 0)
+    throw Error(flag + " " + path + ": cannot stat (" + errno_text(errno) + ")");
   if (!S_ISREG(st.st_mode)) throw Error(flag + " " + path + ": not a regular file");
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ == 0) return;
   void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED) throw Error(flag + " " + path + ": cannot map (" + errno_text(errno) + ")");
-  ::madvise(p, size_, access == Access::random ? MADV_RANDOM : MADV_SEQUENTIAL);  // a hint: failure is harmless
+  ::madvise(p, size_,
+            access == Access::random ? MADV_RANDOM : MADV_SEQUENTIAL);  // a hint: failure is harmless
   data_ = static_cast<std::byte*>(p);
 }
 

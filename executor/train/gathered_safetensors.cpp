@@ -64,7 +64,8 @@ void gather_flat(comm::Communicator& comm, const comm::ZeroPartition& partition,
 void write_gathered_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition,
                                 std::span<const bf16> shard, const ParameterLayout& layout,
                                 const std::map<std::string, std::string>& metadata, SyncedFile* out) {
-  MLPO_CHECK(partition.total() == layout.total() && static_cast<std::int64_t>(shard.size()) == partition.mine().elements,
+  MLPO_CHECK(partition.total() == layout.total() &&
+                 static_cast<std::int64_t>(shard.size()) == partition.mine().elements,
              "gathered safetensors: shard does not match the partition");
   const bool writer = comm.rank() == 0;
   MLPO_CHECK(!writer || out != nullptr, "rank 0 needs the output file");
@@ -78,17 +79,20 @@ void write_gathered_safetensors(comm::Communicator& comm, const comm::ZeroPartit
       [&](const FlatPieceSink& emit) {
         emit(reinterpret_cast<const std::byte*>(shard.data()), static_cast<std::int64_t>(shard.size()));
       },
-      [&](const std::byte* data, std::int64_t n) { out->write(data, static_cast<std::size_t>(n) * sizeof(bf16)); });
+      [&](const std::byte* data, std::int64_t n) {
+        out->write(data, static_cast<std::size_t>(n) * sizeof(bf16));
+      });
 }
 
-void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition, std::span<const bf16> shard,
-                        const ParameterLayout& layout, const std::map<std::string, std::string>& metadata,
-                        const std::string& path) {
+void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition,
+                        std::span<const bf16> shard, const ParameterLayout& layout,
+                        const std::map<std::string, std::string>& metadata, const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target = fs::absolute(path);
   const fs::path temp = temp_sibling(target);
   std::optional<SyncedFile> file;
-  if (comm.rank() == 0) file.emplace(temp, "check that the --export-safetensors directory has space and is writable");
+  if (comm.rank() == 0)
+    file.emplace(temp, "check that the --export-safetensors directory has space and is writable");
   write_gathered_safetensors(comm, partition, shard, layout, metadata, file ? &*file : nullptr);
   if (!file) return;
   file->finish();
@@ -96,7 +100,8 @@ void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& par
   fs::rename(temp, target, ec);
   if (ec) {
     fs::remove(temp, ec);
-    throw Error("--export-safetensors " + path + ": cannot rename the finished file into place (" + ec.message() + ")");
+    throw Error("--export-safetensors " + path + ": cannot rename the finished file into place (" +
+                ec.message() + ")");
   }
   fsync_directory(target.parent_path());
 }

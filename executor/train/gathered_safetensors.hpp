@@ -40,8 +40,8 @@ void write_gathered_safetensors(comm::Communicator& comm, const comm::ZeroPartit
 
 // Collective. Rank 0 writes `path` atomically: a temporary file beside it, fsync'd, renamed,
 // the directory fsync'd. Throws mlpo::Error naming the path on an I/O error (on rank 0).
-void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition, std::span<const bf16> shard,
-                        const ParameterLayout& layout, const std::map<std::string, std::string>& metadata,
-                        const std::string& path);
+void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition,
+                        std::span<const bf16> shard, const ParameterLayout& layout,
+                        const std::map<std::string, std::string>& metadata, const std::string& path);
 
 }  // namespace mlpo::train

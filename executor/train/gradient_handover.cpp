@@ -21,13 +21,18 @@ std::int64_t GradientHandover::device_bytes(const ParameterLayout& layout, int r
   return ranks == 1 ? 2 * largest_gradient_range(layout) * static_cast<std::int64_t>(sizeof(bf16)) : 0;
 }
 
-GradientHandover::GradientHandover(Backend& backend, const ParameterLayout& layout, const comm::ZeroPartition& partition,
-                                   comm::LayerExchange* exchange)
-    : backend_(backend), partition_(partition), exchange_(exchange),
-      grads16_owner_(backend.allocate_host(static_cast<std::size_t>(partition.mine().elements) * sizeof(bf16))),
-      grads16_(static_cast<bf16*>(grads16_owner_.data()), static_cast<std::size_t>(partition.mine().elements)) {
+GradientHandover::GradientHandover(Backend& backend, const ParameterLayout& layout,
+                                   const comm::ZeroPartition& partition, comm::LayerExchange* exchange)
+    : backend_(backend),
+      partition_(partition),
+      exchange_(exchange),
+      grads16_owner_(
+          backend.allocate_host(static_cast<std::size_t>(partition.mine().elements) * sizeof(bf16))),
+      grads16_(static_cast<bf16*>(grads16_owner_.data()),
+               static_cast<std::size_t>(partition.mine().elements)) {
   MLPO_CHECK(partition.total() == layout.total(), "gradient partition of another model");
-  MLPO_CHECK((exchange == nullptr) == (partition.ranks() == 1), "a LayerExchange is needed exactly when there are several ranks");
+  MLPO_CHECK((exchange == nullptr) == (partition.ranks() == 1),
+             "a LayerExchange is needed exactly when there are several ranks");
   const std::int64_t largest = largest_gradient_range(layout);
   if (exchange_ == nullptr) {
     copies_ = backend.make_copy_queue();
@@ -39,7 +44,8 @@ GradientHandover::GradientHandover(Backend& backend, const ParameterLayout& layo
 }
 
 void GradientHandover::range_final(ParameterRange range, Tensor summed) {
-  MLPO_CHECK(summed.numel() == range.count && summed.dtype == DType::f32, "gradient range " + summed.describe());
+  MLPO_CHECK(summed.numel() == range.count && summed.dtype == DType::f32,
+             "gradient range " + summed.describe());
   if (exchange_ == nullptr) {
     const int b = next_half_;
     next_half_ ^= 1;
@@ -56,7 +62,8 @@ void GradientHandover::range_final(ParameterRange range, Tensor summed) {
   pending_[b].wait();  // the reduce-scatter that last used this buffer
   std::span<float> full(staging_[b].data(), static_cast<std::size_t>(range.count));
   backend_.copy_to_host(full.data(), summed);
-  pending_[b] = exchange_->reduce_scatter<float>({range.offset, range.offset + range.count}, full, std::span<float>(grads32_));
+  pending_[b] = exchange_->reduce_scatter<float>({range.offset, range.offset + range.count}, full,
+                                                 std::span<float>(grads32_));
 }
 
 void GradientHandover::finish() {

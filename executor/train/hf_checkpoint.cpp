@@ -35,8 +35,9 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 // The fields that make config.json's model the run's model (seq_len may differ: --seq-len).
 void expect_same_model(const ModelSpec& config, const ModelSpec& run, const std::string& where) {
   auto differ = [&](const char* field, const std::string& a, const std::string& b) {
-    throw Error(where + ": " + field + " " + a + ", but --model " + run.name + " has " + b +
-                "; pass the --model of this checkpoint, or leave --model out to take the model from config.json");
+    throw Error(
+        where + ": " + field + " " + a + ", but --model " + run.name + " has " + b +
+        "; pass the --model of this checkpoint, or leave --model out to take the model from config.json");
   };
   auto integer = [&](const char* field, std::int64_t a, std::int64_t b) {
     if (a != b) differ(field, std::to_string(a), std::to_string(b));
@@ -48,7 +49,8 @@ void expect_same_model(const ModelSpec& config, const ModelSpec& run, const std:
   integer("num_key_value_heads", config.kv_heads, run.kv_heads);
   integer("intermediate_size", config.ffn_hidden, run.ffn_hidden);
   if (config.tied_embeddings != run.tied_embeddings)
-    differ("tie_word_embeddings", config.tied_embeddings ? "true" : "false", run.tied_embeddings ? "true" : "false");
+    differ("tie_word_embeddings", config.tied_embeddings ? "true" : "false",
+           run.tied_embeddings ? "true" : "false");
   auto number = [&](const char* field, double a, double b) {
     if (a != b) {
       std::ostringstream x, y;
@@ -68,13 +70,16 @@ bool ignored_tensor(const std::string& name, const ParameterLayout& layout) {
 
 // The shard files model.safetensors.index.json names, and which file holds each tensor.
 std::map<std::string, std::string> read_weight_map(const fs::path& index_path) {
-  const Json index = read_json_file(index_path.string(), "a safetensors index (model.safetensors.index.json)");
+  const Json index =
+      read_json_file(index_path.string(), "a safetensors index (model.safetensors.index.json)");
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
     throw Error(index_path.string() + ": weight_map: missing or not an object; the index is damaged");
   std::map<std::string, std::string> map;
   for (const auto& [name, file] : index["weight_map"].items()) {
-    if (!file.is_string() || file.get<std::string>().empty() || file.get<std::string>().find('/') != std::string::npos)
-      throw Error(index_path.string() + ": weight_map: tensor " + name + ": must name a file in the directory, got " + file.dump());
+    if (!file.is_string() || file.get<std::string>().empty() ||
+        file.get<std::string>().find('/') != std::string::npos)
+      throw Error(index_path.string() + ": weight_map: tensor " + name +
+                  ": must name a file in the directory, got " + file.dump());
     map[name] = file.get<std::string>();
   }
   return map;
@@ -90,7 +95,8 @@ ModelSpec read_hf_model(const std::string& dir) {
 HfCheckpoint::HfCheckpoint(const std::string& dir, const ModelSpec& model, std::size_t staging_bytes)
     : dir_(dir), layout_(shape_of(model)), staging_(std::max<std::size_t>(staging_bytes / 4 * 4, 4)) {
   const fs::path root(dir);
-  if (!fs::is_directory(root)) throw Error(dir + ": not a directory (a Hugging Face checkpoint directory: config.json + safetensors)");
+  if (!fs::is_directory(root))
+    throw Error(dir + ": not a directory (a Hugging Face checkpoint directory: config.json + safetensors)");
   expect_same_model(read_hf_model(dir), model, (root / "config.json").string());
 
   // Which file holds each tensor: the single file's header, or the index checked against the
@@ -106,14 +112,16 @@ HfCheckpoint::HfCheckpoint(const std::string& dir, const ModelSpec& model, std::
     for (const auto& [tensor, file] : weight_map) unique.insert(file);
     names.assign(unique.begin(), unique.end());
   } else {
-    throw Error(dir + ": holds neither " + kSingleFile + " nor " + kIndexFile + "; point --init-from at a Hugging Face checkpoint directory");
+    throw Error(dir + ": holds neither " + kSingleFile + " nor " + kIndexFile +
+                "; point --init-from at a Hugging Face checkpoint directory");
   }
   open_files(names);
   for (std::size_t f = 0; f < files_.size(); ++f)
     for (auto& t : read_safetensors_header(files_[f].path)) {
       const auto [it, fresh] = tensors.emplace(t.name, std::pair{f, t});
       if (!fresh)
-        throw Error(dir + ": tensor " + t.name + ": in both " + files_[it->second.first].path + " and " + files_[f].path);
+        throw Error(dir + ": tensor " + t.name + ": in both " + files_[it->second.first].path + " and " +
+                    files_[f].path);
     }
   for (const auto& [tensor, file] : weight_map) {
     const auto it = tensors.find(tensor);
@@ -126,22 +134,25 @@ HfCheckpoint::HfCheckpoint(const std::string& dir, const ModelSpec& model, std::
   for (const ParameterEntry& e : layout_.entries()) {
     const auto it = tensors.find(e.name);
     if (it == tensors.end())
-      throw Error(dir + ": tensor " + e.name + ": missing; the checkpoint is incomplete or not of the model config.json describes");
+      throw Error(dir + ": tensor " + e.name +
+                  ": missing; the checkpoint is incomplete or not of the model config.json describes");
     const auto& [f, t] = it->second;
     const std::string where = files_[f].path + ": tensor " + e.name + ": ";
-    if (t.shape != e.shape) throw Error(where + "shape " + shape_text(t.shape) + ", the model needs " + shape_text(e.shape));
+    if (t.shape != e.shape)
+      throw Error(where + "shape " + shape_text(t.shape) + ", the model needs " + shape_text(e.shape));
     if (t.dtype != "BF16" && t.dtype != "F16" && t.dtype != "F32")
       throw Error(where + "dtype " + t.dtype + " is not supported; MLPO imports BF16, F16 and F32");
     const std::size_t element_bytes = safetensors_dtype_bytes(t.dtype);
     const std::uint64_t need = static_cast<std::uint64_t>(e.numel()) * element_bytes;
     if (t.end - t.begin != need)
-      throw Error(where + "data_offsets hold " + std::to_string(t.end - t.begin) + " bytes; shape " + shape_text(t.shape) +
-                  " in " + t.dtype + " needs " + std::to_string(need));
+      throw Error(where + "data_offsets hold " + std::to_string(t.end - t.begin) + " bytes; shape " +
+                  shape_text(t.shape) + " in " + t.dtype + " needs " + std::to_string(need));
     sources_.push_back(Source{f, t.dtype, t.begin});
   }
   for (const auto& [name, where] : tensors)
     if (!layout_.find(name) && !ignored_tensor(name, layout_))
-      throw Error(files_[where.first].path + ": tensor " + name + ": not a weight of the LlamaForCausalLM config.json describes "
+      throw Error(files_[where.first].path + ": tensor " + name +
+                  ": not a weight of the LlamaForCausalLM config.json describes "
                   "(MLPO would drop it); is the checkpoint of another architecture?");
 }
 
@@ -162,7 +173,9 @@ void HfCheckpoint::read_bytes(const File& file, std::uint64_t offset, std::size_
   while (n > 0) {
     const ssize_t r = ::pread(file.fd.get(), out, n, static_cast<off_t>(offset));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw Error(file.path + ": read failed (" + (r < 0 ? errno_text(errno) : "unexpected end: truncated") + ")");
+    if (r <= 0)
+      throw Error(file.path + ": read failed (" + (r < 0 ? errno_text(errno) : "unexpected end: truncated") +
+                  ")");
     out += r;
     n -= static_cast<std::size_t>(r);
     offset += static_cast<std::uint64_t>(r);

@@ -50,7 +50,8 @@ class HfCheckpoint {
   // above; an Error names the tensor, the file and the mismatch (missing, shape, dtype, data
   // past the end of the file, an index entry naming a missing file or a file without the
   // tensor, an unexpected tensor).
-  HfCheckpoint(const std::string& dir, const ModelSpec& model, std::size_t staging_bytes = kDefaultStagingBytes);
+  HfCheckpoint(const std::string& dir, const ModelSpec& model,
+               std::size_t staging_bytes = kDefaultStagingBytes);
 
   // dst[0, n) := fp32 values of flat elements [begin, begin + n) (ParameterLayout order).
   void read(std::int64_t begin, std::int64_t n, float* dst);

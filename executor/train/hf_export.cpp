@@ -24,8 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kIndexFile = "model.safetensors.index.json";
-const char* const kTokenizerNames[] = {"tokenizer.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                                       "generation_config.json"};
+const char* const kTokenizerNames[] = {"tokenizer.model", "tokenizer.json", "tokenizer_config.json",
+                                       "special_tokens_map.json", "generation_config.json"};
 
 std::string shard_name(std::size_t i, std::size_t n) {
   char buf[64];
@@ -35,7 +35,8 @@ std::string shard_name(std::size_t i, std::size_t n) {
 
 bool is_export_file(const std::string& name) {
   static const std::regex shard(R"(model-\d{5}-of-\d{5}\.safetensors)");
-  return name == "config.json" || name == "model.safetensors" || name == kIndexFile || std::regex_match(name, shard);
+  return name == "config.json" || name == "model.safetensors" || name == kIndexFile ||
+         std::regex_match(name, shard);
 }
 
 const char* safetensors_dtype(const std::string& dtype) { return dtype == "fp32" ? "F32" : "BF16"; }
@@ -46,8 +47,12 @@ class ShardWriter {
  public:
   ShardWriter(fs::path dir, const ParameterLayout& layout, std::vector<HfShard> shards, std::string dtype,
               std::map<std::string, std::string> metadata)
-      : dir_(std::move(dir)), layout_(layout), shards_(std::move(shards)), dtype_(std::move(dtype)),
-        element_bytes_(safetensors_dtype_bytes(dtype_)), metadata_(std::move(metadata)) {}
+      : dir_(std::move(dir)),
+        layout_(layout),
+        shards_(std::move(shards)),
+        dtype_(std::move(dtype)),
+        element_bytes_(safetensors_dtype_bytes(dtype_)),
+        metadata_(std::move(metadata)) {}
 
   void append(const std::byte* data, std::int64_t n) {
     while (n > 0) {
@@ -71,7 +76,8 @@ class ShardWriter {
     std::vector<SafetensorsEntry> tensors;
     for (std::size_t e = shard.first_entry; e < shard.end_entry; ++e)
       tensors.push_back({layout_.entries()[e].name, dtype_, layout_.entries()[e].shape});
-    file_.emplace(dir_ / shard.name, "check that the --export-safetensors directory's file system has space and is writable");
+    file_.emplace(dir_ / shard.name,
+                  "check that the --export-safetensors directory's file system has space and is writable");
     const std::string header = safetensors_header(tensors, metadata_);
     file_->write(header.data(), header.size());
   }
@@ -115,8 +121,8 @@ void put_in_place(const fs::path& built, const fs::path& target, const std::stri
     fs::rename(built, target, ec);
     if (ec) throw Error(flag + ": cannot rename the finished directory into place (" + ec.message() + ")");
   } else if (::renameat2(AT_FDCWD, built.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) != 0) {
-    throw Error(flag + ": cannot exchange the finished directory with the existing one (" + errno_text(errno) +
-                "); remove the old export first");
+    throw Error(flag + ": cannot exchange the finished directory with the existing one (" +
+                errno_text(errno) + "); remove the old export first");
   }
   fsync_directory(target.parent_path());
   fs::remove_all(built, ec);  // the previous export, if any
@@ -124,7 +130,8 @@ void put_in_place(const fs::path& built, const fs::path& target, const std::stri
 
 }  // namespace
 
-std::vector<HfShard> plan_hf_shards(const ParameterLayout& layout, std::size_t element_bytes, std::uint64_t shard_bytes) {
+std::vector<HfShard> plan_hf_shards(const ParameterLayout& layout, std::size_t element_bytes,
+                                    std::uint64_t shard_bytes) {
   std::vector<HfShard> shards;
   const auto& entries = layout.entries();
   for (std::size_t e = 0; e < entries.size(); ++e) {
@@ -143,36 +150,47 @@ std::vector<HfShard> plan_hf_shards(const ParameterLayout& layout, std::size_t e
 
 void check_hf_export(const HfExportOptions& o) {
   const std::string flag = "--export-safetensors " + o.dir;
-  if (o.dtype != "bf16" && o.dtype != "fp32") throw Error("--export-dtype " + o.dtype + ": must be bf16 or fp32");
+  if (o.dtype != "bf16" && o.dtype != "fp32")
+    throw Error("--export-dtype " + o.dtype + ": must be bf16 or fp32");
   if (o.shard_bytes == 0) throw Error("--export-shard-size: must be > 0 (e.g. 5GB, transformers' default)");
   std::set<std::string> allowed(std::begin(kTokenizerNames), std::end(kTokenizerNames)), given;
   for (const std::string& file : o.tokenizer_files) {
     const std::string name = fs::path(file).filename().string();
-    if (!fs::is_regular_file(file)) throw Error("--export-tokenizer " + file + ": not a file; pass the tokenizer's files");
-    if (is_export_file(name)) throw Error("--export-tokenizer " + file + ": has the name of a file the export writes itself");
-    if (!given.insert(name).second) throw Error("--export-tokenizer " + file + ": another tokenizer file has the same name " + name);
+    if (!fs::is_regular_file(file))
+      throw Error("--export-tokenizer " + file + ": not a file; pass the tokenizer's files");
+    if (is_export_file(name))
+      throw Error("--export-tokenizer " + file + ": has the name of a file the export writes itself");
+    if (!given.insert(name).second)
+      throw Error("--export-tokenizer " + file + ": another tokenizer file has the same name " + name);
     allowed.insert(name);
   }
   if (!o.sentencepiece_model.empty()) {
     if (!fs::is_regular_file(o.sentencepiece_model))
-      throw Error("--tokenizer " + o.sentencepiece_model + ": not a file; the export copies it as tokenizer.model");
+      throw Error("--tokenizer " + o.sentencepiece_model +
+                  ": not a file; the export copies it as tokenizer.model");
     if (given.count("tokenizer.model"))
-      throw Error("--export-tokenizer: a file named tokenizer.model, and --tokenizer is copied under that name too; pass one");
+      throw Error(
+          "--export-tokenizer: a file named tokenizer.model, and --tokenizer is copied under that name too; "
+          "pass one");
   }
   std::error_code ec;
   if (!fs::exists(o.dir, ec)) return;
   if (!fs::is_directory(o.dir, ec))
-    throw Error(flag + ": exists and is not a directory; name a new directory (or a path ending in .safetensors for one file)");
+    throw Error(flag +
+                ": exists and is not a directory; name a new directory (or a path ending in .safetensors for "
+                "one file)");
   for (const auto& entry : fs::directory_iterator(o.dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_regular_file() || (!is_export_file(name) && !allowed.count(name)))
-      throw Error(flag + ": holds " + name + ", which an export does not write; the export replaces the whole directory, "
+      throw Error(flag + ": holds " + name +
+                  ", which an export does not write; the export replaces the whole directory, "
                   "so name a new or empty directory");
   }
 }
 
-void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& partition, const ParameterLayout& layout,
-                         const ModelSpec& model, std::span<const bf16> weights, offload::UpdatePipeline& pipeline,
+void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& partition,
+                         const ParameterLayout& layout, const ModelSpec& model, std::span<const bf16> weights,
+                         offload::UpdatePipeline& pipeline,
                          const std::map<std::string, std::string>& metadata, const HfExportOptions& o) {
   const std::string flag = "--export-safetensors " + o.dir;
   const bool fp32 = o.dtype == "fp32";
@@ -201,7 +219,9 @@ void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& pa
   gather_flat(
       comm, partition, element_bytes,
       [&](const FlatPieceSink& emit) {
-        if (!fp32) return emit(reinterpret_cast<const std::byte*>(weights.data()), static_cast<std::int64_t>(weights.size()));
+        if (!fp32)
+          return emit(reinterpret_cast<const std::byte*>(weights.data()),
+                      static_cast<std::int64_t>(weights.size()));
         pipeline.visit_state([&](const offload::Subgroup& sg, const float* p, const float*, const float*) {
           emit(reinterpret_cast<const std::byte*>(p), sg.elements);
         });
@@ -217,7 +237,8 @@ void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& pa
       total += s.data_bytes;
       for (std::size_t e = s.first_entry; e < s.end_entry; ++e) map[layout.entries()[e].name] = s.name;
     }
-    write_text(built / kIndexFile, Json{{"metadata", {{"total_size", total}}}, {"weight_map", map}}.dump(2) + "\n");
+    write_text(built / kIndexFile,
+               Json{{"metadata", {{"total_size", total}}}, {"weight_map", map}}.dump(2) + "\n");
   }
   write_text(built / "config.json", hf_config(model, torch_dtype(o.dtype)).dump(2) + "\n");
   if (!o.sentencepiece_model.empty()) copy_file_synced(o.sentencepiece_model, built / "tokenizer.model");

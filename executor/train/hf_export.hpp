@@ -37,10 +37,10 @@ namespace mlpo::train {
 
 struct HfExportOptions {
   std::string dir;
-  std::string dtype = "bf16";                       // bf16 | fp32
-  std::uint64_t shard_bytes = 5'000'000'000;        // transformers' default max_shard_size "5GB"
-  std::vector<std::string> tokenizer_files;         // copied into DIR under their file names
-  std::string sentencepiece_model;                  // the run's --tokenizer: copied as DIR/tokenizer.model
+  std::string dtype = "bf16";                 // bf16 | fp32
+  std::uint64_t shard_bytes = 5'000'000'000;  // transformers' default max_shard_size "5GB"
+  std::vector<std::string> tokenizer_files;   // copied into DIR under their file names
+  std::string sentencepiece_model;            // the run's --tokenizer: copied as DIR/tokenizer.model
 };
 
 // One file of the export: the tensors [first_entry, end_entry) of layout.entries(), which are
@@ -54,7 +54,8 @@ struct HfShard {
 
 // Splits the tensors, in order, into shards of at most `shard_bytes` of data (as transformers
 // does; a tensor larger than that is a shard of its own). One shard is model.safetensors.
-std::vector<HfShard> plan_hf_shards(const ParameterLayout& layout, std::size_t element_bytes, std::uint64_t shard_bytes);
+std::vector<HfShard> plan_hf_shards(const ParameterLayout& layout, std::size_t element_bytes,
+                                    std::uint64_t shard_bytes);
 
 // Before training (writes nothing): the dtype, the shard size, the tokenizer files (regular
 // files with distinct names that are not the export's own), and DIR: absent, or a directory
@@ -70,8 +71,9 @@ bool exports_single_file(const std::string& path);
 // Collective. Rank 0 writes the directory as above. `weights`: this rank's bf16 weights (bf16),
 // `pipeline`: its optimizer state, whose fp32 master weights fp32 exports. Throws
 // mlpo::Error naming the path on an I/O error (on rank 0; DIR is then as it was).
-void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& partition, const ParameterLayout& layout,
-                         const ModelSpec& model, std::span<const bf16> weights, offload::UpdatePipeline& pipeline,
+void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& partition,
+                         const ParameterLayout& layout, const ModelSpec& model, std::span<const bf16> weights,
+                         offload::UpdatePipeline& pipeline,
                          const std::map<std::string, std::string>& metadata, const HfExportOptions& options);
 
 }  // namespace mlpo::train

@@ -35,7 +35,8 @@ int MicroBatchGradientSum::buffers_for(int micro_batches) {
   return micro_batches == 1 ? 0 : most - 1;
 }
 
-MicroBatchGradientSum::MicroBatchGradientSum(Backend& backend, Tensor leaf, int micro_batches) : backend_(backend), leaf_(leaf) {
+MicroBatchGradientSum::MicroBatchGradientSum(Backend& backend, Tensor leaf, int micro_batches)
+    : backend_(backend), leaf_(leaf) {
   MLPO_CHECK(micro_batches >= 1, "micro-batches per step must be >= 1");
   std::vector<bool> ops;
   post_order(0, micro_batches, ops);

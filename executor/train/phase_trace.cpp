@@ -7,7 +7,8 @@ namespace mlpo::train {
 
 PhaseTrace::PhaseTrace(const std::string& path, int ranks, int rank) {
   const std::string file = ranks == 1 ? path : path.empty() ? "" : path + ".rank" + std::to_string(rank);
-  if (!file.empty()) fd_ = io::UniqueFd(::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!file.empty())
+    fd_ = io::UniqueFd(::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (ranks > 1) mark("pid " + std::to_string(::getpid()));
 }
 

@@ -36,7 +36,8 @@ struct Piece {
 // Walks the inputs' pieces in order, mapping one file at a time.
 class PieceCursor {
  public:
-  PieceCursor(std::vector<std::string> files, std::size_t piece_bytes) : files_(std::move(files)), piece_bytes_(piece_bytes) {}
+  PieceCursor(std::vector<std::string> files, std::size_t piece_bytes)
+      : files_(std::move(files)), piece_bytes_(piece_bytes) {}
 
   // The next pieces, up to about `bytes` of text; empty at the end.
   std::vector<Piece> next_batch(std::size_t bytes) {
@@ -61,7 +62,8 @@ class PieceCursor {
   bool advance() {
     while (!current_ || offset_ >= current_->size()) {
       if (next_file_ == files_.size()) return false;
-      current_ = std::make_shared<const FileMapping>(files_[next_file_++], "--input", FileMapping::Access::sequential);
+      current_ = std::make_shared<const FileMapping>(files_[next_file_++], "--input",
+                                                     FileMapping::Access::sequential);
       offset_ = 0;
     }
     return true;
@@ -104,8 +106,9 @@ class ShardWriter {
     write_at(bytes, end_);
     tokens_ += static_cast<std::int64_t>(tokens.size());
     if (tokens_ > INT32_MAX)
-      throw Error("prepare-data: more than 2^31-1 tokens, what one llm.c shard holds; split the inputs into several "
-                  "--out shards (training reads a directory of them as one data set)");
+      throw Error(
+          "prepare-data: more than 2^31-1 tokens, what one llm.c shard holds; split the inputs into several "
+          "--out shards (training reads a directory of them as one data set)");
   }
 
   std::int64_t tokens() const { return tokens_; }
@@ -127,7 +130,8 @@ class ShardWriter {
   void write_at(const std::string& bytes, std::uint64_t offset) {
     std::size_t done = 0;
     while (done < bytes.size()) {
-      const ssize_t w = ::pwrite(fd_.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+      const ssize_t w =
+          ::pwrite(fd_.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) fail("write failed");
       done += static_cast<std::size_t>(w);
@@ -135,7 +139,8 @@ class ShardWriter {
     end_ = std::max<std::uint64_t>(end_, offset + bytes.size());
   }
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error("--out " + out_ + ": " + what + " (" + errno_text(errno) + "); check the directory exists, is writable "
+    throw Error("--out " + out_ + ": " + what + " (" + errno_text(errno) +
+                "); check the directory exists, is writable "
                 "and has space");
   }
 
@@ -165,8 +170,9 @@ PrepareDataResult prepare_data(const PrepareDataOptions& o) {
   const Tokenizer tokenizer = Tokenizer::open(o.tokenizer);
   if (o.model && tokenizer.vocab() > o.model->vocab)
     throw Error("--tokenizer " + o.tokenizer + ": vocabulary of " + std::to_string(tokenizer.vocab()) +
-                " tokens is larger than --model " + o.model->name + "'s vocab of " + std::to_string(o.model->vocab) +
-                "; use a model with vocab >= " + std::to_string(tokenizer.vocab()) + " (a model JSON file) or a smaller tokenizer");
+                " tokens is larger than --model " + o.model->name + "'s vocab of " +
+                std::to_string(o.model->vocab) + "; use a model with vocab >= " +
+                std::to_string(tokenizer.vocab()) + " (a model JSON file) or a smaller tokenizer");
   const std::vector<std::string> files = files_of_inputs(o.inputs, "--input");
   const std::uint64_t total = total_bytes(files);
   if (total == 0) throw Error("prepare-data: the inputs hold no bytes; nothing to tokenize");
@@ -195,7 +201,8 @@ PrepareDataResult prepare_data(const PrepareDataOptions& o) {
     if (o.progress) o.progress(done, total);
   }
   shard.commit();
-  return {static_cast<std::int64_t>(files.size()), shard.tokens(), tokenizer.vocab(), tokenizer.description()};
+  return {static_cast<std::int64_t>(files.size()), shard.tokens(), tokenizer.vocab(),
+          tokenizer.description()};
 }
 
 PrepareDataResult prepare_data(const std::vector<std::string>& inputs, const std::string& out) {

@@ -30,10 +30,11 @@ namespace mlpo::train {
 struct PrepareDataOptions {
   std::vector<std::string> inputs;  // files and directories
   std::string out;
-  std::string tokenizer;            // SentencePiece model file; empty: byte-level
-  std::optional<ModelSpec> model;   // when given, the tokenizer's vocab must fit the model's
-  unsigned threads = 0;             // 0: all cores
-  std::size_t piece_bytes = std::size_t{1} << 16;  // 64 KiB: SentencePiece's cost grows faster than a piece's length
+  std::string tokenizer;           // SentencePiece model file; empty: byte-level
+  std::optional<ModelSpec> model;  // when given, the tokenizer's vocab must fit the model's
+  unsigned threads = 0;            // 0: all cores
+  std::size_t piece_bytes = std::size_t{1}
+                            << 16;  // 64 KiB: SentencePiece's cost grows faster than a piece's length
   // Called after each batch with the bytes of text tokenized so far and in all (may be empty).
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };

@@ -10,7 +10,8 @@ RankWeights::RankWeights(Backend& backend, const ParameterLayout& layout, std::s
   if (exchange) {
     provider_ = std::make_unique<GatheredWeights>(backend, layout, *exchange, weights);
   } else if (footprint.param_offload) {
-    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(), weight_slots(footprint));
+    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(),
+                                                   weight_slots(footprint));
     streamed_ = p.get();
     provider_ = std::move(p);
   } else {
@@ -44,7 +45,8 @@ void RankWeights::after_update() {
 
 std::optional<WeightFetches> RankWeights::fetches_since_last_call() {
   if (!streamed_) return std::nullopt;
-  const WeightFetches since{streamed_->fetched_bytes() - fetched_before_, streamed_->demand_fetches() - demand_before_};
+  const WeightFetches since{streamed_->fetched_bytes() - fetched_before_,
+                            streamed_->demand_fetches() - demand_before_};
   fetched_before_ = streamed_->fetched_bytes();
   demand_before_ = streamed_->demand_fetches();
   return since;

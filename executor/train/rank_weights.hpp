@@ -39,8 +39,8 @@ class RankWeights {
  public:
   // `exchange`: the job's layer exchange with several ranks (ZeRO-3), null on one process.
   // `footprint`: --param-offload and the streaming provider's slots.
-  RankWeights(Backend& backend, const ParameterLayout& layout, std::span<bf16> weights, comm::LayerExchange* exchange,
-              const TrainingFootprint& footprint);
+  RankWeights(Backend& backend, const ParameterLayout& layout, std::span<bf16> weights,
+              comm::LayerExchange* exchange, const TrainingFootprint& footprint);
 
   // What the model takes its weights from.
   WeightProvider* provider() const { return provider_.get(); }

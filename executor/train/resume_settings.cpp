@@ -4,7 +4,8 @@
 
 namespace mlpo::train {
 
-Json resume_settings(const TrainOptions& o, const LrSchedule& lr, unsigned blas_threads, const TokenData& data, int ranks) {
+Json resume_settings(const TrainOptions& o, const LrSchedule& lr, unsigned blas_threads,
+                     const TokenData& data, int ranks) {
   return Json{{"seq_len", o.model.seq_len},
               {"micro_batch", o.micro_batch},
               {"grad_accum", static_cast<std::int64_t>(o.grad_accum) * ranks},
@@ -27,7 +28,8 @@ std::vector<std::string> resume_setting_warnings(const Json& run, const Json& ch
   std::vector<std::string> warnings;
   for (const auto& [key, value] : run.items())
     if (key != "ranks" && (!checkpoint.contains(key) || checkpoint[key] != value))
-      warnings.push_back("warning: resume: " + key + " is " + value.dump() + " but the checkpoint was made with " +
+      warnings.push_back("warning: resume: " + key + " is " + value.dump() +
+                         " but the checkpoint was made with " +
                          (checkpoint.contains(key) ? checkpoint[key].dump() : "none") +
                          "; the run will not match an uninterrupted one");
   return warnings;

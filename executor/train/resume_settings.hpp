@@ -20,7 +20,8 @@
 namespace mlpo::train {
 
 // `lr`: the schedule as run (decay_end resolved); `blas_threads`: as run (0 resolved).
-Json resume_settings(const TrainOptions& options, const LrSchedule& lr, unsigned blas_threads, const TokenData& data, int ranks);
+Json resume_settings(const TrainOptions& options, const LrSchedule& lr, unsigned blas_threads,
+                     const TokenData& data, int ranks);
 
 // One "warning: resume: ..." line per compared setting of `run` that `checkpoint` lacks or
 // holds with another value, in key order; none when they match.

@@ -36,7 +36,8 @@ void RunLog::write(const Json& record) {
       if (kept != text.str()) write_file_atomic(path_, kept);
     }
     out_.open(path_, resume_ ? std::ios::app : std::ios::trunc);
-    if (!out_) throw Error("--log " + path_ + ": cannot open for writing; check the directory exists and is writable");
+    if (!out_)
+      throw Error("--log " + path_ + ": cannot open for writing; check the directory exists and is writable");
   }
   out_ << record.dump() << "\n" << std::flush;
   if (!out_) throw Error("--log " + path_ + ": write failed; check the file system's free space");

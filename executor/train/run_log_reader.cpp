@@ -12,7 +12,8 @@ namespace {
 
 std::optional<double> optional_number(const Json& obj, const char* key, const std::string& where) {
   if (!obj.contains(key) || obj[key].is_null()) return std::nullopt;
-  if (!obj[key].is_number()) throw Error(where + ": field '" + key + "' must be a number, got " + obj[key].dump());
+  if (!obj[key].is_number())
+    throw Error(where + ": field '" + key + "' must be a number, got " + obj[key].dump());
   return obj[key].get<double>();
 }
 
@@ -35,8 +36,8 @@ RunLogStep parse_step(const Json& j, const std::string& where) {
   for (const Json& t : j["tiers"]) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
       throw Error(where + ": every entry of 'tiers' needs a string 'name'");
-    s.tiers.push_back({t["name"].get<std::string>(), number_field(t, "read_bytes", where), number_field(t, "write_bytes", where),
-                       number_field(t, "busy_s", where)});
+    s.tiers.push_back({t["name"].get<std::string>(), number_field(t, "read_bytes", where),
+                       number_field(t, "write_bytes", where), number_field(t, "busy_s", where)});
   }
   return s;
 }
@@ -50,7 +51,8 @@ std::vector<RunLogStep> read_run_log_steps(const std::string& path) {
     RunLogStep s = parse_step(line.value, line.where);
     by_step[s.step] = std::move(s);
   }
-  if (by_step.empty()) throw Error(path + ": no step records (objects with \"step\"); is this a log of mlpo-run --log?");
+  if (by_step.empty())
+    throw Error(path + ": no step records (objects with \"step\"); is this a log of mlpo-run --log?");
   std::vector<RunLogStep> steps;
   for (auto& [step, s] : by_step) steps.push_back(std::move(s));
   return steps;

@@ -52,25 +52,29 @@ struct StepAxis {
 // shared step axis below.
 class Panel {
  public:
-  Panel(std::string& svg, double top, const std::string& title, const std::string& y_label, const StepAxis& axis,
-        Range values)
+  Panel(std::string& svg, double top, const std::string& title, const std::string& y_label,
+        const StepAxis& axis, Range values)
       : svg_(svg), top_(top), axis_(axis) {
     const std::vector<double> ticks = svg::nice_ticks(values.lo, values.hi, 5);
     y_ = {ticks.front(), ticks.back()};
     legend_x_ = kLeft + 8.0 * static_cast<double>(title.size()) + 30;
-    emit(svg_, "<g class=\"panel\">\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", kLeft,
-         top_ + 18, svg::escape(title).c_str());
-    emit(svg_, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#888\"/>\n", kLeft,
-         plot_top(), kPlotWidth, plot_height());
+    emit(svg_,
+         "<g class=\"panel\">\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n",
+         kLeft, top_ + 18, svg::escape(title).c_str());
+    emit(svg_,
+         "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#888\"/>\n",
+         kLeft, plot_top(), kPlotWidth, plot_height());
     for (double t : ticks) {
       const double y = this->y(t);
-      emit(svg_, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e2e2e2\"/>", kLeft, y, kLeft + kPlotWidth, y);
+      emit(svg_, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e2e2e2\"/>", kLeft, y,
+           kLeft + kPlotWidth, y);
       emit(svg_, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", kLeft - 6, y + 4,
            svg::compact_number(t).c_str());
     }
     const double mid = plot_top() + plot_height() / 2;
-    emit(svg_, "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">%s</text>\n", mid, mid,
-         svg::escape(y_label).c_str());
+    emit(svg_,
+         "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">%s</text>\n",
+         mid, mid, svg::escape(y_label).c_str());
     draw_step_axis();
   }
   ~Panel() { svg_ += "</g>\n"; }
@@ -82,15 +86,18 @@ class Panel {
   }
 
   void legend(const std::string& label, const char* color, double opacity = 1.0) {
-    emit(svg_, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\" fill-opacity=\"%.2f\"/>", legend_x_, top_ + 8,
-         color, opacity);
-    emit(svg_, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", legend_x_ + 16, top_ + 18, svg::escape(label).c_str());
+    emit(svg_, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\" fill-opacity=\"%.2f\"/>",
+         legend_x_, top_ + 8, color, opacity);
+    emit(svg_, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n", legend_x_ + 16, top_ + 18,
+         svg::escape(label).c_str());
     legend_x_ += 16 + 7.0 * static_cast<double>(label.size()) + 18;
   }
 
   void line(const std::string& name, const char* color, const Points& points, bool markers) {
     if (points.empty()) return;
-    emit(svg_, "<polyline class=\"series\" data-series=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+    emit(svg_,
+         "<polyline class=\"series\" data-series=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+         "points=\"",
          svg::escape(name).c_str(), color);
     for (std::size_t i = 0; i < points.size(); ++i)
       emit(svg_, "%s%.1f,%.1f", i ? " " : "", axis_.x(points[i].first), y(points[i].second));
@@ -102,16 +109,17 @@ class Panel {
   }
 
   // One bar per point from base[i] up by the value; x offset and width in slots' fractions.
-  void bars(const std::string& name, const char* color, double opacity, const Points& points, std::vector<double>& base,
-            double offset, double width) {
-    emit(svg_, "<g class=\"bars\" data-series=\"%s\" fill=\"%s\" fill-opacity=\"%.2f\">", svg::escape(name).c_str(), color,
-         opacity);
+  void bars(const std::string& name, const char* color, double opacity, const Points& points,
+            std::vector<double>& base, double offset, double width) {
+    emit(svg_, "<g class=\"bars\" data-series=\"%s\" fill=\"%s\" fill-opacity=\"%.2f\">",
+         svg::escape(name).c_str(), color, opacity);
     const double w = std::max(0.6, width * axis_.slot());
     for (std::size_t i = 0; i < points.size(); ++i) {
       const auto& [step, value] = points[i];
       const double x = axis_.x(step) + (offset - 0.5) * axis_.slot();
       const double y0 = y(base[i]), y1 = y(base[i] + value);
-      if (value > 0) emit(svg_, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\"/>", x, y1, w, y0 - y1);
+      if (value > 0)
+        emit(svg_, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.2f\"/>", x, y1, w, y0 - y1);
       base[i] += value;
     }
     svg_ += "</g>\n";
@@ -128,10 +136,12 @@ class Panel {
     const double every = std::max(1.0, std::round(nice[1] - nice[0]));
     for (double t = std::ceil(axis_.first / every) * every; t <= axis_.last; t += every) {
       const double x = axis_.x(t);
-      emit(svg_, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>", x, bottom, x, bottom + 5);
+      emit(svg_, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#888\"/>", x, bottom, x,
+           bottom + 5);
       emit(svg_, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.0f</text>\n", x, bottom + 18, t);
     }
-    emit(svg_, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">step</text>\n", kLeft + kPlotWidth / 2, bottom + 36);
+    emit(svg_, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">step</text>\n", kLeft + kPlotWidth / 2,
+         bottom + 36);
   }
 
   std::string& svg_;
@@ -143,10 +153,10 @@ class Panel {
 
 // A panel the log has no data for: its title and why.
 void note_panel(std::string& svg, double top, const std::string& title, const std::string& why) {
-  emit(svg, "<g class=\"panel\"><text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s</text>", kLeft, top + 18,
-       svg::escape(title).c_str());
-  emit(svg, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#666\">%s</text></g>\n", kLeft + 8.0 * static_cast<double>(title.size()) + 30,
-       top + 18, svg::escape(why).c_str());
+  emit(svg, "<g class=\"panel\"><text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s</text>",
+       kLeft, top + 18, svg::escape(title).c_str());
+  emit(svg, "<text x=\"%.1f\" y=\"%.1f\" fill=\"#666\">%s</text></g>\n",
+       kLeft + 8.0 * static_cast<double>(title.size()) + 30, top + 18, svg::escape(why).c_str());
 }
 
 Range range_of(const std::vector<const Points*>& series, bool from_zero) {
@@ -204,14 +214,17 @@ double loss_panel(std::string& svg, double top, const std::vector<RunLogStep>& s
   }
   Panel p(svg, top, "Loss", "loss (nats/token)", axis, range_of({&train, &eval}, false));
   if (!train.empty()) p.legend("train loss", "#4e79a7");
-  if (!eval.empty()) p.legend("validation loss (eval_loss)", "#f28e2b");
-  else p.legend("no eval_loss in this log", "#dddddd");
+  if (!eval.empty())
+    p.legend("validation loss (eval_loss)", "#f28e2b");
+  else
+    p.legend("no eval_loss in this log", "#dddddd");
   p.line("loss", "#4e79a7", train, false);
   p.line("eval_loss", "#f28e2b", eval, true);
   return kPanelHeight;
 }
 
-double throughput_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps, const StepAxis& axis) {
+double throughput_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps,
+                        const StepAxis& axis) {
   Points rate;
   for (const auto& s : steps)
     if (s.tokens_per_s) rate.push_back({static_cast<double>(s.step), *s.tokens_per_s});
@@ -236,11 +249,13 @@ double phase_panel(std::string& svg, double top, const std::vector<RunLogStep>& 
       {"forward_s", "forward", "#4e79a7", [](const RunLogStep& s) { return s.forward_s; }},
       {"backward_s", "backward", "#59a14f", [](const RunLogStep& s) { return s.backward_s; }},
       {"update_s", "update", "#f28e2b", [](const RunLogStep& s) { return s.update_s; }},
-      {"weights_to_device_s", "weights to device", "#76b7b2", [](const RunLogStep& s) { return s.weights_to_device_s; }},
+      {"weights_to_device_s", "weights to device", "#76b7b2",
+       [](const RunLogStep& s) { return s.weights_to_device_s; }},
       {"checkpoint_s", "checkpoint", "#b07aa1", [](const RunLogStep& s) { return s.checkpoint_s; }},
       {"other_s", "other", "#bab0ac",
        [](const RunLogStep& s) {
-         return std::max(0.0, s.step_s - s.forward_s - s.backward_s - s.update_s - s.weights_to_device_s - s.checkpoint_s);
+         return std::max(0.0, s.step_s - s.forward_s - s.backward_s - s.update_s - s.weights_to_device_s -
+                                  s.checkpoint_s);
        }},
   };
   double top_value = 0;
@@ -265,8 +280,8 @@ double phase_panel(std::string& svg, double top, const std::vector<RunLogStep>& 
   return kPanelHeight;
 }
 
-double tier_bytes_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps, const StepAxis& axis,
-                        const std::vector<std::string>& tiers) {
+double tier_bytes_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps,
+                        const StepAxis& axis, const std::vector<std::string>& tiers) {
   double top_value = 0;
   for (const auto& s : steps) {
     double moved = 0;
@@ -275,7 +290,8 @@ double tier_bytes_panel(std::string& svg, double top, const std::vector<RunLogSt
   }
   const ByteUnit unit = byte_unit(top_value);
   top_value /= unit.bytes;
-  Panel p(svg, top, "Tier traffic", std::string(unit.name) + " per step", axis, {0, top_value > 0 ? top_value : 1});
+  Panel p(svg, top, "Tier traffic", std::string(unit.name) + " per step", axis,
+          {0, top_value > 0 ? top_value : 1});
   // One bar per step, stacked tier by tier (read solid, written light): its height is all the
   // bytes the step moved, readable however many steps and tiers there are.
   std::vector<double> base(steps.size(), 0.0);
@@ -295,8 +311,8 @@ double tier_bytes_panel(std::string& svg, double top, const std::vector<RunLogSt
   return kPanelHeight;
 }
 
-double tier_rate_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps, const StepAxis& axis,
-                       const std::vector<std::string>& tiers) {
+double tier_rate_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps,
+                       const StepAxis& axis, const std::vector<std::string>& tiers) {
   std::vector<Points> rates(tiers.size());
   std::vector<double> read(tiers.size()), written(tiers.size());
   for (std::size_t k = 0; k < tiers.size(); ++k)
@@ -304,7 +320,8 @@ double tier_rate_panel(std::string& svg, double top, const std::vector<RunLogSte
       if (const RunLogTier* t = find_tier(s, tiers[k])) {
         read[k] += t->read_bytes;
         written[k] += t->write_bytes;
-        if (t->busy_s > 0) rates[k].push_back({static_cast<double>(s.step), (t->read_bytes + t->write_bytes) / t->busy_s});
+        if (t->busy_s > 0)
+          rates[k].push_back({static_cast<double>(s.step), (t->read_bytes + t->write_bytes) / t->busy_s});
       }
   std::vector<const Points*> all;
   for (const auto& r : rates) all.push_back(&r);
@@ -314,15 +331,17 @@ double tier_rate_panel(std::string& svg, double top, const std::vector<RunLogSte
   Panel p(svg, top, "Tier rate while busy", std::string(unit.name) + "/s", axis, range_of(all, true));
   for (std::size_t k = 0; k < tiers.size(); ++k) {
     const char* color = kTierColors[k % std::size(kTierColors)];
-    p.legend(tiers[k] + ": " + decimal_bytes(read[k]) + " read, " + decimal_bytes(written[k]) + " written in all", color);
+    p.legend(
+        tiers[k] + ": " + decimal_bytes(read[k]) + " read, " + decimal_bytes(written[k]) + " written in all",
+        color);
     p.line("tier " + tiers[k], color, rates[k], false);
   }
   return kPanelHeight;
 }
 
 std::string summary_line(const std::vector<RunLogStep>& steps, const std::vector<std::string>& tiers) {
-  std::string line = "steps " + std::to_string(steps.front().step) + "-" + std::to_string(steps.back().step) + " (" +
-                     std::to_string(steps.size()) + " logged)";
+  std::string line = "steps " + std::to_string(steps.front().step) + "-" + std::to_string(steps.back().step) +
+                     " (" + std::to_string(steps.size()) + " logged)";
   double rate = 0;
   int rated = 0;
   for (const auto& s : steps)
@@ -365,8 +384,10 @@ std::string run_report_svg(const std::vector<RunLogStep>& steps, const std::stri
        "font-family=\"sans-serif\" font-size=\"12\">\n",
        kWidth, y + 10, kWidth, y + 10);
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  emit(svg, "<text x=\"%.1f\" y=\"26\" font-size=\"18\" font-weight=\"bold\">%s</text>\n", kLeft, svg::escape(title).c_str());
-  emit(svg, "<text x=\"%.1f\" y=\"48\" fill=\"#444\">%s</text>\n", kLeft, svg::escape(summary_line(steps, tiers)).c_str());
+  emit(svg, "<text x=\"%.1f\" y=\"26\" font-size=\"18\" font-weight=\"bold\">%s</text>\n", kLeft,
+       svg::escape(title).c_str());
+  emit(svg, "<text x=\"%.1f\" y=\"48\" fill=\"#444\">%s</text>\n", kLeft,
+       svg::escape(summary_line(steps, tiers)).c_str());
   svg += body;
   svg += "</svg>\n";
   return svg;
@@ -375,13 +396,15 @@ std::string run_report_svg(const std::vector<RunLogStep>& steps, const std::stri
 void write_run_report(const std::string& log_path, const std::string& out_path, const std::string& title) {
   const std::string ext = std::filesystem::path(out_path).extension().string();
   if (ext != ".svg" && ext != ".html")
-    throw Error("--out " + out_path + ": the report is an .svg image or an .html page; name the file with one of those endings");
+    throw Error("--out " + out_path +
+                ": the report is an .svg image or an .html page; name the file with one of those endings");
   const std::vector<RunLogStep> steps = read_run_log_steps(log_path);
   const std::string heading = title.empty() ? std::filesystem::path(log_path).filename().string() : title;
   const std::string svg = run_report_svg(steps, heading);
   if (ext == ".svg") return write_file_atomic(out_path, svg);
-  write_file_atomic(out_path, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + svg::escape(heading) +
-                                  "</title></head>\n<body style=\"margin:0\">\n" + svg + "</body></html>\n");
+  write_file_atomic(out_path, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" +
+                                  svg::escape(heading) + "</title></head>\n<body style=\"margin:0\">\n" +
+                                  svg + "</body></html>\n");
 }
 
 }  // namespace mlpo::train

@@ -9,14 +9,15 @@
 namespace mlpo::train {
 
 std::size_t safetensors_dtype_bytes(const std::string& dtype) {
-  static const std::map<std::string, std::size_t> bytes = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
-                                                           {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
-                                                           {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8}};
+  static const std::map<std::string, std::size_t> bytes = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"I64", 8},     {"U64", 8}, {"F64", 8}};
   const auto it = bytes.find(dtype);
   return it == bytes.end() ? 0 : it->second;
 }
 
-std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors, const std::map<std::string, std::string>& metadata) {
+std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors,
+                               const std::map<std::string, std::string>& metadata) {
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::uint64_t at = 0;
@@ -37,7 +38,8 @@ std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors, con
   return out;
 }
 
-std::string safetensors_header(const ParameterLayout& layout, const std::map<std::string, std::string>& metadata) {
+std::string safetensors_header(const ParameterLayout& layout,
+                               const std::map<std::string, std::string>& metadata) {
   std::vector<SafetensorsEntry> tensors;
   for (const auto& e : layout.entries()) tensors.push_back({e.name, "BF16", e.shape});
   return safetensors_header(tensors, metadata);
@@ -54,21 +56,25 @@ std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf1
   return out;
 }
 
-std::vector<SafetensorsTensor> read_safetensors_header(const std::string& path, std::map<std::string, std::string>* metadata) {
+std::vector<SafetensorsTensor> read_safetensors_header(const std::string& path,
+                                                       std::map<std::string, std::string>* metadata) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open (" + errno_text(errno) + ")");
   in.seekg(0, std::ios::end);
   const auto file_bytes = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);
   unsigned char len[8] = {};
-  if (!in.read(reinterpret_cast<char*>(len), 8)) throw Error(path + ": not a safetensors file (shorter than 8 bytes)");
+  if (!in.read(reinterpret_cast<char*>(len), 8))
+    throw Error(path + ": not a safetensors file (shorter than 8 bytes)");
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-  if (n > file_bytes - 8 || n > (1u << 30)) throw Error(path + ": not a safetensors file (header length " + std::to_string(n) + ")");
+  if (n > file_bytes - 8 || n > (1u << 30))
+    throw Error(path + ": not a safetensors file (header length " + std::to_string(n) + ")");
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   Json header = Json::parse(text, nullptr, false);
-  if (header.is_discarded() || !header.is_object()) throw Error(path + ": safetensors header is not a JSON object");
+  if (header.is_discarded() || !header.is_object())
+    throw Error(path + ": safetensors header is not a JSON object");
   std::vector<SafetensorsTensor> out;
   const std::uint64_t data_bytes = file_bytes - 8 - n;
   for (const auto& [name, t] : header.items()) {
@@ -78,8 +84,9 @@ std::vector<SafetensorsTensor> read_safetensors_header(const std::string& path, 
       continue;
     }
     try {
-      SafetensorsTensor st{name, t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>(),
-                           t.at("data_offsets").at(0).get<std::uint64_t>(), t.at("data_offsets").at(1).get<std::uint64_t>()};
+      SafetensorsTensor st{
+          name, t.at("dtype").get<std::string>(), t.at("shape").get<std::vector<std::int64_t>>(),
+          t.at("data_offsets").at(0).get<std::uint64_t>(), t.at("data_offsets").at(1).get<std::uint64_t>()};
       if (st.end < st.begin) throw Error("data_offsets end before they begin");
       if (st.end > data_bytes)
         throw Error("data_offsets end at byte " + std::to_string(st.end) + " of the data, which holds " +

@@ -35,12 +35,14 @@ std::size_t safetensors_dtype_bytes(const std::string& dtype);
 
 // The bytes before the tensor data of a file holding `tensors` back to back in this order
 // (data_offsets follow from the order, the shapes and the dtypes).
-std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors, const std::map<std::string, std::string>& metadata);
+std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors,
+                               const std::map<std::string, std::string>& metadata);
 
 // The bytes before the tensor data: 8-byte header length + JSON header (padded). The data
 // that follows is the layout().total() bf16 weights in layout order, back to back, so a
 // file can be streamed: header, then the flat weights in pieces.
-std::string safetensors_header(const ParameterLayout& layout, const std::map<std::string, std::string>& metadata);
+std::string safetensors_header(const ParameterLayout& layout,
+                               const std::map<std::string, std::string>& metadata);
 
 // The whole file's bytes for `weights` (layout().total() bf16 values in layout order).
 std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
@@ -56,6 +58,7 @@ struct SafetensorsTensor {
 
 // Parses a safetensors file's header. Throws mlpo::Error naming `path` when the file is
 // missing, truncated or not safetensors.
-std::vector<SafetensorsTensor> read_safetensors_header(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+std::vector<SafetensorsTensor> read_safetensors_header(
+    const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
 }  // namespace mlpo::train

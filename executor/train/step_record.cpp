@@ -10,13 +10,20 @@ Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offloa
   // One array of times and one of counts, each reduced at once: the step's 9 times and 4
   // counts, then each tier's 2 of each.
   const std::size_t tiers = update.tiers.size();
-  std::vector<double> times = {mine.step_s, mine.forward_s, mine.backward_s, update.seconds, update.adam_s,
-                               update.prefetch_stall_s, mine.weights_to_device_s, mine.checkpoint_s,
+  std::vector<double> times = {mine.step_s,
+                               mine.forward_s,
+                               mine.backward_s,
+                               update.seconds,
+                               update.adam_s,
+                               update.prefetch_stall_s,
+                               mine.weights_to_device_s,
+                               mine.checkpoint_s,
                                mine.gradient_copy_wait_s};
   std::vector<std::int64_t> counts = {update.cache_hits, update.reads, update.writes, update.elements};
   for (const auto& t : update.tiers) {
     times.insert(times.end(), {t.busy_s, t.slot_wait_s});
-    counts.insert(counts.end(), {static_cast<std::int64_t>(t.read_bytes), static_cast<std::int64_t>(t.write_bytes)});
+    counts.insert(counts.end(),
+                  {static_cast<std::int64_t>(t.read_bytes), static_cast<std::int64_t>(t.write_bytes)});
   }
   collectives.all_reduce_max(std::span<double>(times));
   collectives.all_reduce_sum(std::span<std::int64_t>(counts));

@@ -20,11 +20,11 @@ namespace mlpo::train {
 // What the step computed: the same on every rank.
 struct StepOutcome {
   std::int64_t step = 0;
-  double loss = 0;        // mean over all ranks' micro-batches
-  float lr = 0;           // as AdamW used it
-  double grad_norm = 0;   // global, before clipping
-  float clip_scale = 1;   // the gradient multiplier from clipping
-  double tokens = 0;      // tokens of all ranks' micro-batches
+  double loss = 0;       // mean over all ranks' micro-batches
+  float lr = 0;          // as AdamW used it
+  double grad_norm = 0;  // global, before clipping
+  float clip_scale = 1;  // the gradient multiplier from clipping
+  double tokens = 0;     // tokens of all ranks' micro-batches
 };
 
 // What this rank measured in the step, in seconds.

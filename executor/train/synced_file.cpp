@@ -10,7 +10,8 @@
 
 namespace mlpo::train {
 
-SyncedFile::SyncedFile(std::filesystem::path path, std::string hint) : path_(std::move(path)), hint_(std::move(hint)) {
+SyncedFile::SyncedFile(std::filesystem::path path, std::string hint)
+    : path_(std::move(path)), hint_(std::move(hint)) {
   fd_ = io::UniqueFd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd_.valid()) fail("cannot create");
 }

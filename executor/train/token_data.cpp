@@ -20,9 +20,10 @@ std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 std::string outside_vocab(const std::string& flag, const TokenFile& f, std::int64_t pos, std::int64_t vocab) {
-  return flag + " " + f.path() + ": token " + std::to_string(f.token(pos)) + " at position " + std::to_string(pos) +
-         " is outside the model's vocabulary of " + std::to_string(vocab) +
-         "; tokenize the data with this model's tokenizer (mlpo-run prepare-data --tokenizer FILE, or without it "
+  return flag + " " + f.path() + ": token " + std::to_string(f.token(pos)) + " at position " +
+         std::to_string(pos) + " is outside the model's vocabulary of " + std::to_string(vocab) +
+         "; tokenize the data with this model's tokenizer (mlpo-run prepare-data --tokenizer FILE, or "
+         "without it "
          "byte-level tokens, vocab 256) or use a model whose vocab covers it";
 }
 
@@ -38,7 +39,8 @@ std::vector<std::string> files_of_inputs(const std::vector<std::string>& inputs,
   for (const std::string& input : inputs) {
     std::error_code ec;
     const fs::file_status st = fs::status(input, ec);
-    if (ec || !fs::exists(st)) throw Error(flag + " " + input + ": no such file or directory; check the path");
+    if (ec || !fs::exists(st))
+      throw Error(flag + " " + input + ": no such file or directory; check the path");
     if (fs::is_regular_file(st)) {
       files.push_back(input);
       continue;
@@ -56,23 +58,26 @@ std::vector<std::string> files_of_inputs(const std::vector<std::string>& inputs,
   return files;
 }
 
-TokenData::TokenData(const std::vector<std::string>& inputs, std::int64_t vocab, std::int64_t seq_len, int token_bytes,
-                     const std::string& flag)
+TokenData::TokenData(const std::vector<std::string>& inputs, std::int64_t vocab, std::int64_t seq_len,
+                     int token_bytes, const std::string& flag)
     : flag_(flag), vocab_(vocab), seq_len_(seq_len) {
   MLPO_CHECK(token_bytes == 2 || token_bytes == 4, "token_bytes must be 2 or 4");
-  if (inputs.empty()) throw Error(flag + ": give a token file or directory; make one with `mlpo-run prepare-data`");
+  if (inputs.empty())
+    throw Error(flag + ": give a token file or directory; make one with `mlpo-run prepare-data`");
   std::int64_t starts = 0, windows = 0;
   for (const std::string& path : files_of_inputs(inputs, flag)) {
     const TokenFile& f = files_.emplace_back(path, token_bytes, flag);
     const std::string where = flag + " " + path + ": ";
     if (f.tokens() < seq_len + 1)
       throw Error(where + std::to_string(f.tokens()) + " tokens, fewer than one training sequence needs (" +
-                  std::to_string(seq_len + 1) + "); give more data, leave this file out, or use a shorter --seq-len");
+                  std::to_string(seq_len + 1) +
+                  "); give more data, leave this file out, or use a shorter --seq-len");
     if (f.recorded_vocab() > vocab)
       throw Error(where + "was tokenized with a vocabulary of " + std::to_string(f.recorded_vocab()) +
                   " tokens (its header records it), but the model's vocabulary is " + std::to_string(vocab) +
                   "; use a model with vocab >= " + std::to_string(f.recorded_vocab()) +
-                  " (a model JSON file) or tokenize the data with a tokenizer of at most " + std::to_string(vocab) + " tokens");
+                  " (a model JSON file) or tokenize the data with a tokenizer of at most " +
+                  std::to_string(vocab) + " tokens");
     if (f.recorded_vocab() == 0)  // nothing recorded: every token is checked once, up front
       if (const std::int64_t bad = f.find_token_outside(vocab, 0, f.tokens()); bad >= 0)
         throw Error(outside_vocab(flag, f, bad, vocab));
@@ -89,7 +94,8 @@ std::string TokenData::format() const {
   std::map<std::string, int> kinds;
   for (const TokenFile& f : files_) ++kinds[f.format()];
   std::string out = std::to_string(files_.size()) + " files:";
-  for (const auto& [kind, n] : kinds) out += (out.back() == ':' ? " " : ", ") + std::to_string(n) + " " + kind;
+  for (const auto& [kind, n] : kinds)
+    out += (out.back() == ':' ? " " : ", ") + std::to_string(n) + " " + kind;
   return out;
 }
 
@@ -99,8 +105,10 @@ std::int64_t TokenData::recorded_vocab() const {
   return v;
 }
 
-void TokenData::copy(std::size_t f, std::int64_t start, std::span<std::int32_t> inputs, std::span<std::int32_t> targets) const {
-  MLPO_CHECK(static_cast<std::int64_t>(inputs.size()) == seq_len_ && targets.size() == inputs.size(), "sequence size");
+void TokenData::copy(std::size_t f, std::int64_t start, std::span<std::int32_t> inputs,
+                     std::span<std::int32_t> targets) const {
+  MLPO_CHECK(static_cast<std::int64_t>(inputs.size()) == seq_len_ && targets.size() == inputs.size(),
+             "sequence size");
   const TokenFile& file = files_[f];
   if (const std::int64_t bad = file.find_token_outside(vocab_, start, start + seq_len_ + 1); bad >= 0)
     throw Error(outside_vocab(flag_, file, bad, vocab_));
@@ -113,12 +121,14 @@ void TokenData::copy(std::size_t f, std::int64_t start, std::span<std::int32_t> 
 void TokenData::sequence(std::uint64_t seed, std::int64_t k, std::span<std::int32_t> inputs,
                          std::span<std::int32_t> targets) const {
   const auto starts = static_cast<std::uint64_t>(start_ends_.back());
-  const auto u = static_cast<std::int64_t>(splitmix64(splitmix64(seed) + static_cast<std::uint64_t>(k)) % starts);
+  const auto u =
+      static_cast<std::int64_t>(splitmix64(splitmix64(seed) + static_cast<std::uint64_t>(k)) % starts);
   const std::size_t f = file_of(start_ends_, u);
   copy(f, u - (f == 0 ? 0 : start_ends_[f - 1]), inputs, targets);
 }
 
-void TokenData::window(std::int64_t j, std::span<std::int32_t> inputs, std::span<std::int32_t> targets) const {
+void TokenData::window(std::int64_t j, std::span<std::int32_t> inputs,
+                       std::span<std::int32_t> targets) const {
   MLPO_CHECK(j >= 0 && j < windows(), "window index");
   const std::size_t f = file_of(window_ends_, j);
   copy(f, (j - (f == 0 ? 0 : window_ends_[f - 1])) * seq_len_, inputs, targets);

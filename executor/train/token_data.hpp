@@ -45,8 +45,8 @@ class TokenData {
   // `vocab` tokens and sequences of `seq_len`. Throws mlpo::Error naming `flag` and the file
   // when one is missing, unreadable, truncated, shorter than seq_len + 1 tokens, records a
   // tokenizer vocabulary larger than `vocab`, or holds a token outside it.
-  TokenData(const std::vector<std::string>& inputs, std::int64_t vocab, std::int64_t seq_len, int token_bytes = 2,
-            const std::string& flag = "--data");
+  TokenData(const std::vector<std::string>& inputs, std::int64_t vocab, std::int64_t seq_len,
+            int token_bytes = 2, const std::string& flag = "--data");
 
   std::int64_t tokens() const { return tokens_; }  // over all files
   const std::vector<TokenFile>& files() const { return files_; }
@@ -55,7 +55,8 @@ class TokenData {
   std::int64_t recorded_vocab() const;
 
   // Fills inputs/targets (seq_len each) with sequence k of a run with this seed.
-  void sequence(std::uint64_t seed, std::int64_t k, std::span<std::int32_t> inputs, std::span<std::int32_t> targets) const;
+  void sequence(std::uint64_t seed, std::int64_t k, std::span<std::int32_t> inputs,
+                std::span<std::int32_t> targets) const;
 
   // Fixed, non-overlapping windows (see above), for evaluation.
   std::int64_t windows() const { return window_ends_.empty() ? 0 : window_ends_.back(); }
@@ -63,7 +64,8 @@ class TokenData {
 
  private:
   // inputs/targets := tokens [start, start + seq_len] of file f, each checked against the vocab.
-  void copy(std::size_t f, std::int64_t start, std::span<std::int32_t> inputs, std::span<std::int32_t> targets) const;
+  void copy(std::size_t f, std::int64_t start, std::span<std::int32_t> inputs,
+            std::span<std::int32_t> targets) const;
 
   std::string flag_;
   std::int64_t vocab_;

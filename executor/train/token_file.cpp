@@ -31,27 +31,30 @@ TokenFile::TokenFile(const std::string& path, int token_bytes, const std::string
   body_ = bytes;
   if (body_bytes >= 4 && header_int(bytes, 0) == kShardMagic) {
     if (body_bytes < kShardHeaderInts * 4)
-      throw Error(where + "llm.c shard header is truncated (" + std::to_string(body_bytes) + " bytes, needs 1024)");
+      throw Error(where + "llm.c shard header is truncated (" + std::to_string(body_bytes) +
+                  " bytes, needs 1024)");
     const std::int32_t version = header_int(bytes, 1);
     count_ = header_int(bytes, 2);
     recorded_vocab_ = header_int(bytes, kShardVocabSlot);
     if (version != 1 && version != 2)
-      throw Error(where + "llm.c shard version " + std::to_string(version) + " is not supported (1: uint16, 2: uint32)");
+      throw Error(where + "llm.c shard version " + std::to_string(version) +
+                  " is not supported (1: uint16, 2: uint32)");
     width_ = version == 1 ? 2 : 4;
     body_ += kShardHeaderInts * 4;
     body_bytes -= kShardHeaderInts * 4;
     if (count_ < 0 || static_cast<std::uint64_t>(count_) * static_cast<std::uint64_t>(width_) != body_bytes)
-      throw Error(where + "llm.c shard header says " + std::to_string(count_) + " tokens but the file holds " +
-                  std::to_string(body_bytes) + " bytes of tokens; the file is truncated or corrupt");
+      throw Error(where + "llm.c shard header says " + std::to_string(count_) +
+                  " tokens but the file holds " + std::to_string(body_bytes) +
+                  " bytes of tokens; the file is truncated or corrupt");
     if (recorded_vocab_ < 0)
-      throw Error(where + "llm.c shard header records a tokenizer vocabulary of " + std::to_string(recorded_vocab_) +
-                  " (header[3]); the file is corrupt");
+      throw Error(where + "llm.c shard header records a tokenizer vocabulary of " +
+                  std::to_string(recorded_vocab_) + " (header[3]); the file is corrupt");
     format_ = "llm.c shard v" + std::to_string(version);
   } else {
     MLPO_CHECK(width_ == 2 || width_ == 4, "token_bytes must be 2 or 4");
     if (body_bytes % static_cast<std::size_t>(width_) != 0)
-      throw Error(where + std::to_string(body_bytes) + " bytes is not a whole number of " + std::to_string(width_) +
-                  "-byte tokens; check --token-bytes");
+      throw Error(where + std::to_string(body_bytes) + " bytes is not a whole number of " +
+                  std::to_string(width_) + "-byte tokens; check --token-bytes");
     count_ = static_cast<std::int64_t>(body_bytes / static_cast<std::size_t>(width_));
     format_ = width_ == 2 ? "flat uint16" : "flat uint32";
   }

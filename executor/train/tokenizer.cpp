@@ -22,7 +22,8 @@ Tokenizer Tokenizer::byte_level() { return Tokenizer("", nullptr); }
 
 Tokenizer Tokenizer::sentencepiece(const std::string& path, const std::string& flag) {
   if (!std::filesystem::is_regular_file(path))
-    throw Error(flag + " " + path + ": no such file; give a SentencePiece model (the tokenizer.model of a LLaMA-style "
+    throw Error(flag + " " + path +
+                ": no such file; give a SentencePiece model (the tokenizer.model of a LLaMA-style "
                 "checkpoint, or one made with spm_train: docs/training.md, \"Tokenizers\")");
   auto sp = std::make_unique<SentencePiece>();
   if (const auto status = sp->processor.Load(path); !status.ok())
@@ -48,8 +49,9 @@ std::optional<std::int32_t> Tokenizer::document_start() const {
 }
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const {
-  if (!sp_) return std::vector<std::int32_t>(reinterpret_cast<const unsigned char*>(text.data()),
-                                             reinterpret_cast<const unsigned char*>(text.data()) + text.size());
+  if (!sp_)
+    return std::vector<std::int32_t>(reinterpret_cast<const unsigned char*>(text.data()),
+                                     reinterpret_cast<const unsigned char*>(text.data()) + text.size());
   std::vector<int> ids;
   if (const auto status = sp_->processor.Encode(text, &ids); !status.ok())
     throw Error("tokenizer " + model_path_ + ": cannot encode the text (" + status.ToString() + ")");
@@ -67,7 +69,8 @@ std::string Tokenizer::decode(std::span<const std::int32_t> tokens) const {
     return out;
   }
   std::string out;
-  if (const auto status = sp_->processor.Decode(std::vector<int>(tokens.begin(), tokens.end()), &out); !status.ok())
+  if (const auto status = sp_->processor.Decode(std::vector<int>(tokens.begin(), tokens.end()), &out);
+      !status.ok())
     throw Error("tokenizer " + model_path_ + ": cannot decode the tokens (" + status.ToString() + ")");
   return out;
 }

@@ -20,7 +20,8 @@ namespace mlpo::train {
 // local rank's GPU; --param-offload only on one process; an --export-safetensors path that is
 // not a directory, in a directory that exists and is writable. train() makes these checks
 // before it prints anything (the default plan included).
-void check_train_options(const TrainOptions& options, const comm::Communicator& comm, const BackendChoice& backend);
+void check_train_options(const TrainOptions& options, const comm::Communicator& comm,
+                         const BackendChoice& backend);
 
 // The plan is valid, made for a model of `params` parameters, and each file tier's directory
 // exists. (Its cluster shape against the launched world: comm::check_world_matches, collective.)

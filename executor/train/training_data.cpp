@@ -10,9 +10,10 @@ namespace {
 void check_recorded_vocab(const TokenData& data, const Tokenizer& tokenizer, const std::string& flag) {
   for (const TokenFile& f : data.files())
     if (f.recorded_vocab() != 0 && f.recorded_vocab() != tokenizer.vocab())
-      throw Error(flag + " " + f.path() + ": was made with a tokenizer of " + std::to_string(f.recorded_vocab()) +
-                  " tokens (its header records it), but --tokenizer " + tokenizer.model_path() + " has " +
-                  std::to_string(tokenizer.vocab()) + "; give the tokenizer the data was made with, or prepare the data "
+      throw Error(flag + " " + f.path() + ": was made with a tokenizer of " +
+                  std::to_string(f.recorded_vocab()) + " tokens (its header records it), but --tokenizer " +
+                  tokenizer.model_path() + " has " + std::to_string(tokenizer.vocab()) +
+                  "; give the tokenizer the data was made with, or prepare the data "
                   "again with this one (mlpo-run prepare-data --tokenizer)");
 }
 
@@ -24,13 +25,15 @@ TrainingData open_training_data(const TrainOptions& o) {
     throw Error("--eval-every and --eval-tokens need --eval-data (the held-out token file to evaluate on)");
   TrainingData d{TokenData(o.data, o.model.vocab, o.model.seq_len, o.token_bytes, "--data"), std::nullopt};
   std::optional<TokenData> eval;
-  if (!o.eval_data.empty()) eval.emplace(o.eval_data, o.model.vocab, o.model.seq_len, o.token_bytes, "--eval-data");
+  if (!o.eval_data.empty())
+    eval.emplace(o.eval_data, o.model.vocab, o.model.seq_len, o.token_bytes, "--eval-data");
   if (!o.tokenizer.empty()) {
     const Tokenizer tokenizer = Tokenizer::sentencepiece(o.tokenizer, "--tokenizer");
     if (tokenizer.vocab() > o.model.vocab)
       throw Error("--tokenizer " + o.tokenizer + ": vocabulary of " + std::to_string(tokenizer.vocab()) +
-                  " tokens is larger than the model's vocab of " + std::to_string(o.model.vocab) + " (--model " +
-                  o.model.name + "); use a model with vocab >= " + std::to_string(tokenizer.vocab()) + " (a model JSON file)");
+                  " tokens is larger than the model's vocab of " + std::to_string(o.model.vocab) +
+                  " (--model " + o.model.name + "); use a model with vocab >= " +
+                  std::to_string(tokenizer.vocab()) + " (a model JSON file)");
     check_recorded_vocab(d.train, tokenizer, "--data");
     if (eval) check_recorded_vocab(*eval, tokenizer, "--eval-data");
   }

@@ -45,7 +45,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Step `step` computed a NaN or infinite loss or gradient norm: the run cannot go on.
 Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double loss, double grad_norm) {
@@ -53,11 +55,13 @@ Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double los
   if (!o.checkpoint_dir.empty()) {
     const auto complete = complete_checkpoints(o.checkpoint_dir);
     where = complete.empty() ? "no checkpoint was written yet"
-                             : "the last checkpoint, " + (fs::path(o.checkpoint_dir) / checkpoint_name(complete.front())).string() +
+                             : "the last checkpoint, " +
+                                   (fs::path(o.checkpoint_dir) / checkpoint_name(complete.front())).string() +
                                    ", is untouched: --resume continues from it";
   }
-  return Error("step " + std::to_string(step) + ": the loss is " + std::to_string(loss) + " and the gradient norm " +
-               std::to_string(grad_norm) + " (not finite); the run stops before updating the weights, and " + where +
+  return Error("step " + std::to_string(step) + ": the loss is " + std::to_string(loss) +
+               " and the gradient norm " + std::to_string(grad_norm) +
+               " (not finite); the run stops before updating the weights, and " + where +
                ". Lower --lr (or --max-grad-norm), or check the data");
 }
 
@@ -66,7 +70,7 @@ Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double los
 TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   comm::SingleProcessCommunicator one_process;
   comm::Communicator& job = o.comm ? *o.comm : one_process;  // NCCL: the step's reductions
-  comm::Communicator& comm = job.host_side();                 // host-memory collectives
+  comm::Communicator& comm = job.host_side();                // host-memory collectives
   const int ranks = comm.size(), rank = comm.rank();
   const bool rank0 = rank == 0;
   auto note = [&](const std::string& line) {
@@ -93,35 +97,44 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   if (!o.checkpoint_dir.empty()) {
     if (o.resume) {
       // Each rank checks the state files it will read; rank 0 also the weights file.
-      checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params, {mine.global_begin, mine.global_end(), rank0});
-      if (!checkpoint) input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
+      checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params,
+                                           {mine.global_begin, mine.global_end(), rank0});
+      if (!checkpoint)
+        input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
     } else {
       expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
     }
     // Room for one more checkpoint beside the last: a full disk is an error now, not at step N.
     if (!checkpoint || checkpoint->position().step < o.steps)
-      check_checkpoint_space(o.checkpoint_dir, checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), ranks));
+      check_checkpoint_space(
+          o.checkpoint_dir,
+          checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), ranks));
   }
   // A Hugging Face checkpoint to start from: config.json and every tensor checked here; a
   // checkpoint of this run, when there is one, takes precedence (a restarted --init-from run).
   std::optional<HfCheckpoint> init;
   if (!o.init_from.empty()) {
-    if (checkpoint) note("resume: --init-from " + o.init_from + " is not read; the run continues from its checkpoint");
-    else init.emplace(o.init_from, o.model);
+    if (checkpoint)
+      note("resume: --init-from " + o.init_from + " is not read; the run continues from its checkpoint");
+    else
+      init.emplace(o.init_from, o.model);
   }
-  const HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes, o.export_tokenizer_files,
-                                  o.tokenizer};
+  const HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes,
+                                  o.export_tokenizer_files, o.tokenizer};
   const bool export_file = !o.export_safetensors.empty() && exports_single_file(o.export_safetensors);
   if (!o.export_safetensors.empty() && !export_file) check_hf_export(hf_export);
   if (export_file && (o.export_dtype != "bf16" || !o.export_tokenizer_files.empty()))
-    throw Error("--export-safetensors " + o.export_safetensors + ": one .safetensors file holds bf16 weights only; for "
+    throw Error("--export-safetensors " + o.export_safetensors +
+                ": one .safetensors file holds bf16 weights only; for "
                 "--export-dtype or --export-tokenizer name a directory (a path not ending in .safetensors)");
   // The compute device, and whether the run fits in its memory: both before anything is written.
   ThreadPool threads(o.threads);
-  const unsigned blas_threads = o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned blas_threads =
+      o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
   ComputeBackend device = open_backend(backend_choice, threads, blas_threads, comm.local_rank());
   const TrainingFootprint footprint{o.micro_batch, o.grad_accum, ranks, o.param_offload};
-  if (const auto line = check_training_memory(device, shape, footprint, o.gpu_memory_limit)) input_note(*line);
+  if (const auto line = check_training_memory(device, shape, footprint, o.gpu_memory_limit))
+    input_note(*line);
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
@@ -132,8 +145,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   check_train_plan(o, plan, params);
   comm::check_world_matches(comm, plan.cluster);  // collective: every rank stops alike on a mismatch
   if (ranks > 1 && (ranks & (ranks - 1)) != 0)
-    input_note("note: " + std::to_string(ranks) + " ranks is not a power of two: the run is deterministic, but its gradient "
-               "sums differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism of reductions\")");
+    input_note("note: " + std::to_string(ranks) +
+               " ranks is not a power of two: the run is deterministic, but its gradient "
+               "sums differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism "
+               "of reductions\")");
   LrSchedule lr = o.lr;
   if (lr.decay_end <= 0) lr.decay_end = o.steps;
   validate(lr);
@@ -154,27 +169,33 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   // the exchange, so they outlive its worker.
   // Host memory from the backend (pinned on a GPU), so weight copies overlap compute and update.
   HostBuffer weights_owner = backend.allocate_host(static_cast<std::size_t>(mine.elements) * sizeof(bf16));
-  const std::span<bf16> weights(static_cast<bf16*>(weights_owner.data()), static_cast<std::size_t>(mine.elements));
+  const std::span<bf16> weights(static_cast<bf16*>(weights_owner.data()),
+                                static_cast<std::size_t>(mine.elements));
   std::unique_ptr<comm::LayerExchange> exchange;
   if (ranks > 1) exchange = std::make_unique<comm::LayerExchange>(comm, partition);
   GradientHandover grads(backend, layout, partition, exchange.get());
   // Gathered from the shards (ZeRO-3), streamed from host memory (--param-offload) or resident.
   RankWeights model_weights(backend, layout, weights, exchange.get(), footprint);
-  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)}, model_weights.provider());
+  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)},
+                         model_weights.provider());
 
   // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) ---
   TrainingPosition pos{0, o.seed, 0};
   if (checkpoint) {
     pos = checkpoint->position();
     for (const std::string& line : checkpoint->notes()) note(line);
-    if (pos.seed != o.seed) note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " + std::to_string(o.seed) + " ignored)");
-    for (const std::string& warning : resume_setting_warnings(settings, checkpoint->settings())) note(warning);
+    if (pos.seed != o.seed)
+      note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " +
+           std::to_string(o.seed) + " ignored)");
+    for (const std::string& warning : resume_setting_warnings(settings, checkpoint->settings()))
+      note(warning);
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
       checkpoint->read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
       fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
     });
-    note("resume: continuing from " + checkpoint->path() + " (step " + std::to_string(pos.step) + ", written by " +
-         std::to_string(checkpoint->ranks()) + (checkpoint->ranks() == 1 ? " rank" : " ranks") + ")");
+    note("resume: continuing from " + checkpoint->path() + " (step " + std::to_string(pos.step) +
+         ", written by " + std::to_string(checkpoint->ranks()) +
+         (checkpoint->ranks() == 1 ? " rank" : " ranks") + ")");
   } else if (init) {
     // Each rank streams its own range, tensor by tensor, into its subgroups' homes.
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
@@ -186,11 +207,13 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     // Each element's initial value is a pure function of (seed, index): hashed on every core
     // (billions of parameters would take minutes on one).
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
-      threads.parallel_for(static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
-        initial_values(layout, o.seed, mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),
-                       std::span<float>(p + begin, end - begin));
-        fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin), end - begin);
-      });
+      threads.parallel_for(
+          static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
+            initial_values(layout, o.seed, mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),
+                           std::span<float>(p + begin, end - begin));
+            fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin),
+                         end - begin);
+          });
     });
   }
   model_weights.upload_all();
@@ -206,13 +229,15 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   StepCollectives collectives(job, backend);
   const std::int64_t T = o.model.seq_len, B = o.micro_batch;
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B * T)), targets(inputs.size());
-  std::vector<double> my_losses(static_cast<std::size_t>(a)), all_losses(static_cast<std::size_t>(global_micro_batches));
+  std::vector<double> my_losses(static_cast<std::size_t>(a)),
+      all_losses(static_cast<std::size_t>(global_micro_batches));
   const std::int64_t chunks = (params + offload::kNormChunk - 1) / offload::kNormChunk;
   std::vector<double> chunk_sums(static_cast<std::size_t>(chunks));
   TrainResult result;
   if (run_data.validation)
     note("eval: validation loss on " + run_data.validation->description() + " every " +
-         (o.eval_every > 0 ? std::to_string(o.eval_every) + " steps and " : std::string()) + "after the last step");
+         (o.eval_every > 0 ? std::to_string(o.eval_every) + " steps and " : std::string()) +
+         "after the last step");
   const std::int64_t first_step = pos.step + 1;
   double tokens_total = 0, seconds_total = 0;
   std::int64_t checkpoints = 0;
@@ -223,7 +248,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     const auto c0 = Clock::now();
     trace.mark("checkpoint-begin " + std::to_string(pos.step));
     CheckpointWriteOptions write{o.checkpoint_pause, [&] { log_step(seconds_since(c0)); }};
-    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings, write);
+    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings,
+                     write);
     trace.mark("checkpoint-end " + std::to_string(pos.step));
     ++checkpoints;
   };
@@ -242,9 +268,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       for (int j = 0; j < a; ++j) {
         const std::int64_t g = static_cast<std::int64_t>(rank) * a + j;  // global micro-batch
         for (std::int64_t b = 0; b < B; ++b)
-          data.sequence(pos.seed, pos.data_position + g * B + b,
-                        std::span(inputs).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)),
-                        std::span(targets).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)));
+          data.sequence(
+              pos.seed, pos.data_position + g * B + b,
+              std::span(inputs).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)),
+              std::span(targets).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)));
         model.zero_gradients();
         auto t0 = Clock::now();
         my_losses[static_cast<std::size_t>(j)] = model.forward(inputs, targets);
@@ -277,16 +304,19 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       const double grad_norm = offload::global_norm(chunk_sums);
       // The same values on every rank, so every rank stops alike, before the update could
       // write a non-finite state (the last checkpoint stays the one to resume from).
-      if (!std::isfinite(loss) || !std::isfinite(grad_norm)) throw non_finite_step_error(o, step, loss, grad_norm);
+      if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+        throw non_finite_step_error(o, step, loss, grad_norm);
       if (plan.gradients == GradientPolicy::flush_fp32) pipeline.flush_gradients(grads.shard());  // baseline
       backward_s += seconds_since(t0);
 
       // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
-      AdamWParams adam{lr.at(step), o.beta1, o.beta2, o.eps, o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm), step};
+      AdamWParams adam{lr.at(step), o.beta1,        o.beta2,
+                       o.eps,       o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm),
+                       step};
       trace.mark("update-begin " + std::to_string(step));
       model_weights.before_update();  // the update rewrites the host weights
-      const offload::UpdateStats upd =
-          pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam, weights, model_weights.on_subgroup_updated());
+      const offload::UpdateStats upd = pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam,
+                                                       weights, model_weights.on_subgroup_updated());
       trace.mark("update-end " + std::to_string(step));
 
       // New weights back to the compute device.
@@ -309,9 +339,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // Collective; with a checkpoint due, called inside its write (above).
       auto log_step = [&](double checkpoint_s) {
         const double tokens = static_cast<double>(B * T * global_micro_batches);
-        Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
-                               {seconds_since(step0) - eval_s, forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s},
-                               upd, model_weights.fetches_since_last_call(), collectives);
+        Json rec = step_record(
+            {step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
+            {seconds_since(step0) - eval_s, forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s},
+            upd, model_weights.fetches_since_last_call(), collectives);
         if (eval_loss) {
           rec["eval_loss"] = *eval_loss;
           rec["eval_s"] = eval_s;
@@ -322,14 +353,19 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
         result.steps.push_back(std::move(rec));
       };
       const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
-      if (!o.checkpoint_dir.empty() && due) save_checkpoint(log_step);
-      else log_step(0);
+      if (!o.checkpoint_dir.empty() && due)
+        save_checkpoint(log_step);
+      else
+        log_step(0);
     }
-    if (first_step > o.steps) note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
+    if (first_step > o.steps)
+      note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
 
     // ---- Export -------------------------------------------------------------------------
-    const std::map<std::string, std::string> export_metadata{{"format", "pt"}, {"step", std::to_string(pos.step)}};
-    if (export_file) export_safetensors(comm, partition, weights, layout, export_metadata, o.export_safetensors);
+    const std::map<std::string, std::string> export_metadata{{"format", "pt"},
+                                                             {"step", std::to_string(pos.step)}};
+    if (export_file)
+      export_safetensors(comm, partition, weights, layout, export_metadata, o.export_safetensors);
     else if (!o.export_safetensors.empty())
       export_hf_directory(comm, partition, layout, o.model, weights, pipeline, export_metadata, hf_export);
   } catch (const std::exception& e) {
@@ -352,7 +388,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   if (!result.steps.empty()) {
     result.summary["first_loss"] = result.steps.front()["loss"];
     result.summary["last_loss"] = result.steps.back()["loss"];
-    if (result.steps.back().contains("eval_loss")) result.summary["last_eval_loss"] = result.steps.back()["eval_loss"];
+    if (result.steps.back().contains("eval_loss"))
+      result.summary["last_eval_loss"] = result.steps.back()["eval_loss"];
   }
   if (!o.export_safetensors.empty()) result.summary["export"] = o.export_safetensors;
   if (init) result.summary["init_from"] = o.init_from;

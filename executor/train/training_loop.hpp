@@ -56,36 +56,37 @@ class Communicator;
 namespace mlpo::train {
 
 struct TrainOptions {
-  ModelSpec model;                   // its seq_len is the training sequence length
-  std::optional<Plan> plan;          // none: default_plan() under state_dir
+  ModelSpec model;           // its seq_len is the training sequence length
+  std::optional<Plan> plan;  // none: default_plan() under state_dir
   std::string state_dir = "mlpo-state";
-  std::vector<std::string> data;     // token files and directories of them, one data set (token_data.hpp)
-  std::string tokenizer;             // the data's SentencePiece model, checked against model and data; "": not given
+  std::vector<std::string> data;  // token files and directories of them, one data set (token_data.hpp)
+  std::string tokenizer;  // the data's SentencePiece model, checked against model and data; "": not given
   std::vector<std::string> eval_data;  // held-out token files (evaluation.hpp); empty: no validation loss
-  std::int64_t eval_every = 0;       // validation loss every N steps (0: only after the last step)
-  std::int64_t eval_tokens = 0;      // predicted tokens of the held-out set (0: all of eval_data)
-  int token_bytes = 2;               // flat token files: 2 (uint16) or 4 (uint32)
+  std::int64_t eval_every = 0;         // validation loss every N steps (0: only after the last step)
+  std::int64_t eval_tokens = 0;        // predicted tokens of the held-out set (0: all of eval_data)
+  int token_bytes = 2;                 // flat token files: 2 (uint16) or 4 (uint32)
   std::int64_t steps = 100;
-  int micro_batch = 1;               // sequences per forward/backward
-  int grad_accum = 1;                // micro-batches per optimizer step and rank
-  std::uint64_t seed = 1;            // model init and data sampling
-  LrSchedule lr{1e-3, 1e-4, 0, 0};   // decay_end 0: = steps
+  int micro_batch = 1;              // sequences per forward/backward
+  int grad_accum = 1;               // micro-batches per optimizer step and rank
+  std::uint64_t seed = 1;           // model init and data sampling
+  LrSchedule lr{1e-3, 1e-4, 0, 0};  // decay_end 0: = steps
   float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
   std::string weight_decay_on = "matrices";  // matrices (not the norm gains) or all (weight_decay_scope.hpp)
-  double max_grad_norm = 1.0;        // <= 0: no clipping
-  std::string checkpoint_dir;        // empty: no checkpoints
-  std::int64_t checkpoint_every = 0; // 0: only at the end
+  double max_grad_norm = 1.0;                // <= 0: no clipping
+  std::string checkpoint_dir;                // empty: no checkpoints
+  std::int64_t checkpoint_every = 0;         // 0: only at the end
   bool resume = false;
-  std::string export_safetensors;    // empty: no export; *.safetensors: one file; else a HF directory (hf_export.hpp)
-  std::string export_dtype = "bf16";             // directory export: bf16 or fp32 (the master weights)
+  std::string
+      export_safetensors;  // empty: no export; *.safetensors: one file; else a HF directory (hf_export.hpp)
+  std::string export_dtype = "bf16";                 // directory export: bf16 or fp32 (the master weights)
   std::uint64_t export_shard_bytes = 5'000'000'000;  // directory export: data bytes per shard at most
   std::vector<std::string> export_tokenizer_files;   // directory export: copied beside the weights
-  std::string init_from;             // HF LLaMA checkpoint directory: initial weights, fresh optimizer state
-  unsigned threads = 0;              // ThreadPool (ops, AdamW); 0 = all cores
-  unsigned blas_threads = 0;         // OpenBLAS; 0 = all cores. Part of the determinism contract
-  std::string run_name;              // tier subdirectory; default train-<host>-<pid>
-  bool param_offload = false;        // one rank: weights in host memory, streamed to the device per part
-  std::string backend = "cpu";       // compute backend: cpu, cuda, cuda:N (compute_backend.hpp)
+  std::string init_from;        // HF LLaMA checkpoint directory: initial weights, fresh optimizer state
+  unsigned threads = 0;         // ThreadPool (ops, AdamW); 0 = all cores
+  unsigned blas_threads = 0;    // OpenBLAS; 0 = all cores. Part of the determinism contract
+  std::string run_name;         // tier subdirectory; default train-<host>-<pid>
+  bool param_offload = false;   // one rank: weights in host memory, streamed to the device per part
+  std::string backend = "cpu";  // compute backend: cpu, cuda, cuda:N (compute_backend.hpp)
   std::uint64_t gpu_memory_limit = 0;  // bytes the memory check may plan for on the GPU; 0: its free memory
   comm::Communicator* comm = nullptr;  // the job's ranks (host memory); null: one process
   // Test hooks (set by mlpo-run from MLPO_TEST_SLOW_CHECKPOINT_MS and MLPO_TRACE_PHASES).

@@ -58,18 +58,24 @@ void adamw_scalar(const AdamWConstants& c, float* p, float* m, float* v, const G
 void run(const AdamWConstants& c, float* p, float* m, float* v, const bf16* g, bf16* p_out, std::size_t n,
          SimdIsa isa) {
   switch (isa) {
-    case SimdIsa::avx512: return detail::adamw_bf16grad_avx512(c, p, m, v, g, p_out, n);
-    case SimdIsa::avx2: return detail::adamw_bf16grad_avx2(c, p, m, v, g, p_out, n);
-    default: return adamw_scalar(c, p, m, v, g, p_out, n);
+    case SimdIsa::avx512:
+      return detail::adamw_bf16grad_avx512(c, p, m, v, g, p_out, n);
+    case SimdIsa::avx2:
+      return detail::adamw_bf16grad_avx2(c, p, m, v, g, p_out, n);
+    default:
+      return adamw_scalar(c, p, m, v, g, p_out, n);
   }
 }
 
 void run(const AdamWConstants& c, float* p, float* m, float* v, const float* g, bf16* p_out, std::size_t n,
          SimdIsa isa) {
   switch (isa) {
-    case SimdIsa::avx512: return detail::adamw_fp32grad_avx512(c, p, m, v, g, p_out, n);
-    case SimdIsa::avx2: return detail::adamw_fp32grad_avx2(c, p, m, v, g, p_out, n);
-    default: return adamw_scalar(c, p, m, v, g, p_out, n);
+    case SimdIsa::avx512:
+      return detail::adamw_fp32grad_avx512(c, p, m, v, g, p_out, n);
+    case SimdIsa::avx2:
+      return detail::adamw_fp32grad_avx2(c, p, m, v, g, p_out, n);
+    default:
+      return adamw_scalar(c, p, m, v, g, p_out, n);
   }
 }
 

@@ -36,7 +36,8 @@ inline __m256 load_grad(const bf16* g) {
 template <class Grad>
 inline void update8(const Lanes& c, float* p, float* m, float* v, const Grad* grad, bf16* p_out) {
   const __m256 g = _mm256_mul_ps(load_grad(grad), c.grad_scale);
-  const __m256 mi = _mm256_add_ps(_mm256_mul_ps(c.beta1, _mm256_loadu_ps(m)), _mm256_mul_ps(c.one_minus_beta1, g));
+  const __m256 mi =
+      _mm256_add_ps(_mm256_mul_ps(c.beta1, _mm256_loadu_ps(m)), _mm256_mul_ps(c.one_minus_beta1, g));
   const __m256 vi = _mm256_add_ps(_mm256_mul_ps(c.beta2, _mm256_loadu_ps(v)),
                                   _mm256_mul_ps(c.one_minus_beta2, _mm256_mul_ps(g, g)));
   const __m256 mhat = _mm256_div_ps(mi, c.bc1);
@@ -83,8 +84,8 @@ void adamw_bf16grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, 
   adamw_avx2(c, p, m, v, grad, p_out, n);
 }
 
-void adamw_fp32grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, const float* grad, bf16* p_out,
-                         std::size_t n) {
+void adamw_fp32grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, const float* grad,
+                         bf16* p_out, std::size_t n) {
   adamw_avx2(c, p, m, v, grad, p_out, n);
 }
 

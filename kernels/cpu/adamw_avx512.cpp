@@ -35,8 +35,8 @@ template <class Grad>
 inline void update16(const Lanes& c, float* p, float* m, float* v, const Grad* grad, bf16* p_out,
                      __mmask16 k) {
   const __m512 g = _mm512_mul_ps(load_grad(grad, k), c.grad_scale);
-  const __m512 mi = _mm512_add_ps(_mm512_mul_ps(c.beta1, _mm512_maskz_loadu_ps(k, m)),
-                                  _mm512_mul_ps(c.one_minus_beta1, g));
+  const __m512 mi =
+      _mm512_add_ps(_mm512_mul_ps(c.beta1, _mm512_maskz_loadu_ps(k, m)), _mm512_mul_ps(c.one_minus_beta1, g));
   const __m512 vi = _mm512_add_ps(_mm512_mul_ps(c.beta2, _mm512_maskz_loadu_ps(k, v)),
                                   _mm512_mul_ps(c.one_minus_beta2, _mm512_mul_ps(g, g)));
   const __m512 mhat = _mm512_div_ps(mi, c.bc1);

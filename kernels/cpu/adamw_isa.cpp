@@ -24,9 +24,12 @@ bool cpu_has_avx512() {
 bool simd_isa_supported(SimdIsa isa) {
   switch (isa) {
     case SimdIsa::best:
-    case SimdIsa::scalar: return true;
-    case SimdIsa::avx2: return cpu_has_avx2();
-    case SimdIsa::avx512: return cpu_has_avx512();
+    case SimdIsa::scalar:
+      return true;
+    case SimdIsa::avx2:
+      return cpu_has_avx2();
+    case SimdIsa::avx512:
+      return cpu_has_avx512();
   }
   return false;
 }
@@ -48,10 +51,14 @@ SimdIsa resolve_simd_isa(SimdIsa isa) {
 
 std::string_view to_string(SimdIsa isa) {
   switch (isa) {
-    case SimdIsa::best: return "best";
-    case SimdIsa::scalar: return "scalar";
-    case SimdIsa::avx2: return "avx2";
-    case SimdIsa::avx512: return "avx512";
+    case SimdIsa::best:
+      return "best";
+    case SimdIsa::scalar:
+      return "scalar";
+    case SimdIsa::avx2:
+      return "avx2";
+    case SimdIsa::avx512:
+      return "avx512";
   }
   return "?";
 }

@@ -41,8 +41,8 @@ struct AdamWConstants {
   float lr, lr_times_wd, eps, grad_scale;
 };
 
-void adamw_bf16grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, const bf16* grad,
-                         bf16* p_out, std::size_t n);
+void adamw_bf16grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, const bf16* grad, bf16* p_out,
+                         std::size_t n);
 void adamw_fp32grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, const float* grad,
                          bf16* p_out, std::size_t n);
 void adamw_bf16grad_avx512(const AdamWConstants& c, float* p, float* m, float* v, const bf16* grad,

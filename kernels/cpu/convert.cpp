@@ -14,8 +14,10 @@ constexpr std::size_t convert_grain = 32 * 1024;
 
 void to_fp32(const bf16* src, float* dst, std::size_t n, SimdIsa isa) {
   switch (isa) {
-    case SimdIsa::avx512: return detail::bf16_to_fp32_avx512(src, dst, n);
-    case SimdIsa::avx2: return detail::bf16_to_fp32_avx2(src, dst, n);
+    case SimdIsa::avx512:
+      return detail::bf16_to_fp32_avx512(src, dst, n);
+    case SimdIsa::avx2:
+      return detail::bf16_to_fp32_avx2(src, dst, n);
     default:
       for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
   }
@@ -23,8 +25,10 @@ void to_fp32(const bf16* src, float* dst, std::size_t n, SimdIsa isa) {
 
 void to_bf16(const float* src, bf16* dst, std::size_t n, SimdIsa isa) {
   switch (isa) {
-    case SimdIsa::avx512: return detail::fp32_to_bf16_avx512(src, dst, n);
-    case SimdIsa::avx2: return detail::fp32_to_bf16_avx2(src, dst, n);
+    case SimdIsa::avx512:
+      return detail::fp32_to_bf16_avx512(src, dst, n);
+    case SimdIsa::avx2:
+      return detail::fp32_to_bf16_avx2(src, dst, n);
     default:
       for (std::size_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
   }
@@ -42,12 +46,14 @@ void fp32_to_bf16(const float* src, bf16* dst, std::size_t n, SimdIsa isa) {
 
 void bf16_to_fp32(ThreadPool& pool, const bf16* src, float* dst, std::size_t n, SimdIsa isa) {
   isa = resolve_simd_isa(isa);
-  pool.parallel_for(n, convert_grain, [&](std::size_t b, std::size_t e) { to_fp32(src + b, dst + b, e - b, isa); });
+  pool.parallel_for(n, convert_grain,
+                    [&](std::size_t b, std::size_t e) { to_fp32(src + b, dst + b, e - b, isa); });
 }
 
 void fp32_to_bf16(ThreadPool& pool, const float* src, bf16* dst, std::size_t n, SimdIsa isa) {
   isa = resolve_simd_isa(isa);
-  pool.parallel_for(n, convert_grain, [&](std::size_t b, std::size_t e) { to_bf16(src + b, dst + b, e - b, isa); });
+  pool.parallel_for(n, convert_grain,
+                    [&](std::size_t b, std::size_t e) { to_bf16(src + b, dst + b, e - b, isa); });
 }
 
 }  // namespace mlpo

@@ -20,7 +20,8 @@ inline __m128i fp32x8_to_bf16(__m256 f) {
   const __m256i abs = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
   const __m256i is_nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));  // both >= 0
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
   const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
   const __m256i bits = _mm256_blendv_epi8(rounded, quiet, is_nan);
   // Values are < 2^16, so the signed-to-unsigned saturating pack is exact.
@@ -38,11 +39,12 @@ inline __m512 bf16x16_to_fp32(__m256i h) {
 // _mm512_cvtepi32_epi16 or the masked store _mm512_mask_cvtepi32_storeu_epi16.
 inline __m512i fp32x16_to_bf16_lanes(__m512 f) {
   const __m512i u = _mm512_castps_si512(f);
-  const __mmask16 is_nan =
-      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+  const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                   _mm512_set1_epi32(0x7f800000));
   const __m512i high = _mm512_srli_epi32(u, 16);
   const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __m512i rounded =
+      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
   return _mm512_mask_or_epi32(rounded, is_nan, high, _mm512_set1_epi32(0x40));
 }
 #endif

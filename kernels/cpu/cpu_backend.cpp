@@ -14,21 +14,25 @@ namespace mlpo {
 CpuBackend::CpuBackend(ThreadPool& pool, CpuBackendOptions options)
     : pool_(pool),
       options_(options),
-      blas_threads_(options.blas_threads ? options.blas_threads : std::max(1u, std::thread::hardware_concurrency())) {
+      blas_threads_(options.blas_threads ? options.blas_threads
+                                         : std::max(1u, std::thread::hardware_concurrency())) {
   openblas_set_num_threads(static_cast<int>(blas_threads_));
 }
 
 DeviceBuffer CpuBackend::allocate(std::size_t bytes) {
   const std::size_t size = round_up(std::max<std::size_t>(bytes, 1), 64);
   void* p = std::aligned_alloc(64, size);
-  if (!p) throw Error("out of host memory allocating " + format_bytes(static_cast<double>(size)) + " for the CPU backend");
+  if (!p)
+    throw Error("out of host memory allocating " + format_bytes(static_cast<double>(size)) +
+                " for the CPU backend");
   return DeviceBuffer(p, bytes, &std::free);
 }
 
 void CpuBackend::copy_from_host(Tensor dst, const void* src) { std::memcpy(dst.data, src, dst.bytes()); }
 void CpuBackend::copy_to_host(void* dst, Tensor src) { std::memcpy(dst, src.data, src.bytes()); }
 void CpuBackend::copy(Tensor dst, Tensor src) {
-  MLPO_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(), "copy: " + dst.describe() + " <- " + src.describe());
+  MLPO_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(),
+             "copy: " + dst.describe() + " <- " + src.describe());
   std::memmove(dst.data, src.data, src.bytes());
 }
 void CpuBackend::fill(Tensor dst, double value) { cpu::fill(pool_, dst, value); }
@@ -44,23 +48,30 @@ void CpuBackend::embedding_backward(Tensor dtable, Tensor tokens, Tensor dout) {
 void CpuBackend::rmsnorm_forward(Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps) {
   cpu::rmsnorm_forward(pool_, out, rstd, x, weight, eps);
 }
-void CpuBackend::rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight, Tensor rstd) {
+void CpuBackend::rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
+                                  Tensor rstd) {
   cpu::rmsnorm_backward(pool_, dx, dweight, dout, x, weight, rstd);
 }
-void CpuBackend::linear_forward(Tensor out, Tensor x, Tensor w) { cpu::linear_forward(linear_context(), out, x, w); }
+void CpuBackend::linear_forward(Tensor out, Tensor x, Tensor w) {
+  cpu::linear_forward(linear_context(), out, x, w);
+}
 void CpuBackend::linear_backward(Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w, bool accumulate_dx) {
   cpu::linear_backward(linear_context(), dx, dw, dout, x, w, accumulate_dx);
 }
 void CpuBackend::rope_forward(Tensor out, Tensor x, float theta) { cpu::rope_forward(pool_, out, x, theta); }
-void CpuBackend::rope_backward(Tensor dx, Tensor dout, float theta) { cpu::rope_backward(pool_, dx, dout, theta); }
+void CpuBackend::rope_backward(Tensor dx, Tensor dout, float theta) {
+  cpu::rope_backward(pool_, dx, dout, theta);
+}
 void CpuBackend::attention_forward(Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) {
   cpu::attention_forward(pool_, out, lse, q, k, v);
 }
-void CpuBackend::attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k, Tensor v,
-                                    Tensor out, Tensor lse) {
+void CpuBackend::attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
+                                    Tensor v, Tensor out, Tensor lse) {
   cpu::attention_backward(pool_, dq, dk, dv, dout, q, k, v, out, lse);
 }
-void CpuBackend::swiglu_forward(Tensor out, Tensor gate, Tensor up) { cpu::swiglu_forward(pool_, out, gate, up); }
+void CpuBackend::swiglu_forward(Tensor out, Tensor gate, Tensor up) {
+  cpu::swiglu_forward(pool_, out, gate, up);
+}
 void CpuBackend::swiglu_backward(Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up) {
   cpu::swiglu_backward(pool_, dgate, dup, dout, gate, up);
 }

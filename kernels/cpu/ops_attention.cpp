@@ -28,8 +28,8 @@ struct AttentionShape {
   std::int64_t B, T, Hq, Hkv, D;
 };
 
-AttentionShape check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                            const char* op) {
+AttentionShape check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& lse, const char* op) {
   MLPO_CHECK(q.rank == 4, std::string(op) + ": q must be [B, T, Hq, D], got " + q.describe());
   AttentionShape s{q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)};
   expect_shape(k, {s.B, s.T, s.Hkv, s.D}, op, "k");
@@ -37,19 +37,23 @@ AttentionShape check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, c
   expect_shape(out, {s.B, s.T, s.Hq, s.D}, op, "out");
   expect_shape(lse, {s.B, s.Hq, s.T}, op, "lse");
   expect_type(lse, accumulator_dtype(q.dtype), op, "lse");
-  MLPO_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0, std::string(op) + ": query heads must be a multiple of kv heads");
-  MLPO_CHECK(k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype, std::string(op) + ": mixed storage types");
+  MLPO_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0,
+             std::string(op) + ": query heads must be a multiple of kv heads");
+  MLPO_CHECK(k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype,
+             std::string(op) + ": mixed storage types");
   return s;
 }
 
 // Copies head `h` of a [B, T, H, D] tensor for batch b into a dense [T, D] accumulator array.
 template <class T, class A>
-void gather_head(const T* src, std::int64_t b, std::int64_t h, std::int64_t H, const AttentionShape& s, A* dst) {
+void gather_head(const T* src, std::int64_t b, std::int64_t h, std::int64_t H, const AttentionShape& s,
+                 A* dst) {
   for (std::int64_t t = 0; t < s.T; ++t)
     for (std::int64_t d = 0; d < s.D; ++d) dst[t * s.D + d] = load(src[((b * s.T + t) * H + h) * s.D + d]);
 }
 
-template <class A> A dot(const A* a, const A* b, std::int64_t n) {
+template <class A>
+A dot(const A* a, const A* b, std::int64_t n) {
   A sum = 0;
   for (std::int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
   return sum;
@@ -113,7 +117,8 @@ void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tenso
       const std::size_t td = static_cast<std::size_t>(s.T * s.D);
       std::vector<A> K(td), V(td), dK(td), dV(td), Q(td), dO(td), dQ(td), p(s.T), dp(s.T);
       for (std::size_t bk = lo; bk < hi; ++bk) {
-        const std::int64_t b = static_cast<std::int64_t>(bk) / s.Hkv, hk = static_cast<std::int64_t>(bk) % s.Hkv;
+        const std::int64_t b = static_cast<std::int64_t>(bk) / s.Hkv,
+                           hk = static_cast<std::int64_t>(bk) % s.Hkv;
         gather_head(kp, b, hk, s.Hkv, s, K.data());
         gather_head(vp, b, hk, s.Hkv, s, V.data());
         std::fill(dK.begin(), dK.end(), A(0));

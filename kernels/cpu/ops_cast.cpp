@@ -8,7 +8,8 @@ namespace mlpo::cpu {
 namespace {
 constexpr std::size_t kGrain = 4096;
 
-template <class D, class S> D convert(S x) {
+template <class D, class S>
+D convert(S x) {
   if constexpr (std::is_same_v<D, bf16>) {
     return float_to_bf16(static_cast<float>(load(x)));  // f64 -> f32 -> bf16 (see note below)
   } else {
@@ -54,8 +55,9 @@ void fill(ThreadPool& pool, Tensor dst, double value) {
 }
 
 void add(ThreadPool& pool, Tensor out, Tensor a, Tensor b) {
-  MLPO_CHECK(out.numel() == a.numel() && out.numel() == b.numel() && out.dtype == a.dtype && out.dtype == b.dtype,
-             "add: " + out.describe() + " = " + a.describe() + " + " + b.describe());
+  MLPO_CHECK(
+      out.numel() == a.numel() && out.numel() == b.numel() && out.dtype == a.dtype && out.dtype == b.dtype,
+      "add: " + out.describe() + " = " + a.describe() + " + " + b.describe());
   dispatch_float(out.dtype, "add", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = out.as<T>();

@@ -22,7 +22,8 @@ void check_targets(const Tensor& targets, std::int64_t N, std::int64_t V) {
 }
 
 // Max and sum of exp(x - max) over one row.
-template <class T> std::pair<Acc<T>, Acc<T>> row_softmax_stats(const T* row, std::int64_t V) {
+template <class T>
+std::pair<Acc<T>, Acc<T>> row_softmax_stats(const T* row, std::int64_t V) {
   using A = Acc<T>;
   A max = -std::numeric_limits<A>::infinity();
   for (std::int64_t j = 0; j < V; ++j) max = std::max(max, load(row[j]));

@@ -67,8 +67,8 @@ void forward_reference(ThreadPool& pool, T* out, const T* x, const T* w, std::in
 }
 
 template <class T>
-void backward_reference(ThreadPool& pool, T* dx, Acc<T>* dw, const T* dout, const T* x, const T* w, std::int64_t N,
-                        std::int64_t I, std::int64_t O, bool accumulate_dx) {
+void backward_reference(ThreadPool& pool, T* dx, Acc<T>* dw, const T* dout, const T* x, const T* w,
+                        std::int64_t N, std::int64_t I, std::int64_t O, bool accumulate_dx) {
   pool.parallel_for(static_cast<std::size_t>(N), 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t n = b; n < e; ++n)
       for (std::int64_t i = 0; i < I; ++i) {
@@ -96,7 +96,8 @@ void linear_forward(const LinearContext& ctx, Tensor out, Tensor x, Tensor w) {
   MLPO_CHECK(out.dtype == x.dtype && w.dtype == x.dtype, "linear_forward: mixed storage types");
   dispatch_float(x.dtype, "linear_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (ctx.path == GemmPath::reference) return forward_reference(ctx.pool, out.as<T>(), x.as<T>(), w.as<T>(), N, I, O);
+    if (ctx.path == GemmPath::reference)
+      return forward_reference(ctx.pool, out.as<T>(), x.as<T>(), w.as<T>(), N, I, O);
     if constexpr (std::is_same_v<T, bf16>) {
       float* xf = ctx.scratch.get(0, N * I);
       float* wf = ctx.scratch.get(1, O * I);
@@ -119,7 +120,8 @@ void linear_backward(const LinearContext& ctx, Tensor dx, Tensor dw, Tensor dout
   expect_shape(dx, {N, I}, "linear_backward", "dx");
   expect_shape(dw, {O, I}, "linear_backward", "dw");
   expect_type(dw, accumulator_dtype(x.dtype), "linear_backward", "dw");
-  MLPO_CHECK(dx.dtype == x.dtype && dout.dtype == x.dtype && w.dtype == x.dtype, "linear_backward: mixed storage types");
+  MLPO_CHECK(dx.dtype == x.dtype && dout.dtype == x.dtype && w.dtype == x.dtype,
+             "linear_backward: mixed storage types");
   dispatch_float(x.dtype, "linear_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;
@@ -135,8 +137,8 @@ void linear_backward(const LinearContext& ctx, Tensor dx, Tensor dw, Tensor dout
       if (accumulate_dx) widen(ctx.pool, dx.as<bf16>(), xf, N * I);
       gemm(false, false, N, I, O, df, wf, accumulate_dx ? 1.0f : 0.0f, xf);  // dx = dout @ w
       narrow(ctx.pool, xf, dx.as<bf16>(), N * I);
-      widen(ctx.pool, x.as<bf16>(), wf, N * I);                                // reuse: x in fp32
-      gemm(true, false, O, I, N, df, wf, 1.0f, dw.as<float>());                  // dw += dout^T @ x
+      widen(ctx.pool, x.as<bf16>(), wf, N * I);                  // reuse: x in fp32
+      gemm(true, false, O, I, N, df, wf, 1.0f, dw.as<float>());  // dw += dout^T @ x
     } else {
       gemm(false, false, N, I, O, dout.as<T>(), w.as<T>(), accumulate_dx ? T(1) : T(0), dx.as<T>());
       gemm(true, false, O, I, N, dout.as<T>(), x.as<T>(), T(1), dw.as<A>());

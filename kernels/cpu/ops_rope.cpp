@@ -51,7 +51,9 @@ void rotate(ThreadPool& pool, Tensor out, Tensor x, float theta, int sign, const
 
 }  // namespace
 
-void rope_forward(ThreadPool& pool, Tensor out, Tensor x, float theta) { rotate(pool, out, x, theta, +1, "rope_forward"); }
+void rope_forward(ThreadPool& pool, Tensor out, Tensor x, float theta) {
+  rotate(pool, out, x, theta, +1, "rope_forward");
+}
 
 // The rotation is orthogonal, so its transpose is the rotation by the opposite angle.
 void rope_backward(ThreadPool& pool, Tensor dx, Tensor dout, float theta) {

@@ -34,7 +34,8 @@ void swiglu_backward(ThreadPool& pool, Tensor dgate, Tensor dup, Tensor dout, Te
   const std::int64_t n = gate.numel();
   MLPO_CHECK(dgate.numel() == n && dup.numel() == n && dout.numel() == n && up.numel() == n,
              "swiglu_backward: element counts differ");
-  MLPO_CHECK(dgate.dtype == gate.dtype && dup.dtype == gate.dtype && dout.dtype == gate.dtype && up.dtype == gate.dtype,
+  MLPO_CHECK(dgate.dtype == gate.dtype && dup.dtype == gate.dtype && dout.dtype == gate.dtype &&
+                 up.dtype == gate.dtype,
              "swiglu_backward: mixed storage types");
   dispatch_float(gate.dtype, "swiglu_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;

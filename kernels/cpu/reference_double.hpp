@@ -40,7 +40,9 @@ inline Vec rmsnorm_forward(const Vec& x, const Vec& w, int N, int C, double eps)
   }
   return out;
 }
-struct RmsNormGrads { Vec dx, dw; };
+struct RmsNormGrads {
+  Vec dx, dw;
+};
 // y_c = x_c w_c / s with s = sqrt(mean(x^2) + eps); ds/dx_k = x_k / (C s).
 inline RmsNormGrads rmsnorm_backward(const Vec& dout, const Vec& x, const Vec& w, int N, int C, double eps) {
   RmsNormGrads g{Vec(x.size(), 0.0), Vec(C, 0.0)};
@@ -68,7 +70,9 @@ inline Vec linear_forward(const Vec& x, const Vec& w, int N, int I, int O) {
       for (int i = 0; i < I; ++i) out[n * O + o] += x[n * I + i] * w[o * I + i];
   return out;
 }
-struct LinearGrads { Vec dx, dw; };
+struct LinearGrads {
+  Vec dx, dw;
+};
 inline LinearGrads linear_backward(const Vec& dout, const Vec& x, const Vec& w, int N, int I, int O) {
   LinearGrads g{Vec(x.size(), 0.0), Vec(w.size(), 0.0)};
   for (int n = 0; n < N; ++n)
@@ -96,13 +100,17 @@ inline Vec rope_apply(const Vec& x, int B, int T, int H, int D, double theta, do
         }
   return out;
 }
-inline Vec rope_forward(const Vec& x, int B, int T, int H, int D, double theta) { return rope_apply(x, B, T, H, D, theta, 1); }
+inline Vec rope_forward(const Vec& x, int B, int T, int H, int D, double theta) {
+  return rope_apply(x, B, T, H, D, theta, 1);
+}
 inline Vec rope_backward(const Vec& dout, int B, int T, int H, int D, double theta) {
   return rope_apply(dout, B, T, H, D, theta, -1);
 }
 
 // ---- causal GQA attention: q [B,T,Hq,D], k/v [B,T,Hkv,D] -------------------------------
-struct AttentionShape { int B, T, Hq, Hkv, D; };
+struct AttentionShape {
+  int B, T, Hq, Hkv, D;
+};
 inline std::size_t at(const AttentionShape& s, int H, int b, int t, int h, int d) {
   return ((static_cast<std::size_t>(b) * s.T + t) * H + h) * s.D + d;
 }
@@ -137,7 +145,8 @@ inline Vec attention_forward(const Vec& q, const Vec& k, const Vec& v, const Att
         for (int j = 0; j <= t; ++j)
           for (int d = 0; d < s.D; ++d)
             out[at(s, s.Hq, b, t, h, d)] +=
-                P[((static_cast<std::size_t>(b) * s.Hq + h) * s.T + t) * s.T + j] * v[at(s, s.Hkv, b, j, h / (s.Hq / s.Hkv), d)];
+                P[((static_cast<std::size_t>(b) * s.Hq + h) * s.T + t) * s.T + j] *
+                v[at(s, s.Hkv, b, j, h / (s.Hq / s.Hkv), d)];
   return out;
 }
 // log-sum-exp of each row of scores, [B, Hq, T].
@@ -149,14 +158,17 @@ inline Vec attention_lse(const Vec& q, const Vec& k, const AttentionShape& s) {
         double sum = 0;
         for (int j = 0; j <= t; ++j) {
           double score = 0;
-          for (int d = 0; d < s.D; ++d) score += q[at(s, s.Hq, b, t, h, d)] * k[at(s, s.Hkv, b, j, h / (s.Hq / s.Hkv), d)];
+          for (int d = 0; d < s.D; ++d)
+            score += q[at(s, s.Hq, b, t, h, d)] * k[at(s, s.Hkv, b, j, h / (s.Hq / s.Hkv), d)];
           sum += std::exp(score / std::sqrt(static_cast<double>(s.D)));
         }
         lse[(static_cast<std::size_t>(b) * s.Hq + h) * s.T + t] = std::log(sum);
       }
   return lse;
 }
-struct AttentionGrads { Vec dq, dk, dv; };
+struct AttentionGrads {
+  Vec dq, dk, dv;
+};
 inline AttentionGrads attention_backward(const Vec& dout, const Vec& q, const Vec& k, const Vec& v,
                                          const AttentionShape& s) {
   const Vec P = attention_probabilities(q, k, s);
@@ -195,7 +207,9 @@ inline Vec swiglu_forward(const Vec& gate, const Vec& up) {
   for (std::size_t i = 0; i < gate.size(); ++i) out[i] = gate[i] * sigmoid(gate[i]) * up[i];
   return out;
 }
-struct SwigluGrads { Vec dgate, dup; };
+struct SwigluGrads {
+  Vec dgate, dup;
+};
 inline SwigluGrads swiglu_backward(const Vec& dout, const Vec& gate, const Vec& up) {
   SwigluGrads g{Vec(gate.size()), Vec(gate.size())};
   for (std::size_t i = 0; i < gate.size(); ++i) {
@@ -221,7 +235,8 @@ inline Vec cross_entropy_backward(const Vec& logits, const Tokens& targets, int 
   for (int n = 0; n < N; ++n) {
     double sum = 0;
     for (int j = 0; j < V; ++j) sum += std::exp(logits[n * V + j]);
-    for (int j = 0; j < V; ++j) d[n * V + j] = scale * (std::exp(logits[n * V + j]) / sum - (j == targets[n] ? 1 : 0));
+    for (int j = 0; j < V; ++j)
+      d[n * V + j] = scale * (std::exp(logits[n * V + j]) / sum - (j == targets[n] ? 1 : 0));
   }
   return d;
 }

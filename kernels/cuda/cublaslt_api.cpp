@@ -19,9 +19,10 @@ CublasLtApi load() {
     throw Error("cannot load " + library + " (cuBLASLt, for the CUDA backend's GEMMs): " + ::dlerror() +
                 "; put the CUDA toolkit's lib directory on LD_LIBRARY_PATH");
   CublasLtApi api;
-#define MLPO_CUBLASLT_RESOLVE(name)                                                                          \
-  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, #name));                                   \
-  if (api.name == nullptr) throw Error(library + " has no symbol " #name " (a cuBLASLt older than the headers?)");
+#define MLPO_CUBLASLT_RESOLVE(name)                                        \
+  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(handle, #name)); \
+  if (api.name == nullptr)                                                 \
+    throw Error(library + " has no symbol " #name " (a cuBLASLt older than the headers?)");
   MLPO_CUBLASLT_FUNCTIONS(MLPO_CUBLASLT_RESOLVE)
 #undef MLPO_CUBLASLT_RESOLVE
   return api;

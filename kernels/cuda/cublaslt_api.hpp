@@ -15,11 +15,13 @@ namespace mlpo::gpu {
 
 struct CublasLtApi {
 #define MLPO_CUBLASLT_FUNCTION(name) decltype(&::name) name = nullptr;
-#define MLPO_CUBLASLT_FUNCTIONS(X)                                                                          \
-  X(cublasLtCreate) X(cublasLtDestroy) X(cublasLtGetStatusString) X(cublasLtMatmul)                          \
-  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy)                 \
-  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)     \
-  X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)
+#define MLPO_CUBLASLT_FUNCTIONS(X)                                                                           \
+  X(cublasLtCreate)                                                                                          \
+  X(cublasLtDestroy)                                                                                         \
+  X(cublasLtGetStatusString) X(cublasLtMatmul) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulDescCreate) \
+      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulPreferenceCreate)       \
+          X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                         \
+              X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)
   MLPO_CUBLASLT_FUNCTIONS(MLPO_CUBLASLT_FUNCTION)
 #undef MLPO_CUBLASLT_FUNCTION
 };

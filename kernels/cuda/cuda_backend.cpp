@@ -16,7 +16,8 @@ int select_device(int device) {
   int count = 0;
   gpu::check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
   if (device < 0 || device >= count)
-    throw Error("CUDA device " + std::to_string(device) + " does not exist; this machine has " + std::to_string(count));
+    throw Error("CUDA device " + std::to_string(device) + " does not exist; this machine has " +
+                std::to_string(count));
   gpu::check(cudaSetDevice(device), "cudaSetDevice");
   return device;
 }
@@ -30,7 +31,8 @@ CudaBackend::CudaBackend(int device) : device_(select_device(device)), gemm_(std
 
 std::size_t CudaBackend::scratch_bound(std::int64_t hidden, std::int64_t attention_rows) {
   const std::size_t rounding = std::size_t{1} << 16;  // DeviceScratch rounds every slot up to this
-  return gpu::kGemmWorkspaceBytes + static_cast<std::size_t>(gpu::kMaxReductionChunks * hidden) * sizeof(float) +
+  return gpu::kGemmWorkspaceBytes +
+         static_cast<std::size_t>(gpu::kMaxReductionChunks * hidden) * sizeof(float) +
          static_cast<std::size_t>(attention_rows) * sizeof(float) + 3 * rounding;
 }
 
@@ -47,31 +49,37 @@ HostBuffer CudaBackend::allocate_host(std::size_t bytes) {
   const cudaError_t status = cudaMallocHost(&p, bytes ? bytes : 1);
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    throw Error("out of pinned host memory allocating " + format_bytes(static_cast<double>(bytes)) +
-                " for " + name() + "'s transfers; free host memory (a smaller host cache or memory tier) or raise "
+    throw Error("out of pinned host memory allocating " + format_bytes(static_cast<double>(bytes)) + " for " +
+                name() +
+                "'s transfers; free host memory (a smaller host cache or memory tier) or raise "
                 "the locked-memory limit (ulimit -l)");
   }
   gpu::check(status, "cudaMallocHost");
   return HostBuffer(p, bytes, &free_pinned);
 }
 
-std::unique_ptr<CopyQueue> CudaBackend::make_copy_queue() { return std::make_unique<CudaCopyQueue>(stream_.get()); }
+std::unique_ptr<CopyQueue> CudaBackend::make_copy_queue() {
+  return std::make_unique<CudaCopyQueue>(stream_.get());
+}
 
 void CudaBackend::copy_from_host(Tensor dst, const void* src) {
-  gpu::check(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, stream_.get()), "copy_from_host");
+  gpu::check(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, stream_.get()),
+             "copy_from_host");
   stream_.synchronize();
 }
 
 void CudaBackend::copy_to_host(void* dst, Tensor src) {
-  gpu::check(cudaMemcpyAsync(dst, src.data, src.bytes(), cudaMemcpyDeviceToHost, stream_.get()), "copy_to_host");
+  gpu::check(cudaMemcpyAsync(dst, src.data, src.bytes(), cudaMemcpyDeviceToHost, stream_.get()),
+             "copy_to_host");
   stream_.synchronize();
 }
 
 void CudaBackend::copy(Tensor dst, Tensor src) {
-  MLPO_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(), "copy: " + dst.describe() + " <- " + src.describe());
-  gpu::check(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, stream_.get()), "copy");
+  MLPO_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(),
+             "copy: " + dst.describe() + " <- " + src.describe());
+  gpu::check(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, stream_.get()),
+             "copy");
 }
-
 
 void CudaBackend::fill(Tensor dst, double value) { gpu::fill(context(), dst, value); }
 void CudaBackend::cast(Tensor dst, Tensor src) { gpu::cast(context(), dst, src); }
@@ -86,7 +94,8 @@ void CudaBackend::embedding_backward(Tensor dtable, Tensor tokens, Tensor dout) 
 void CudaBackend::rmsnorm_forward(Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps) {
   gpu::rmsnorm_forward(context(), out, rstd, x, weight, eps);
 }
-void CudaBackend::rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight, Tensor rstd) {
+void CudaBackend::rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
+                                   Tensor rstd) {
   gpu::rmsnorm_backward(context(), dx, dweight, dout, x, weight, rstd);
 }
 void CudaBackend::linear_forward(Tensor out, Tensor x, Tensor w) {
@@ -95,15 +104,17 @@ void CudaBackend::linear_forward(Tensor out, Tensor x, Tensor w) {
 void CudaBackend::linear_backward(Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w, bool accumulate_dx) {
   gpu::linear_backward(context(), *gemm_, dx, dw, dout, x, w, accumulate_dx);
 }
-void CudaBackend::rope_forward(Tensor out, Tensor x, float theta) { gpu::rope_forward(context(), out, x, theta); }
+void CudaBackend::rope_forward(Tensor out, Tensor x, float theta) {
+  gpu::rope_forward(context(), out, x, theta);
+}
 void CudaBackend::rope_backward(Tensor dx, Tensor dout, float theta) {
   gpu::rope_backward(context(), dx, dout, theta);
 }
 void CudaBackend::attention_forward(Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) {
   gpu::attention_forward(context(), out, lse, q, k, v);
 }
-void CudaBackend::attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k, Tensor v,
-                                     Tensor out, Tensor lse) {
+void CudaBackend::attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
+                                     Tensor v, Tensor out, Tensor lse) {
   gpu::attention_backward(context(), dq, dk, dv, dout, q, k, v, out, lse);
 }
 void CudaBackend::swiglu_forward(Tensor out, Tensor gate, Tensor up) {
@@ -118,6 +129,5 @@ void CudaBackend::cross_entropy_forward(Tensor losses, Tensor logits, Tensor tar
 void CudaBackend::cross_entropy_backward(Tensor dlogits, Tensor logits, Tensor targets, float scale) {
   gpu::cross_entropy_backward(context(), dlogits, logits, targets, scale);
 }
-
 
 }  // namespace mlpo

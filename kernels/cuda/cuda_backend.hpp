@@ -57,14 +57,15 @@ class CudaBackend final : public Backend {
   void embedding_forward(Tensor out, Tensor tokens, Tensor table) override;
   void embedding_backward(Tensor dtable, Tensor tokens, Tensor dout) override;
   void rmsnorm_forward(Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps) override;
-  void rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight, Tensor rstd) override;
+  void rmsnorm_backward(Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
+                        Tensor rstd) override;
   void linear_forward(Tensor out, Tensor x, Tensor w) override;
   void linear_backward(Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w, bool accumulate_dx) override;
   void rope_forward(Tensor out, Tensor x, float theta) override;
   void rope_backward(Tensor dx, Tensor dout, float theta) override;
   void attention_forward(Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) override;
-  void attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out,
-                          Tensor lse) override;
+  void attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k, Tensor v,
+                          Tensor out, Tensor lse) override;
   void swiglu_forward(Tensor out, Tensor gate, Tensor up) override;
   void swiglu_backward(Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up) override;
   void cross_entropy_forward(Tensor losses, Tensor logits, Tensor targets) override;

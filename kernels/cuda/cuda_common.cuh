@@ -22,13 +22,20 @@ using cpu::accumulator_dtype;
 using cpu::expect_shape;
 using cpu::expect_type;
 
-__device__ __forceinline__ float load(bf16 x) { return __uint_as_float(static_cast<std::uint32_t>(x.bits) << 16); }
+__device__ __forceinline__ float load(bf16 x) {
+  return __uint_as_float(static_cast<std::uint32_t>(x.bits) << 16);
+}
 __device__ __forceinline__ float load(float x) { return x; }
 
 // Round-to-nearest-even, NaN kept quiet: the rule of float_to_bf16 in core/bf16.hpp.
-template <class T> __device__ __forceinline__ T store(float x);
-template <> __device__ __forceinline__ float store<float>(float x) { return x; }
-template <> __device__ __forceinline__ bf16 store<bf16>(float x) {
+template <class T>
+__device__ __forceinline__ T store(float x);
+template <>
+__device__ __forceinline__ float store<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ bf16 store<bf16>(float x) {
   std::uint32_t u = __float_as_uint(x);
   if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};
   u += 0x7fffu + ((u >> 16) & 1u);
@@ -75,11 +82,17 @@ inline unsigned grid_for(std::int64_t n, int threads) {
 inline void check_launch(const char* op) { check(cudaGetLastError(), op); }
 
 // Calls fn(T{}) for a bf16 or f32 storage type.
-template <class Fn> void dispatch_storage(DType t, const char* op, Fn&& fn) {
+template <class Fn>
+void dispatch_storage(DType t, const char* op, Fn&& fn) {
   switch (t) {
-    case DType::bf16: fn(bf16{}); return;
-    case DType::f32: fn(float{}); return;
-    default: break;
+    case DType::bf16:
+      fn(bf16{});
+      return;
+    case DType::f32:
+      fn(float{});
+      return;
+    default:
+      break;
   }
   MLPO_CHECK(false, std::string(op) + ": the CUDA backend stores bf16 or f32, got " + dtype_name(t) +
                         " (f64 is the CPU backend's test-only type)");

@@ -40,8 +40,9 @@ void check_allocation(cudaError_t status, std::size_t bytes, const char* what) {
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
     const DeviceMemory m = device_memory();
-    throw Error(std::string("out of GPU memory: ") + what + " needs " + format_bytes(static_cast<double>(bytes)) +
-                ", the device has " + format_bytes(static_cast<double>(m.free)) + " free of " +
+    throw Error(std::string("out of GPU memory: ") + what + " needs " +
+                format_bytes(static_cast<double>(bytes)) + ", the device has " +
+                format_bytes(static_cast<double>(m.free)) + " free of " +
                 format_bytes(static_cast<double>(m.total)) +
                 "; use a smaller batch, fewer resident layers (parameter offload) or a larger GPU");
   }
@@ -59,7 +60,9 @@ Event::~Event() {
   if (event_) cudaEventDestroy(event_);
 }
 void Event::record(cudaStream_t stream) { check(cudaEventRecord(event_, stream), "cudaEventRecord"); }
-void Event::wait_on(cudaStream_t stream) const { check(cudaStreamWaitEvent(stream, event_, 0), "cudaStreamWaitEvent"); }
+void Event::wait_on(cudaStream_t stream) const {
+  check(cudaStreamWaitEvent(stream, event_, 0), "cudaStreamWaitEvent");
+}
 void Event::synchronize() const { check(cudaEventSynchronize(event_), "cudaEventSynchronize"); }
 
 PinnedBuffer::PinnedBuffer(std::size_t bytes) : bytes_(bytes) {

@@ -30,8 +30,8 @@ class Gemm {
   // (CUBLAS_COMPUTE_32F, no TF32). A and B are of `in` type; D is of `out` type. Leading
   // dimensions are those of A, B, D as stored (column-major).
   void run(cudaStream_t stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-           GemmType in, const void* A, std::int64_t lda, const void* B, std::int64_t ldb, float beta, GemmType out,
-           void* D, std::int64_t ldd);
+           GemmType in, const void* A, std::int64_t lda, const void* B, std::int64_t ldb, float beta,
+           GemmType out, void* D, std::int64_t ldd);
 
  private:
   struct Key {

@@ -51,8 +51,8 @@ void rope_backward(const OpContext& ctx, Tensor dx, Tensor dout, float theta);
 
 // ops_attention.cu
 void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v);
-void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
-                        Tensor v, Tensor out, Tensor lse);
+void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q,
+                        Tensor k, Tensor v, Tensor out, Tensor lse);
 
 // ops_swiglu.cu
 void swiglu_forward(const OpContext& ctx, Tensor out, Tensor gate, Tensor up);

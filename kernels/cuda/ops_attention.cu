@@ -73,8 +73,8 @@ __device__ __forceinline__ float dot_rows(const float* a, const float* b, int D)
 }
 
 template <class T, int DPL>
-__global__ void __launch_bounds__(kThreads) attention_forward_kernel(T* out, float* lse, const T* q, const T* k,
-                                                                     const T* v, Dims s) {
+__global__ void __launch_bounds__(kThreads)
+    attention_forward_kernel(T* out, float* lse, const T* q, const T* k, const T* v, Dims s) {
   extern __shared__ float smem[];
   const int stride = s.D + 1;
   float* Qs = smem;
@@ -140,8 +140,9 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(T* out, flo
 // dq kernel's layout: each warp owns 4 rows, lane j scores key j of the tile; a warp sum per
 // tile, tiles added in ascending order.
 template <class T>
-__global__ void __launch_bounds__(kThreads) attention_delta_kernel(float* delta, const T* dout, const T* q, const T* k,
-                                                                   const T* v, const float* lse, Dims s) {
+__global__ void __launch_bounds__(kThreads)
+    attention_delta_kernel(float* delta, const T* dout, const T* q, const T* k, const T* v, const float* lse,
+                           Dims s) {
   extern __shared__ float smem[];
   const int stride = s.D + 1;
   float* Qs = smem;
@@ -189,9 +190,9 @@ __global__ void __launch_bounds__(kThreads) attention_delta_kernel(float* delta,
 }
 
 template <class T, int DPL>
-__global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(T* dk, T* dv, const T* dout, const T* q,
-                                                                           const T* k, const T* v, const float* lse,
-                                                                           const float* delta, Dims s) {
+__global__ void __launch_bounds__(kThreads)
+    attention_backward_dkdv_kernel(T* dk, T* dv, const T* dout, const T* q, const T* k, const T* v,
+                                   const float* lse, const float* delta, Dims s) {
   extern __shared__ float smem[];
   const int stride = s.D + 1;
   float* Ks = smem;
@@ -264,9 +265,9 @@ __global__ void __launch_bounds__(kThreads) attention_backward_dkdv_kernel(T* dk
 }
 
 template <class T, int DPL>
-__global__ void __launch_bounds__(kThreads) attention_backward_dq_kernel(T* dq, const T* dout, const T* q, const T* k,
-                                                                         const T* v, const float* lse,
-                                                                         const float* delta, Dims s) {
+__global__ void __launch_bounds__(kThreads)
+    attention_backward_dq_kernel(T* dq, const T* dout, const T* q, const T* k, const T* v, const float* lse,
+                                 const float* delta, Dims s) {
   extern __shared__ float smem[];
   const int stride = s.D + 1;
   float* Qs = smem;
@@ -341,12 +342,16 @@ Shape check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   expect_shape(out, {s.B, s.T, s.Hq, s.D}, op, "out");
   expect_shape(lse, {s.B, s.Hq, s.T}, op, "lse");
   expect_type(lse, accumulator_dtype(q.dtype), op, "lse");
-  MLPO_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0, std::string(op) + ": query heads must be a multiple of kv heads");
-  MLPO_CHECK(k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype, std::string(op) + ": mixed storage types");
+  MLPO_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0,
+             std::string(op) + ": query heads must be a multiple of kv heads");
+  MLPO_CHECK(k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype,
+             std::string(op) + ": mixed storage types");
   if (s.D > 128 || s.D < 1)
     throw Error(std::string(op) + ": head dimension " + std::to_string(s.D) +
-                " is not supported by the CUDA attention kernel (1 to 128); choose heads so that hidden / heads <= 128, or use the CPU backend");
-  MLPO_CHECK(s.T < INT_MAX / 2 && s.Hq < 65536 && s.B < 65536, std::string(op) + ": shape too large for the grid");
+                " is not supported by the CUDA attention kernel (1 to 128); choose heads so that hidden / "
+                "heads <= 128, or use the CPU backend");
+  MLPO_CHECK(s.T < INT_MAX / 2 && s.Hq < 65536 && s.B < 65536,
+             std::string(op) + ": shape too large for the grid");
   return s;
 }
 
@@ -356,13 +361,18 @@ Dims dims_of(const Shape& s) {
 }
 
 // Calls fn(std::integral_constant<int, DPL>) with DPL = ceil(D / 32) rounded up to 1, 2 or 4.
-template <class Fn> void dispatch_head_dim(std::int64_t D, Fn&& fn) {
-  if (D <= 32) fn(std::integral_constant<int, 1>{});
-  else if (D <= 64) fn(std::integral_constant<int, 2>{});
-  else fn(std::integral_constant<int, 4>{});
+template <class Fn>
+void dispatch_head_dim(std::int64_t D, Fn&& fn) {
+  if (D <= 32)
+    fn(std::integral_constant<int, 1>{});
+  else if (D <= 64)
+    fn(std::integral_constant<int, 2>{});
+  else
+    fn(std::integral_constant<int, 4>{});
 }
 
-template <class Kernel> void allow_shared_memory(Kernel kernel, std::size_t bytes) {
+template <class Kernel>
+void allow_shared_memory(Kernel kernel, std::size_t bytes) {
   check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)),
         "cudaFuncSetAttribute (attention shared memory)");
 }
@@ -381,16 +391,16 @@ void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, T
     dispatch_head_dim(s.D, [&](auto dpl) {
       auto kernel = attention_forward_kernel<T, decltype(dpl)::value>;
       allow_shared_memory(kernel, shared);
-      kernel<<<grid, kThreads, shared, ctx.stream>>>(static_cast<T*>(out.data), static_cast<float*>(lse.data),
-                                                     static_cast<const T*>(q.data), static_cast<const T*>(k.data),
-                                                     static_cast<const T*>(v.data), d);
+      kernel<<<grid, kThreads, shared, ctx.stream>>>(
+          static_cast<T*>(out.data), static_cast<float*>(lse.data), static_cast<const T*>(q.data),
+          static_cast<const T*>(k.data), static_cast<const T*>(v.data), d);
     });
   });
   check_launch("attention_forward");
 }
 
-void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
-                        Tensor v, Tensor out, Tensor lse) {
+void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q,
+                        Tensor k, Tensor v, Tensor out, Tensor lse) {
   const Shape s = check_shapes(q, k, v, out, lse, "attention_backward");
   expect_shape(dq, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dq");
   expect_shape(dout, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dout");
@@ -408,7 +418,8 @@ void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, T
   const std::size_t shared_dkdv = 4 * tile_bytes + 2 * kTile * sizeof(float), shared_dq = 4 * tile_bytes;
   dispatch_storage(q.dtype, "attention_backward", [&](auto tag) {
     using T = decltype(tag);
-    const T *qp = static_cast<const T*>(q.data), *kp = static_cast<const T*>(k.data), *vp = static_cast<const T*>(v.data);
+    const T *qp = static_cast<const T*>(q.data), *kp = static_cast<const T*>(k.data),
+            *vp = static_cast<const T*>(v.data);
     const T* dop = static_cast<const T*>(dout.data);
     const float* lp = static_cast<const float*>(lse.data);
     const dim3 query_tiles(tiles, static_cast<unsigned>(s.Hq), static_cast<unsigned>(s.B));
@@ -423,7 +434,8 @@ void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, T
              ctx.stream>>>(static_cast<T*>(dk.data), static_cast<T*>(dv.data), dop, qp, kp, vp, lp, delta, d);
       auto dq_kernel = attention_backward_dq_kernel<T, DPL>;
       allow_shared_memory(dq_kernel, shared_dq);
-      dq_kernel<<<query_tiles, kThreads, shared_dq, ctx.stream>>>(static_cast<T*>(dq.data), dop, qp, kp, vp, lp, delta, d);
+      dq_kernel<<<query_tiles, kThreads, shared_dq, ctx.stream>>>(static_cast<T*>(dq.data), dop, qp, kp, vp,
+                                                                  lp, delta, d);
     });
   });
   check_launch("attention_backward");

@@ -10,19 +10,22 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class D, class S> __global__ void cast_kernel(D* dst, const S* src, std::int64_t n) {
+template <class D, class S>
+__global__ void cast_kernel(D* dst, const S* src, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     dst[i] = store<D>(load(src[i]));
 }
 
-template <class T> __global__ void fill_kernel(T* dst, T value, std::int64_t n) {
+template <class T>
+__global__ void fill_kernel(T* dst, T value, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     dst[i] = value;
 }
 
-template <class T> __global__ void add_kernel(T* out, const T* a, const T* b, std::int64_t n) {
+template <class T>
+__global__ void add_kernel(T* out, const T* a, const T* b, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     out[i] = store<T>(load(a[i]) + load(b[i]));
@@ -38,8 +41,8 @@ void cast(const OpContext& ctx, Tensor dst, Tensor src) {
     using D = decltype(dtag);
     dispatch_storage(src.dtype, "cast", [&](auto stag) {
       using S = decltype(stag);
-      cast_kernel<D, S><<<grid_for(n, kThreads), kThreads, 0, ctx.stream>>>(static_cast<D*>(dst.data),
-                                                                           static_cast<const S*>(src.data), n);
+      cast_kernel<D, S><<<grid_for(n, kThreads), kThreads, 0, ctx.stream>>>(
+          static_cast<D*>(dst.data), static_cast<const S*>(src.data), n);
     });
   });
   check_launch("cast");
@@ -51,20 +54,22 @@ void fill(const OpContext& ctx, Tensor dst, double value) {
   const unsigned blocks = grid_for(n, kThreads);
   if (dst.dtype == DType::i32) {
     fill_kernel<std::int32_t><<<blocks, kThreads, 0, ctx.stream>>>(static_cast<std::int32_t*>(dst.data),
-                                                                  static_cast<std::int32_t>(value), n);
+                                                                   static_cast<std::int32_t>(value), n);
   } else if (dst.dtype == DType::bf16) {
     fill_kernel<bf16><<<blocks, kThreads, 0, ctx.stream>>>(static_cast<bf16*>(dst.data),
-                                                          float_to_bf16(static_cast<float>(value)), n);
+                                                           float_to_bf16(static_cast<float>(value)), n);
   } else {
     dispatch_storage(dst.dtype, "fill", [&](auto) {});  // rejects f64 with the message
-    fill_kernel<float><<<blocks, kThreads, 0, ctx.stream>>>(static_cast<float*>(dst.data), static_cast<float>(value), n);
+    fill_kernel<float>
+        <<<blocks, kThreads, 0, ctx.stream>>>(static_cast<float*>(dst.data), static_cast<float>(value), n);
   }
   check_launch("fill");
 }
 
 void add(const OpContext& ctx, Tensor out, Tensor a, Tensor b) {
-  MLPO_CHECK(out.numel() == a.numel() && out.numel() == b.numel() && out.dtype == a.dtype && out.dtype == b.dtype,
-             "add: " + out.describe() + " = " + a.describe() + " + " + b.describe());
+  MLPO_CHECK(
+      out.numel() == a.numel() && out.numel() == b.numel() && out.dtype == a.dtype && out.dtype == b.dtype,
+      "add: " + out.describe() + " = " + a.describe() + " + " + b.describe());
   const std::int64_t n = out.numel();
   if (n == 0) return;
   dispatch_storage(out.dtype, "add", [&](auto tag) {

@@ -18,7 +18,8 @@ struct RowStats {
   float max, sum;
 };
 
-template <class T> __device__ RowStats row_stats(const T* row, std::int64_t V, float* shared) {
+template <class T>
+__device__ RowStats row_stats(const T* row, std::int64_t V, float* shared) {
   float max = -INFINITY;
   for (std::int64_t j = threadIdx.x; j < V; j += blockDim.x) max = fmaxf(max, load(row[j]));
   max = block_max(max, shared);
@@ -39,8 +40,8 @@ __global__ void cross_entropy_forward_kernel(float* losses, const T* logits, con
 }
 
 template <class T>
-__global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const std::int32_t* targets, std::int64_t V,
-                                              float scale) {
+__global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const std::int32_t* targets,
+                                              std::int64_t V, float scale) {
   __shared__ float shared[32];
   const std::int64_t n = blockIdx.x;
   const T* row = logits + n * V;
@@ -71,7 +72,8 @@ void cross_entropy_forward(const OpContext& ctx, Tensor losses, Tensor logits, T
   check_launch("cross_entropy_forward");
 }
 
-void cross_entropy_backward(const OpContext& ctx, Tensor dlogits, Tensor logits, Tensor targets, float scale) {
+void cross_entropy_backward(const OpContext& ctx, Tensor dlogits, Tensor logits, Tensor targets,
+                            float scale) {
   const std::int64_t N = logits.dim(0), V = logits.dim(1);
   expect_shape(dlogits, {N, V}, "cross_entropy_backward", "dlogits");
   MLPO_CHECK(dlogits.dtype == logits.dtype, "cross_entropy_backward: dlogits and logits types differ");

@@ -22,7 +22,8 @@ constexpr int kThreads = 256;
 
 __global__ void init_flag_kernel(int* flag) { *flag = INT_MAX; }
 
-__global__ void first_bad_id_kernel(const std::int32_t* ids, std::int64_t n, std::int64_t vocab, int* first_bad) {
+__global__ void first_bad_id_kernel(const std::int32_t* ids, std::int64_t n, std::int64_t vocab,
+                                    int* first_bad) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     if (ids[i] < 0 || ids[i] >= vocab) atomicMin(first_bad, static_cast<int>(i));
@@ -36,11 +37,12 @@ __global__ void embedding_forward_kernel(T* out, const std::int32_t* tokens, con
 }
 
 template <class T>
-__global__ void embedding_backward_kernel(float* dtable, const std::int32_t* tokens, const T* dout, std::int64_t N,
-                                          std::int64_t C) {
+__global__ void embedding_backward_kernel(float* dtable, const std::int32_t* tokens, const T* dout,
+                                          std::int64_t N, std::int64_t C) {
   const std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (c >= C) return;
-  for (std::int64_t n = 0; n < N; ++n) dtable[static_cast<std::int64_t>(tokens[n]) * C + c] += load(dout[n * C + c]);
+  for (std::int64_t n = 0; n < N; ++n)
+    dtable[static_cast<std::int64_t>(tokens[n]) * C + c] += load(dout[n * C + c]);
 }
 
 }  // namespace
@@ -52,16 +54,17 @@ void check_ids(const OpContext& ctx, Tensor ids, std::int64_t vocab, const char*
   if (n == 0) return;
   int* flag = static_cast<int*>(ctx.scratch.get(DeviceScratch::flag, sizeof(int), ctx.stream));
   init_flag_kernel<<<1, 1, 0, ctx.stream>>>(flag);
-  first_bad_id_kernel<<<grid_for(n, kThreads), kThreads, 0, ctx.stream>>>(static_cast<const std::int32_t*>(ids.data),
-                                                                         n, vocab, flag);
+  first_bad_id_kernel<<<grid_for(n, kThreads), kThreads, 0, ctx.stream>>>(
+      static_cast<const std::int32_t*>(ids.data), n, vocab, flag);
   check_launch("id range check");
   int first_bad = INT_MAX;
-  check(cudaMemcpyAsync(&first_bad, flag, sizeof first_bad, cudaMemcpyDeviceToHost, ctx.stream), "id check read-back");
+  check(cudaMemcpyAsync(&first_bad, flag, sizeof first_bad, cudaMemcpyDeviceToHost, ctx.stream),
+        "id check read-back");
   check(cudaStreamSynchronize(ctx.stream), "id check read-back");
   if (first_bad == INT_MAX) return;
   std::int32_t id = 0;
-  check(cudaMemcpyAsync(&id, static_cast<const std::int32_t*>(ids.data) + first_bad, sizeof id, cudaMemcpyDeviceToHost,
-                        ctx.stream),
+  check(cudaMemcpyAsync(&id, static_cast<const std::int32_t*>(ids.data) + first_bad, sizeof id,
+                        cudaMemcpyDeviceToHost, ctx.stream),
         "id check read-back");
   check(cudaStreamSynchronize(ctx.stream), "id check read-back");
   throw Error(std::string(what) + " " + std::to_string(id) + " at position " + std::to_string(first_bad) +
@@ -78,7 +81,8 @@ void embedding_forward(const OpContext& ctx, Tensor out, Tensor tokens, Tensor t
   dispatch_storage(table.dtype, "embedding_forward", [&](auto tag) {
     using T = decltype(tag);
     embedding_forward_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, ctx.stream>>>(
-        static_cast<T*>(out.data), static_cast<const std::int32_t*>(tokens.data), static_cast<const T*>(table.data), C);
+        static_cast<T*>(out.data), static_cast<const std::int32_t*>(tokens.data),
+        static_cast<const T*>(table.data), C);
   });
   check_launch("embedding_forward");
 }
@@ -92,8 +96,8 @@ void embedding_backward(const OpContext& ctx, Tensor dtable, Tensor tokens, Tens
   dispatch_storage(dout.dtype, "embedding_backward", [&](auto tag) {
     using T = decltype(tag);
     embedding_backward_kernel<T><<<static_cast<unsigned>((C + 127) / 128), 128, 0, ctx.stream>>>(
-        static_cast<float*>(dtable.data), static_cast<const std::int32_t*>(tokens.data), static_cast<const T*>(dout.data),
-        N, C);
+        static_cast<float*>(dtable.data), static_cast<const std::int32_t*>(tokens.data),
+        static_cast<const T*>(dout.data), N, C);
   });
   check_launch("embedding_backward");
 }

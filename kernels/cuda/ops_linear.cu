@@ -25,7 +25,8 @@ namespace {
 
 void lt_check(cublasStatus_t status, const char* what) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    check_failed("CUBLAS_STATUS_SUCCESS", __FILE__, __LINE__, std::string(what) + ": " + cublaslt().cublasLtGetStatusString(status));
+    check_failed("CUBLAS_STATUS_SUCCESS", __FILE__, __LINE__,
+                 std::string(what) + ": " + cublaslt().cublasLtGetStatusString(status));
 }
 
 cudaDataType_t cuda_type(GemmType t) { return t == GemmType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
@@ -60,7 +61,8 @@ GemmType gemm_type(DType t, const char* op) {
 
 Gemm::Gemm() {
   lt_check(cublaslt().cublasLtCreate(&handle_), "cublasLtCreate");
-  check_allocation(cudaMalloc(&workspace_, kGemmWorkspaceBytes), kGemmWorkspaceBytes, "the cuBLASLt workspace");
+  check_allocation(cudaMalloc(&workspace_, kGemmWorkspaceBytes), kGemmWorkspaceBytes,
+                   "the cuBLASLt workspace");
   workspace_bytes_ = kGemmWorkspaceBytes;
 }
 
@@ -69,46 +71,62 @@ Gemm::~Gemm() {
   if (handle_) cublaslt().cublasLtDestroy(handle_);
 }
 
-void Gemm::run(cudaStream_t stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-               GemmType in, const void* A, std::int64_t lda, const void* B, std::int64_t ldb, float beta, GemmType out,
-               void* D, std::int64_t ldd) {
+void Gemm::run(cudaStream_t stream, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+               std::int64_t k, GemmType in, const void* A, std::int64_t lda, const void* B, std::int64_t ldb,
+               float beta, GemmType out, void* D, std::int64_t ldd) {
   if (m == 0 || n == 0) return;
   MatmulDescriptors desc;
-  lt_check(cublaslt().cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  lt_check(cublaslt().cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
-  lt_check(cublaslt().cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
+  lt_check(cublaslt().cublasLtMatmulDescCreate(&desc.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+           "cublasLtMatmulDescCreate");
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  lt_check(
+      cublaslt().cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a),
+      "TRANSA");
+  lt_check(
+      cublaslt().cublasLtMatmulDescSetAttribute(desc.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b),
+      "TRANSB");
   const auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
-  lt_check(cublaslt().cublasLtMatrixLayoutCreate(&desc.a, cuda_type(in), u(trans_a ? k : m), u(trans_a ? m : k), lda), "layout A");
-  lt_check(cublaslt().cublasLtMatrixLayoutCreate(&desc.b, cuda_type(in), u(trans_b ? n : k), u(trans_b ? k : n), ldb), "layout B");
+  lt_check(cublaslt().cublasLtMatrixLayoutCreate(&desc.a, cuda_type(in), u(trans_a ? k : m),
+                                                 u(trans_a ? m : k), lda),
+           "layout A");
+  lt_check(cublaslt().cublasLtMatrixLayoutCreate(&desc.b, cuda_type(in), u(trans_b ? n : k),
+                                                 u(trans_b ? k : n), ldb),
+           "layout B");
   lt_check(cublaslt().cublasLtMatrixLayoutCreate(&desc.d, cuda_type(out), u(m), u(n), ldd), "layout D");
 
-  const Key key{trans_a, trans_b, m, n, k, lda, ldb, ldd, in, out, beta == 0.0f,
-                alignment_of(A), alignment_of(B), alignment_of(D)};
+  const Key key{
+      trans_a,         trans_b,        m, n, k, lda, ldb, ldd, in, out, beta == 0.0f, alignment_of(A),
+      alignment_of(B), alignment_of(D)};
   auto found = algos_.find(key);
   if (found == algos_.end()) {
     cublasLtMatmulPreference_t pref = nullptr;
     lt_check(cublaslt().cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     const std::uint32_t align_a = key.align_a, align_b = key.align_b, align_d = key.align_d;
     const std::uint64_t workspace = workspace_bytes_;
-    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof align_a);
-    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof align_b);
-    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof align_d);
-    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof align_d);
+    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &workspace, sizeof workspace);
+    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                    &align_a, sizeof align_a);
+    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                    &align_b, sizeof align_b);
+    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                    &align_d, sizeof align_d);
+    cublaslt().cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                    &align_d, sizeof align_d);
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
-    const cublasStatus_t status =
-        cublaslt().cublasLtMatmulAlgoGetHeuristic(handle_, desc.op, desc.a, desc.b, desc.d, desc.d, pref, 1, &result, &count);
+    const cublasStatus_t status = cublaslt().cublasLtMatmulAlgoGetHeuristic(
+        handle_, desc.op, desc.a, desc.b, desc.d, desc.d, pref, 1, &result, &count);
     cublaslt().cublasLtMatmulPreferenceDestroy(pref);
     lt_check(status, "cublasLtMatmulAlgoGetHeuristic");
-    MLPO_CHECK(count > 0, "cuBLASLt has no algorithm for a GEMM of m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                              " k=" + std::to_string(k));
+    MLPO_CHECK(count > 0, "cuBLASLt has no algorithm for a GEMM of m=" + std::to_string(m) +
+                              " n=" + std::to_string(n) + " k=" + std::to_string(k));
     found = algos_.emplace(key, result.algo).first;
   }
   const float alpha = 1.0f;
-  lt_check(cublaslt().cublasLtMatmul(handle_, desc.op, &alpha, A, desc.a, B, desc.b, &beta, D, desc.d, D, desc.d, &found->second,
-                          workspace_, workspace_bytes_, stream),
+  lt_check(cublaslt().cublasLtMatmul(handle_, desc.op, &alpha, A, desc.a, B, desc.b, &beta, D, desc.d, D,
+                                     desc.d, &found->second, workspace_, workspace_bytes_, stream),
            "cublasLtMatmul");
 }
 
@@ -130,13 +148,15 @@ void linear_backward(const OpContext& ctx, Gemm& gemm, Tensor dx, Tensor dw, Ten
   expect_shape(dx, {N, I}, "linear_backward", "dx");
   expect_shape(dw, {O, I}, "linear_backward", "dw");
   expect_type(dw, accumulator_dtype(x.dtype), "linear_backward", "dw");
-  MLPO_CHECK(dx.dtype == x.dtype && dout.dtype == x.dtype && w.dtype == x.dtype, "linear_backward: mixed storage types");
+  MLPO_CHECK(dx.dtype == x.dtype && dout.dtype == x.dtype && w.dtype == x.dtype,
+             "linear_backward: mixed storage types");
   const GemmType t = gemm_type(x.dtype, "linear_backward");
   if (O == 0) {
     if (!accumulate_dx) fill(ctx, dx, 0.0);
     return;
   }
-  gemm.run(ctx.stream, false, false, I, N, O, t, w.data, I, dout.data, O, accumulate_dx ? 1.0f : 0.0f, t, dx.data, I);
+  gemm.run(ctx.stream, false, false, I, N, O, t, w.data, I, dout.data, O, accumulate_dx ? 1.0f : 0.0f, t,
+           dx.data, I);
   if (N == 0) return;
   gemm.run(ctx.stream, false, true, I, O, N, t, x.data, I, dout.data, O, 1.0f, GemmType::f32, dw.data, I);
 }

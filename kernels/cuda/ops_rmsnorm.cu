@@ -17,7 +17,8 @@ constexpr int kRowThreads = 256;
 constexpr int kColumnThreads = 128;
 
 template <class T>
-__global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* x, const T* w, std::int64_t C, float eps) {
+__global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* x, const T* w, std::int64_t C,
+                                       float eps) {
   __shared__ float shared[32];
   const std::int64_t n = blockIdx.x;
   const T* row = x + n * C;
@@ -26,7 +27,8 @@ __global__ void rmsnorm_forward_kernel(T* out, float* rstd, const T* x, const T*
   sumsq = block_sum(sumsq, shared);
   const float r = 1.0f / sqrtf(sumsq / static_cast<float>(C) + eps);
   if (threadIdx.x == 0) rstd[n] = r;
-  for (std::int64_t c = threadIdx.x; c < C; c += blockDim.x) out[n * C + c] = store<T>(load(row[c]) * r * load(w[c]));
+  for (std::int64_t c = threadIdx.x; c < C; c += blockDim.x)
+    out[n * C + c] = store<T>(load(row[c]) * r * load(w[c]));
 }
 
 template <class T>
@@ -38,7 +40,8 @@ __global__ void rmsnorm_backward_dx_kernel(T* dx, const T* dout, const T* x, con
   const T* dyr = dout + n * C;
   const float r = rstd[n];
   float dot = 0.0f;
-  for (std::int64_t c = threadIdx.x; c < C; c += blockDim.x) dot += load(dyr[c]) * load(w[c]) * load(xr[c]) * r;
+  for (std::int64_t c = threadIdx.x; c < C; c += blockDim.x)
+    dot += load(dyr[c]) * load(w[c]) * load(xr[c]) * r;
   const float mean = block_sum(dot, shared) / static_cast<float>(C);
   for (std::int64_t c = threadIdx.x; c < C; c += blockDim.x) {
     const float xhat = load(xr[c]) * r;
@@ -58,7 +61,8 @@ __global__ void rmsnorm_dweight_partials_kernel(float* partials, const T* dout, 
   partials[chunk * C + c] = sum;
 }
 
-__global__ void sum_partials_kernel(float* dweight, const float* partials, std::int64_t chunks, std::int64_t C) {
+__global__ void sum_partials_kernel(float* dweight, const float* partials, std::int64_t chunks,
+                                    std::int64_t C) {
   const std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   if (c >= C) return;
   float sum = 0.0f;
@@ -99,8 +103,8 @@ void rmsnorm_backward(const OpContext& ctx, Tensor dx, Tensor dweight, Tensor do
   if (N == 0) return;
   const std::int64_t chunks = std::min(kMaxReductionChunks, (N + 63) / 64);
   const std::int64_t rows_per_chunk = (N + chunks - 1) / chunks;
-  float* partials = static_cast<float*>(
-      ctx.scratch.get(DeviceScratch::partials, static_cast<std::size_t>(chunks * C) * sizeof(float), ctx.stream));
+  float* partials = static_cast<float*>(ctx.scratch.get(
+      DeviceScratch::partials, static_cast<std::size_t>(chunks * C) * sizeof(float), ctx.stream));
   const unsigned column_blocks = static_cast<unsigned>((C + kColumnThreads - 1) / kColumnThreads);
   dispatch_storage(x.dtype, "rmsnorm_backward", [&](auto tag) {
     using T = decltype(tag);
@@ -108,11 +112,12 @@ void rmsnorm_backward(const OpContext& ctx, Tensor dx, Tensor dweight, Tensor do
     const float* rp = static_cast<const float*>(rstd.data);
     rmsnorm_backward_dx_kernel<T><<<static_cast<unsigned>(N), kRowThreads, 0, ctx.stream>>>(
         static_cast<T*>(dx.data), dy, xp, static_cast<const T*>(weight.data), rp, C);
-    rmsnorm_dweight_partials_kernel<T><<<dim3(column_blocks, static_cast<unsigned>(chunks)), kColumnThreads, 0,
-                                         ctx.stream>>>(partials, dy, xp, rp, N, C, rows_per_chunk);
+    rmsnorm_dweight_partials_kernel<T>
+        <<<dim3(column_blocks, static_cast<unsigned>(chunks)), kColumnThreads, 0, ctx.stream>>>(
+            partials, dy, xp, rp, N, C, rows_per_chunk);
   });
-  sum_partials_kernel<<<column_blocks, kColumnThreads, 0, ctx.stream>>>(static_cast<float*>(dweight.data), partials,
-                                                                       chunks, C);
+  sum_partials_kernel<<<column_blocks, kColumnThreads, 0, ctx.stream>>>(static_cast<float*>(dweight.data),
+                                                                        partials, chunks, C);
   check_launch("rmsnorm_backward");
 }
 

@@ -14,14 +14,14 @@ namespace {
 constexpr int kThreads = 256;
 
 template <class T>
-__global__ void rope_kernel(T* out, const T* x, std::int64_t BT, std::int64_t T_len, std::int64_t H, std::int64_t D,
-                            float theta, int sign) {
+__global__ void rope_kernel(T* out, const T* x, std::int64_t BT, std::int64_t T_len, std::int64_t H,
+                            std::int64_t D, float theta, int sign) {
   const std::int64_t half = D / 2;
   for (std::int64_t idx = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; idx < BT * half;
        idx += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t bt = idx / half, i = idx % half, t = bt % T_len;
-    const double angle = static_cast<double>(t) * pow(static_cast<double>(theta), -2.0 * static_cast<double>(i) /
-                                                                                       static_cast<double>(D));
+    const double angle = static_cast<double>(t) * pow(static_cast<double>(theta),
+                                                      -2.0 * static_cast<double>(i) / static_cast<double>(D));
     const float c = static_cast<float>(cos(angle));
     const float s = static_cast<float>(sign * sin(angle));
     for (std::int64_t h = 0; h < H; ++h) {

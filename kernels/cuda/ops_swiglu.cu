@@ -11,7 +11,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class T> __global__ void swiglu_forward_kernel(T* out, const T* gate, const T* up, std::int64_t n) {
+template <class T>
+__global__ void swiglu_forward_kernel(T* out, const T* gate, const T* up, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float g = load(gate[i]);
@@ -20,7 +21,8 @@ template <class T> __global__ void swiglu_forward_kernel(T* out, const T* gate, 
 }
 
 template <class T>
-__global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up, std::int64_t n) {
+__global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T* gate, const T* up,
+                                       std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float g = load(gate[i]), u = load(up[i]), dy = load(dout[i]);
@@ -50,7 +52,8 @@ void swiglu_backward(const OpContext& ctx, Tensor dgate, Tensor dup, Tensor dout
   const std::int64_t n = gate.numel();
   MLPO_CHECK(dgate.numel() == n && dup.numel() == n && dout.numel() == n && up.numel() == n,
              "swiglu_backward: element counts differ");
-  MLPO_CHECK(dgate.dtype == gate.dtype && dup.dtype == gate.dtype && dout.dtype == gate.dtype && up.dtype == gate.dtype,
+  MLPO_CHECK(dgate.dtype == gate.dtype && dup.dtype == gate.dtype && dout.dtype == gate.dtype &&
+                 up.dtype == gate.dtype,
              "swiglu_backward: mixed storage types");
   if (n == 0) return;
   dispatch_storage(gate.dtype, "swiglu_backward", [&](auto tag) {

@@ -70,7 +70,9 @@ TEST(TuneDescribe, MalformedModelFileExitsTwoNamingField) {
   std::string path = ::testing::TempDir() + "/mlpo-bad-model.json";
   FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
-  std::fputs(R"({"schema":"mlpo.model/1","vocab":256,"hidden":-3,"layers":2,"heads":2,"kv_heads":2,"ffn_hidden":8,"seq_len":8})", f);
+  std::fputs(R"({"schema":"mlpo.model/1","vocab":256,"hidden":-3,"layers":2,"heads":2,"kv_heads":2,)"
+             R"("ffn_hidden":8,"seq_len":8})",
+             f);
   std::fclose(f);
   Result r = run(kTune + " --model " + path + " --describe");
   std::remove(path.c_str());
@@ -93,14 +95,16 @@ const std::string kExampleProfile = std::string(MLPO_SOURCE_DIR) + "/profiles/da
 TEST(TuneSearch, WritesAPlanWithPredictionAndBaselineAndExplains) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-plan.json";
   const std::string svg = ::testing::TempDir() + "/mlpo-cli-timeline.svg";
-  Result r = run(kTune + " --model 1b --profile " + kExampleProfile + " --gpus-per-node 2 --host-memory-budget 12GiB --simulate-top 3" +
-                 " --explain --out " + plan + " --timeline " + svg);
+  Result r = run(kTune + " --model 1b --profile " + kExampleProfile +
+                 " --gpus-per-node 2 --host-memory-budget 12GiB --simulate-top 3" + " --explain --out " +
+                 plan + " --timeline " + svg);
   ASSERT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("what each principle saves"), std::string::npos) << r.out;
   mlpo::Json j = mlpo::read_json_file(plan, "plan");
   EXPECT_EQ(j["schema"], "mlpo.plan/1");
   EXPECT_GT(j["prediction"]["iteration_s"].get<double>(), 0);
-  EXPECT_GT(j["baseline_prediction"]["iteration_s"].get<double>(), j["prediction"]["iteration_s"].get<double>());
+  EXPECT_GT(j["baseline_prediction"]["iteration_s"].get<double>(),
+            j["prediction"]["iteration_s"].get<double>());
   FILE* f = std::fopen(svg.c_str(), "r");
   ASSERT_NE(f, nullptr);
   char head[5] = {};
@@ -125,13 +129,16 @@ TEST(TuneSearch, WithoutProfileExitsTwo) {
 
 TEST(TuneValidate, PrintsPredictedVersusMeasuredWithError) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-vplan.json";
-  Result t = run(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  Result t = run(kTune + " --model 1b --profile " + kExampleProfile +
+                 " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
   ASSERT_EQ(t.status, 0) << t.out;
   const std::string log = ::testing::TempDir() + "/mlpo-cli-run.jsonl";
   FILE* f = std::fopen(log.c_str(), "w");
   ASSERT_NE(f, nullptr);
-  std::fputs("{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
-             "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[],\"new_field\":true}\n", f);
+  std::fputs(
+      "{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
+      "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[],\"new_field\":true}\n",
+      f);
   std::fclose(f);
   Result r = run(kTune + " --validate " + log + " --plan " + plan + " --profile " + kExampleProfile);
   EXPECT_EQ(r.status, 0) << r.out;
@@ -143,10 +150,12 @@ TEST(TuneValidate, PrintsPredictedVersusMeasuredWithError) {
 
 TEST(TuneSimulate, PrintsTheBreakdownOfTheGivenPlanAndItsJson) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-splan.json";
-  Result t = run(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  Result t = run(kTune + " --model 1b --profile " + kExampleProfile +
+                 " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
   ASSERT_EQ(t.status, 0) << t.out;
   const std::string svg = ::testing::TempDir() + "/mlpo-cli-sim.svg";
-  Result r = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile + " --update-only --host-memory-budget 12GiB --timeline " + svg);
+  Result r = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile +
+                 " --update-only --host-memory-budget 12GiB --timeline " + svg);
   EXPECT_EQ(r.status, 0) << r.out;
   FILE* f = std::fopen(svg.c_str(), "r");
   ASSERT_NE(f, nullptr) << r.out;
@@ -155,13 +164,15 @@ TEST(TuneSimulate, PrintsTheBreakdownOfTheGivenPlanAndItsJson) {
   std::fclose(f);
   EXPECT_EQ(std::string(head), "<svg") << head;
   std::remove(svg.c_str());
-  for (const char* part : {"predicted (SimGrid)", "bound per phase", "per tier"}) EXPECT_NE(r.out.find(part), std::string::npos) << r.out;
-  // No error, and nothing of --validate's table (its "run log:" line, its "quantity" header); the word "error"
-  // alone is no test: ASan builds print a SimGrid context-switch warning that contains it.
+  for (const char* part : {"predicted (SimGrid)", "bound per phase", "per tier"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << r.out;
+  // No error, and nothing of --validate's table (its "run log:" line, its "quantity" header);
+  // the word "error" alone is no test: ASan builds print a SimGrid context-switch warning that contains it.
   EXPECT_EQ(r.out.find("mlpo-tune: error"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("run log:"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("quantity"), std::string::npos) << r.out;
-  Result j = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile + " --update-only --json --gpus-per-node 2");
+  Result j = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile +
+                 " --update-only --json --gpus-per-node 2");
   ASSERT_EQ(j.status, 0) << j.out;
   const mlpo::Json parsed = mlpo::Json::parse(j.out.substr(std::min(j.out.size(), j.out.find("{\n"))));
   EXPECT_EQ(parsed["schema"], "mlpo.simulation/1");
@@ -171,15 +182,19 @@ TEST(TuneSimulate, PrintsTheBreakdownOfTheGivenPlanAndItsJson) {
 
 TEST(TuneValidate, JsonCarriesEveryRow) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-vjplan.json";
-  Result t = run(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  Result t = run(kTune + " --model 1b --profile " + kExampleProfile +
+                 " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
   ASSERT_EQ(t.status, 0) << t.out;
   const std::string log = ::testing::TempDir() + "/mlpo-cli-vjrun.jsonl";
   FILE* f = std::fopen(log.c_str(), "w");
   ASSERT_NE(f, nullptr);
-  std::fputs("{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
-             "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n", f);
+  std::fputs(
+      "{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
+      "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n",
+      f);
   std::fclose(f);
-  Result r = run(kTune + " --validate " + log + " --plan " + plan + " --profile " + kExampleProfile + " --json");
+  Result r =
+      run(kTune + " --validate " + log + " --plan " + plan + " --profile " + kExampleProfile + " --json");
   ASSERT_EQ(r.status, 0) << r.out;
   const mlpo::Json parsed = mlpo::Json::parse(r.out.substr(std::min(r.out.size(), r.out.find("{\n"))));
   EXPECT_EQ(parsed["schema"], "mlpo.validation/1");
@@ -192,7 +207,8 @@ TEST(TuneValidate, JsonCarriesEveryRow) {
 }
 
 TEST(TuneSearch, UnknownBaselineTierExitsTwoListingTheTiers) {
-  Result r = run(kTune + " --model 1b --profile " + kExampleProfile + " --baseline-tier floppy --update-only --quiet");
+  Result r = run(kTune + " --model 1b --profile " + kExampleProfile +
+                 " --baseline-tier floppy --update-only --quiet");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--baseline-tier floppy"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nvme"), std::string::npos) << r.out;
@@ -214,7 +230,8 @@ long lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); 
 // A scratch file with `text`, removed at the end of the test.
 class ScratchFile {
  public:
-  ScratchFile(const std::string& name, const std::string& text) : path_(::testing::TempDir() + "/mlpo-cli-" + name) {
+  ScratchFile(const std::string& name, const std::string& text)
+      : path_(::testing::TempDir() + "/mlpo-cli-" + name) {
     FILE* f = std::fopen(path_.c_str(), "w");
     if (f) {
       std::fputs(text.c_str(), f);
@@ -303,7 +320,8 @@ TEST(CliNumbers, EveryNumericFlagRefusesNanInfinityNegativeAndZeroWhereMeaningle
 TEST(CliNumbers, HelpStatesTheRanges) {
   EXPECT_NE(run(kRun + " --help").out.find("--beta1 FLOAT:[0,1)"), std::string::npos);
   EXPECT_NE(run(kRun + " --help").out.find("--lr FLOAT:>0"), std::string::npos);
-  EXPECT_NE(run(kProfile + " --help").out.find("--streams UINT:[1,64]"), std::string::npos) << run(kProfile + " --help").out;
+  EXPECT_NE(run(kProfile + " --help").out.find("--streams UINT:[1,64]"), std::string::npos)
+      << run(kProfile + " --help").out;
 }
 
 struct IgnoredFlag {
@@ -340,19 +358,23 @@ TEST(CliModes, FlagsTheModeIgnoresAreErrorsNamingTheMode) {
       {update + " --tokenizer t.model", "--tokenizer: not used by --update-only"},
       {train + " --resume", "--resume: needs --checkpoint-dir"},
       {train + " --mode baseline", "--mode baseline: needs --plan"},
-      {train + " --plan " + plan.path() + " --state-dir s", "--state-dir: is the tier directory of the default plan"},
+      {train + " --plan " + plan.path() + " --state-dir s",
+       "--state-dir: is the tier directory of the default plan"},
       {train + " --gpu-memory-limit 1GiB", "--gpu-memory-limit: limits GPU memory, but --backend is cpu"},
-      {kRun + " --steps 5 prepare-data --input /nonexistent-mlpo --out t.bin", "--steps: not used by prepare-data"},
+      {kRun + " --steps 5 prepare-data --input /nonexistent-mlpo --out t.bin",
+       "--steps: not used by prepare-data"},
       {kRun + " --lr 1 report /nonexistent-mlpo.jsonl --out r.svg", "--lr: not used by report"},
       {update + " --weight-decay-on all", "--weight-decay-on: not used by --update-only"},
       {kTune + " --model tiny --describe --explain", "--explain: not used by --describe"},
-      {kTune + " --simulate " + plan.path() + " --profile " + plan.path() + " --out p.json", "--out: not used by --simulate"},
+      {kTune + " --simulate " + plan.path() + " --profile " + plan.path() + " --out p.json",
+       "--out: not used by --simulate"},
       {kTune + " --simulate " + plan.path() + " --profile " + plan.path() + " --baseline-tier disk",
        "--baseline-tier: not used by --simulate"},
       {kTune + " --model tiny --plan " + plan.path(), "--plan: not used by the plan search"},
       {kTune + " --model tiny --describe --profile " + plan.path(), "--profile: not used by --describe"},
       {kTune + " --model tiny --describe --out p.json", "--out: not used by --describe"},
-      {kTune + " --model tiny --describe --remote-backbone-gbps 5", "--remote-backbone-gbps: not used by --describe"},
+      {kTune + " --model tiny --describe --remote-backbone-gbps 5",
+       "--remote-backbone-gbps: not used by --describe"},
       {kTune + " --model tiny --describe --update-only", "--update-only: not used by --describe"},
       {kTune + " --model tiny --describe --quiet", "--quiet: not used by --describe"},
       {kTune + " --validate x.jsonl --plan " + plan.path() + " --profile " + plan.path() + " --nodes 2",
@@ -370,17 +392,22 @@ TEST(CliModes, FlagsTheModeIgnoresAreErrorsNamingTheMode) {
 
 // hidden 1048576 x 1M layers printed a negative parameter count; now the fields are named.
 TEST(TuneDescribe, ModelWhoseParameterCountOverflowsIsRefusedNamingTheFields) {
-  const ScratchFile model("huge-model.json", R"({"schema":"mlpo.model/1","vocab":32000,"hidden":1048576,"layers":1048576,
+  const ScratchFile model("huge-model.json",
+                          R"({"schema":"mlpo.model/1","vocab":32000,"hidden":1048576,"layers":1048576,
       "heads":1024,"kv_heads":1024,"ffn_hidden":4194304,"seq_len":4096})");
   const Result r = run_bounded(kTune + " --model " + model.path() + " --describe");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_EQ(lines(r.out), 1) << r.out;
-  EXPECT_NE(r.out.find("huge-model.json: layers x hidden x ffn_hidden: the model would have"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("huge-model.json: layers x hidden x ffn_hidden: the model would have"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(TuneDescribe, ShapeWhoseTokenCountOverflowsIsRefusedNamingTheFlags) {
-  const Result r = run_bounded(kTune + " --model llama2-70b --describe --nodes 1048576 --gpus-per-node 1048576 --micro-batch 1048576"
-                                       " --seq-len 1048576");
+  const Result r = run_bounded(
+      kTune +
+      " --model llama2-70b --describe --nodes 1048576 --gpus-per-node 1048576 --micro-batch 1048576"
+      " --seq-len 1048576");
   EXPECT_EQ(r.status, 2) << r.out;
   EXPECT_NE(r.out.find("--micro-batch x --seq-len"), std::string::npos) << r.out;
 }
@@ -395,15 +422,19 @@ TEST(CliPaths, FifoDirectoryAndNonObjectInputsAreRefusedNamingTheFile) {
   const ScratchFile log("log.jsonl", "{}\n");
   const std::string dir = ::testing::TempDir();
   const std::vector<IgnoredFlag> cases = {
-      {kTune + " --model " + fifo + " --describe", fifo + ": is a FIFO (named pipe), not a regular file; expected an mlpo.model/1"},
+      {kTune + " --model " + fifo + " --describe",
+       fifo + ": is a FIFO (named pipe), not a regular file; expected an mlpo.model/1"},
       {kTune + " --model tiny --profile " + fifo, fifo + ": is a FIFO"},
       {kTune + " --validate " + log.path() + " --plan " + fifo + " --profile " + fifo, fifo + ": is a FIFO"},
       {kTune + " --validate " + fifo + " --plan " + fifo + " --profile " + fifo, fifo + ": is a FIFO"},
       {kRun + " --update-only --params 1M --plan " + fifo, fifo + ": is a FIFO"},
       {kRun + " --model " + fifo + " --data x.bin", fifo + ": is a FIFO"},
-      {kProfile + " --tier a=" + dir + " --out " + dir + "/mlpo-cli-p.json --compare " + fifo, fifo + ": is a FIFO"},
-      {kTune + " --model " + dir + "/ --describe", ": is a directory, not a regular file; expected an mlpo.model/1"},
-      {kTune + " --model " + array.path() + " --describe", array.path() + ": the document is an array, not a JSON object"},
+      {kProfile + " --tier a=" + dir + " --out " + dir + "/mlpo-cli-p.json --compare " + fifo,
+       fifo + ": is a FIFO"},
+      {kTune + " --model " + dir + "/ --describe",
+       ": is a directory, not a regular file; expected an mlpo.model/1"},
+      {kTune + " --model " + array.path() + " --describe",
+       array.path() + ": the document is an array, not a JSON object"},
       {kTune + " --model tiny --profile " + array.path(), array.path() + ": the document is an array"},
   };
   for (const IgnoredFlag& c : cases) {
@@ -420,7 +451,8 @@ TEST(CliPaths, FifoDirectoryAndNonObjectInputsAreRefusedNamingTheFile) {
 TEST(CliPaths, OutputThatIsADirectoryIsRefusedBeforeTheWork) {
   const std::string dir = ::testing::TempDir();
   for (const std::string flag : {"--out", "--timeline"}) {
-    const Result r = run_bounded(kTune + " --model 1b --profile " + kExampleProfile + " --host-memory-budget 12GiB " + flag + " " + dir);
+    const Result r = run_bounded(kTune + " --model 1b --profile " + kExampleProfile +
+                                 " --host-memory-budget 12GiB " + flag + " " + dir);
     EXPECT_EQ(r.status, 2) << r.out;
     EXPECT_EQ(lines(r.out), 1) << r.out;
     EXPECT_NE(r.out.find(flag + " " + dir + ": is a directory"), std::string::npos) << r.out;

@@ -30,24 +30,33 @@ std::string parse_error(const CLI::Validator& validator, const std::string& valu
 
 TEST(FlagValues, PositiveRealRefusesNanInfinityZeroNegativeAndJunk) {
   for (const std::string bad : {"nan", "NaN", "inf", "-inf", "1e400", "0", "-1", "", "1x", "0x"})
-    EXPECT_NE(parse_error(positive_real(), bad).find("--x: must be a finite number > 0"), std::string::npos) << bad;
-  for (const std::string good : {"1", "1e-3", "2.5", "1e300"}) EXPECT_EQ(parse_error(positive_real(), good), "") << good;
+    EXPECT_NE(parse_error(positive_real(), bad).find("--x: must be a finite number > 0"), std::string::npos)
+        << bad;
+  for (const std::string good : {"1", "1e-3", "2.5", "1e300"})
+    EXPECT_EQ(parse_error(positive_real(), good), "") << good;
 }
 
 TEST(FlagValues, Fp32RangesAlsoHoldAfterRoundingToFloat) {
   EXPECT_EQ(parse_error(positive_real(), "1e-50"), "");
-  EXPECT_NE(parse_error(positive_real(Precision::fp32), "1e-50").find("as a 32-bit float"), std::string::npos);
-  EXPECT_NE(parse_error(positive_real(Precision::fp32), "1e300").find("as a 32-bit float"), std::string::npos);
+  EXPECT_NE(parse_error(positive_real(Precision::fp32), "1e-50").find("as a 32-bit float"),
+            std::string::npos);
+  EXPECT_NE(parse_error(positive_real(Precision::fp32), "1e300").find("as a 32-bit float"),
+            std::string::npos);
   EXPECT_EQ(parse_error(fraction_below_one(), "0.999"), "");
-  EXPECT_NE(parse_error(fraction_below_one(), "0.9999999999").find("in [0, 1) as a 32-bit float"), std::string::npos);
+  EXPECT_NE(parse_error(fraction_below_one(), "0.9999999999").find("in [0, 1) as a 32-bit float"),
+            std::string::npos);
   EXPECT_NE(parse_error(fraction_below_one(), "1").find("in [0, 1)"), std::string::npos);
   EXPECT_EQ(parse_error(fraction_below_one(), "0"), "");
 }
 
 TEST(FlagValues, WholeNumbersAreDecimalIntegersInRange) {
-  for (const std::string bad : {"0", "-1", "65537", "nan", "1.5", "1e3", "010", "0x10", "", "+", "99999999999999999999999"})
-    EXPECT_NE(parse_error(whole_in(1, 65536), bad).find("--x: must be a whole number in [1,65536]"), std::string::npos) << bad;
-  for (const std::string good : {"1", "65536", "+7"}) EXPECT_EQ(parse_error(whole_in(1, 65536), good), "") << good;
+  for (const std::string bad :
+       {"0", "-1", "65537", "nan", "1.5", "1e3", "010", "0x10", "", "+", "99999999999999999999999"})
+    EXPECT_NE(parse_error(whole_in(1, 65536), bad).find("--x: must be a whole number in [1,65536]"),
+              std::string::npos)
+        << bad;
+  for (const std::string good : {"1", "65536", "+7"})
+    EXPECT_EQ(parse_error(whole_in(1, 65536), good), "") << good;
   EXPECT_EQ(parse_error(whole_in(-5, 5), "-5"), "");
   EXPECT_EQ(parse_error(whole_in(0, 10), "-0"), "");
   EXPECT_NE(parse_error(whole_in(1, 10), "-0"), "");
@@ -56,7 +65,8 @@ TEST(FlagValues, WholeNumbersAreDecimalIntegersInRange) {
 TEST(FlagValues, UnsignedWholeTakesTheFull64BitsButNoSign) {
   EXPECT_EQ(parse_error(unsigned_whole(), "18446744073709551615"), "");
   EXPECT_NE(parse_error(unsigned_whole(), "18446744073709551616"), "");
-  EXPECT_NE(parse_error(unsigned_whole(), "-1").find("--x: must be a whole number >= 0, got '-1'"), std::string::npos);
+  EXPECT_NE(parse_error(unsigned_whole(), "-1").find("--x: must be a whole number >= 0, got '-1'"),
+            std::string::npos);
 }
 
 TEST(FlagValues, SizesAndCounts) {
@@ -87,7 +97,8 @@ struct ModeApp {
 
 TEST(FlagModes, FlagTheModeDoesNotReadIsAnErrorNamingTheMode) {
   ModeApp m;
-  const FlagModes modes({{kA, "alpha"}, {kB, "--beta"}}, {{"--one", kA}, {"--both", kA | kB}, {"--extra", kA | kB}},
+  const FlagModes modes({{kA, "alpha"}, {kB, "--beta"}},
+                        {{"--one", kA}, {"--both", kA | kB}, {"--extra", kA | kB}},
                         {{"--extra", "--both", "extra refines both"}});
   m.parse({"--one", "1", "--both", "2"});
   EXPECT_NO_THROW(modes.check(m.app, kA));
@@ -101,7 +112,8 @@ TEST(FlagModes, FlagTheModeDoesNotReadIsAnErrorNamingTheMode) {
 
 TEST(FlagModes, FlagWithoutTheFlagItNeedsIsAnError) {
   ModeApp m;
-  const FlagModes modes({{kA, "alpha"}}, {{"--one", kA}, {"--both", kA}, {"--extra", kA}}, {{"--extra", "--both", "extra refines both"}});
+  const FlagModes modes({{kA, "alpha"}}, {{"--one", kA}, {"--both", kA}, {"--extra", kA}},
+                        {{"--extra", "--both", "extra refines both"}});
   m.parse({"--extra", "3"});
   try {
     modes.check(m.app, kA);

@@ -42,13 +42,15 @@ float value(std::uint64_t seed, std::int64_t i) {
 
 std::vector<float> contribution(int c, std::int64_t n) {
   std::vector<float> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = value(static_cast<std::uint64_t>(c) + 1, i);
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = value(static_cast<std::uint64_t>(c) + 1, i);
   return v;
 }
 
 template <class T>
 void expect_same_bits(std::span<const T> got, std::span<const T> want, const std::string& what) {
-  if (got.size() != want.size() || (!got.empty() && std::memcmp(got.data(), want.data(), got.size_bytes()) != 0)) {
+  if (got.size() != want.size() ||
+      (!got.empty() && std::memcmp(got.data(), want.data(), got.size_bytes()) != 0)) {
     std::size_t i = 0;
     while (i < got.size() && i < want.size() && std::memcmp(&got[i], &want[i], sizeof(T)) == 0) ++i;
     throw Error(what + ": differs from the serial result at element " + std::to_string(i) + " of " +
@@ -64,7 +66,8 @@ std::uint64_t digest(std::uint64_t h, const void* data, std::size_t bytes) {
 
 std::vector<std::int64_t> uneven_counts(int ranks, std::int64_t first) {
   std::vector<std::int64_t> counts;
-  for (int r = 0; r < ranks; ++r) counts.push_back(r == 1 ? 0 : first + 37 * r);  // rank 1 (if any) gives nothing
+  for (int r = 0; r < ranks; ++r)
+    counts.push_back(r == 1 ? 0 : first + 37 * r);  // rank 1 (if any) gives nothing
   return counts;
 }
 
@@ -82,7 +85,8 @@ int collectives(Communicator& comm) {
   // float all-reduce: each rank pre-sums its block of contributions in the same tree.
   const int per = kContributions / P;
   std::vector<float> local(static_cast<std::size_t>(n));
-  tree_sum(std::span<const float* const>(all_parts).subspan(static_cast<std::size_t>(comm.rank() * per), static_cast<std::size_t>(per)),
+  tree_sum(std::span<const float* const>(all_parts).subspan(static_cast<std::size_t>(comm.rank() * per),
+                                                            static_cast<std::size_t>(per)),
            std::span<float>(local));
   std::vector<float> reduced = local;
   comm.all_reduce_sum(std::span<float>(reduced));
@@ -97,15 +101,18 @@ int collectives(Communicator& comm) {
     total += counts[static_cast<std::size_t>(r)];
   }
   std::vector<float> mine(static_cast<std::size_t>(counts[static_cast<std::size_t>(comm.rank())]));
-  comm.reduce_scatter_sum(std::span<const float>(local).first(static_cast<std::size_t>(total)), std::span<float>(mine),
-                          std::span<const std::int64_t>(counts));
-  expect_same_bits<float>(mine, std::span<const float>(serial).subspan(static_cast<std::size_t>(offset), mine.size()),
-                          "reduce_scatter_sum<float> uneven");
+  comm.reduce_scatter_sum(std::span<const float>(local).first(static_cast<std::size_t>(total)),
+                          std::span<float>(mine), std::span<const std::int64_t>(counts));
+  expect_same_bits<float>(
+      mine, std::span<const float>(serial).subspan(static_cast<std::size_t>(offset), mine.size()),
+      "reduce_scatter_sum<float> uneven");
 
   // all-gather of those pieces reassembles the serial prefix.
   std::vector<float> gathered(static_cast<std::size_t>(total));
-  comm.all_gather(std::span<const float>(mine), std::span<float>(gathered), std::span<const std::int64_t>(counts));
-  expect_same_bits<float>(gathered, std::span<const float>(serial).first(gathered.size()), "all_gather<float> uneven");
+  comm.all_gather(std::span<const float>(mine), std::span<float>(gathered),
+                  std::span<const std::int64_t>(counts));
+  expect_same_bits<float>(gathered, std::span<const float>(serial).first(gathered.size()),
+                          "all_gather<float> uneven");
 
   // double all-reduce of the pre-summed blocks (in double).
   std::vector<std::vector<double>> global_d;
@@ -114,7 +121,8 @@ int collectives(Communicator& comm) {
   for (const auto& g : global_d) parts_d.push_back(g.data());
   std::vector<double> serial_d(static_cast<std::size_t>(n)), local_d(static_cast<std::size_t>(n));
   tree_sum(std::span<const double* const>(parts_d), std::span<double>(serial_d));
-  tree_sum(std::span<const double* const>(parts_d).subspan(static_cast<std::size_t>(comm.rank() * per), static_cast<std::size_t>(per)),
+  tree_sum(std::span<const double* const>(parts_d).subspan(static_cast<std::size_t>(comm.rank() * per),
+                                                           static_cast<std::size_t>(per)),
            std::span<double>(local_d));
   comm.all_reduce_sum(std::span<double>(local_d));
   expect_same_bits<double>(local_d, serial_d, "all_reduce_sum<double>");
@@ -136,7 +144,8 @@ int collectives(Communicator& comm) {
   // int64 sum and max; float max.
   std::int64_t ints[3] = {comm.rank() + 1, -comm.rank(), std::int64_t{1} << 40};
   comm.all_reduce_sum(std::span<std::int64_t>(ints));
-  const std::int64_t want_ints[3] = {std::int64_t{P} * (P + 1) / 2, -std::int64_t{P} * (P - 1) / 2, std::int64_t{P} << 40};
+  const std::int64_t want_ints[3] = {std::int64_t{P} * (P + 1) / 2, -std::int64_t{P} * (P - 1) / 2,
+                                     std::int64_t{P} << 40};
   expect_same_bits<std::int64_t>(ints, want_ints, "all_reduce_sum<int64>");
   float seconds[2] = {0.5f * static_cast<float>(comm.rank()), -1.0f - static_cast<float>(comm.rank())};
   comm.all_reduce_max(std::span<float>(seconds));
@@ -160,8 +169,10 @@ int zero(Communicator& comm) {
   const ZeroPartition partition(total, comm.size(), comm.rank());
   const offload::RankShard& shard = partition.mine();
   std::vector<bf16> weights_global(static_cast<std::size_t>(total));
-  for (std::int64_t i = 0; i < total; ++i) weights_global[static_cast<std::size_t>(i)] = float_to_bf16(value(99, i));
-  std::vector<bf16> my_weights(weights_global.begin() + shard.global_begin, weights_global.begin() + shard.global_end());
+  for (std::int64_t i = 0; i < total; ++i)
+    weights_global[static_cast<std::size_t>(i)] = float_to_bf16(value(99, i));
+  std::vector<bf16> my_weights(weights_global.begin() + shard.global_begin,
+                               weights_global.begin() + shard.global_end());
 
   LayerExchange exchange(comm, partition);
   std::vector<ParamRange> walk = layers;  // forward, then backward
@@ -175,13 +186,16 @@ int zero(Communicator& comm) {
     for (std::size_t step = 0; step < walk.size(); ++step) {
       const ParamRange range = walk[step];
       std::span<const bf16> full = prefetch.acquire();
-      expect_same_bits<bf16>(full, std::span<const bf16>(weights_global).subspan(static_cast<std::size_t>(range.begin), full.size()),
-                             "gathered layer " + std::to_string(step));
+      expect_same_bits<bf16>(
+          full,
+          std::span<const bf16>(weights_global).subspan(static_cast<std::size_t>(range.begin), full.size()),
+          "gathered layer " + std::to_string(step));
       if (step >= layers.size()) {
         // "backward": this rank's gradient of the layer, then reduce-scatter it in the background.
         std::vector<bf16>& g = layer_grads.emplace_back(static_cast<std::size_t>(range.size()));
         for (std::int64_t i = 0; i < range.size(); ++i)
-          g[static_cast<std::size_t>(i)] = float_to_bf16(value(static_cast<std::uint64_t>(comm.rank()) + 7, range.begin + i));
+          g[static_cast<std::size_t>(i)] =
+              float_to_bf16(value(static_cast<std::uint64_t>(comm.rank()) + 7, range.begin + i));
         scatters.push_back(exchange.reduce_scatter<bf16>(range, g, my_grads));
       }
       prefetch.release();
@@ -190,18 +204,22 @@ int zero(Communicator& comm) {
   for (Pending& p : scatters) p.wait();
   exchange.drain();
   // Serial: every rank's gradient of every element, summed in the rank-order tree.
-  std::vector<std::vector<bf16>> all(static_cast<std::size_t>(comm.size()), std::vector<bf16>(static_cast<std::size_t>(total)));
+  std::vector<std::vector<bf16>> all(static_cast<std::size_t>(comm.size()),
+                                     std::vector<bf16>(static_cast<std::size_t>(total)));
   std::vector<const bf16*> parts;
   for (int r = 0; r < comm.size(); ++r) {
     for (std::int64_t i = 0; i < total; ++i)
-      all[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = float_to_bf16(value(static_cast<std::uint64_t>(r) + 7, i));
+      all[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] =
+          float_to_bf16(value(static_cast<std::uint64_t>(r) + 7, i));
     parts.push_back(all[static_cast<std::size_t>(r)].data() + shard.global_begin);
   }
   std::vector<bf16> want(static_cast<std::size_t>(shard.elements));
   tree_sum(std::span<const bf16* const>(parts), std::span<bf16>(want));
   expect_same_bits<bf16>(my_grads, want, "reduce-scattered gradient shard");
   comm.barrier();
-  if (comm.rank() == 0) std::printf("zero ok: %d ranks, shard of rank 0 = %lld elements\n", comm.size(), static_cast<long long>(shard.elements));
+  if (comm.rank() == 0)
+    std::printf("zero ok: %d ranks, shard of rank 0 = %lld elements\n", comm.size(),
+                static_cast<long long>(shard.elements));
   return 0;
 }
 
@@ -229,7 +247,8 @@ int mismatch(Communicator& comm) {
     comm.barrier();
     return 0;
   }
-  throw Error("check_world_matches accepted a launch of " + std::to_string(comm.size()) + " ranks for a plan of 8");
+  throw Error("check_world_matches accepted a launch of " + std::to_string(comm.size()) +
+              " ranks for a plan of 8");
 }
 
 }  // namespace

@@ -26,8 +26,10 @@ TEST(LaunchEnv, NoLauncherIsAWorldOfOne) {
 }
 
 TEST(LaunchEnv, OpenMpiGivesRankSizeAndLocalRank) {
-  const LaunchEnv env = parse({{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"},
-                               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  const LaunchEnv env = parse({{"OMPI_COMM_WORLD_RANK", "5"},
+                               {"OMPI_COMM_WORLD_SIZE", "8"},
+                               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                               {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
   EXPECT_EQ(env.launcher, "openmpi");
   EXPECT_EQ(env.rank, 5);
   EXPECT_EQ(env.size, 8);
@@ -38,8 +40,12 @@ TEST(LaunchEnv, OpenMpiGivesRankSizeAndLocalRank) {
 }
 
 TEST(LaunchEnv, SlurmStepValuesWinOverTheAllocation) {
-  const LaunchEnv env = parse({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "16"}, {"SLURM_STEP_NUM_TASKS", "4"},
-                               {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "1"}, {"SLURM_NNODES", "8"},
+  const LaunchEnv env = parse({{"SLURM_PROCID", "3"},
+                               {"SLURM_NTASKS", "16"},
+                               {"SLURM_STEP_NUM_TASKS", "4"},
+                               {"SLURM_LOCALID", "1"},
+                               {"SLURM_NODEID", "1"},
+                               {"SLURM_NNODES", "8"},
                                {"SLURM_STEP_NUM_NODES", "2"}});
   EXPECT_EQ(env.launcher, "slurm");
   EXPECT_EQ(env.rank, 3);
@@ -51,15 +57,18 @@ TEST(LaunchEnv, SlurmStepValuesWinOverTheAllocation) {
 
 TEST(LaunchEnv, OpenMpiWinsOverSlurmWhenBothAreSet) {
   // mpirun inside a Slurm allocation: the allocation's SLURM_* describe the batch script.
-  const LaunchEnv env = parse({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "16"},
-                               {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}});
+  const LaunchEnv env = parse({{"SLURM_PROCID", "0"},
+                               {"SLURM_NTASKS", "16"},
+                               {"OMPI_COMM_WORLD_RANK", "2"},
+                               {"OMPI_COMM_WORLD_SIZE", "4"}});
   EXPECT_EQ(env.launcher, "openmpi");
   EXPECT_EQ(env.rank, 2);
   EXPECT_EQ(env.size, 4);
 }
 
 TEST(LaunchEnv, PmiAndPmixAreRecognised) {
-  const LaunchEnv pmi = parse({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
+  const LaunchEnv pmi =
+      parse({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}});
   EXPECT_EQ(pmi.launcher, "pmi");
   EXPECT_EQ(pmi.rank, 1);
   EXPECT_EQ(pmi.local_size, 2);
@@ -80,7 +89,9 @@ TEST(LaunchEnv, MalformedValueNamesTheVariable) {
 
 TEST(LaunchEnv, RankBeyondTheWorldIsRejected) {
   EXPECT_THROW(parse({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "4"}}), Error);
-  EXPECT_THROW(parse({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+  EXPECT_THROW(parse({{"OMPI_COMM_WORLD_RANK", "0"},
+                      {"OMPI_COMM_WORLD_SIZE", "2"},
+                      {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}),
                Error);
 }

@@ -29,8 +29,9 @@ JobResult run_job(int ranks, const std::string& scenario, int limit_s = 60) {
   // module, so no suppression file can name them. The ranks keep every other ASan check;
   // only leak detection is off for them (the test binary itself still has it).
   setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-  const std::string command = "timeout -k 5 " + std::to_string(limit_s) + " " MLPO_MPIEXEC " --oversubscribe -np " +
-                              std::to_string(ranks) + " " MLPO_COMM_MPI_CHECK " " + scenario + " 2>&1";
+  const std::string command = "timeout -k 5 " + std::to_string(limit_s) +
+                              " " MLPO_MPIEXEC " --oversubscribe -np " + std::to_string(ranks) +
+                              " " MLPO_COMM_MPI_CHECK " " + scenario + " 2>&1";
   JobResult result;
   const auto start = std::chrono::steady_clock::now();
   FILE* pipe = popen(command.c_str(), "r");
@@ -55,7 +56,8 @@ class MpiJob : public ::testing::Test {
 #if !MLPO_HAVE_MPI
     GTEST_SKIP() << "built with -DMLPO_MPI=OFF: no MPI communicator to test";
 #else
-    ASSERT_EQ(access(MLPO_MPIEXEC, X_OK), 0) << MLPO_MPIEXEC << " is missing: run scripts/setup.sh (openmpi-bin)";
+    ASSERT_EQ(access(MLPO_MPIEXEC, X_OK), 0)
+        << MLPO_MPIEXEC << " is missing: run scripts/setup.sh (openmpi-bin)";
 #endif
   }
 };
@@ -79,7 +81,8 @@ TEST_F(MpiJob, ZeroLayerGathersAndGradientScattersMatchSerialOn2And4Ranks) {
   for (int ranks : {2, 4}) {
     const JobResult job = run_job(ranks, "zero");
     EXPECT_EQ(job.exit_status, 0) << ranks << " ranks:\n" << job.output;
-    EXPECT_NE(job.output.find("zero ok: " + std::to_string(ranks) + " ranks"), std::string::npos) << job.output;
+    EXPECT_NE(job.output.find("zero ok: " + std::to_string(ranks) + " ranks"), std::string::npos)
+        << job.output;
   }
 }
 
@@ -102,9 +105,10 @@ TEST_F(MpiJob, PlanShapeMismatchIsReportedOnEveryRank) {
   const JobResult job = run_job(2, "mismatch");
   EXPECT_EQ(job.exit_status, 0) << job.output;
   for (int r = 0; r < 2; ++r) {
-    const std::string line = "rank " + std::to_string(r) +
-                             ": plan cluster: the plan is for 2 nodes x 4 ranks per node = 8 ranks, but the job was "
-                             "launched as 1 node x 2 ranks per node = 2 ranks";
+    const std::string line =
+        "rank " + std::to_string(r) +
+        ": plan cluster: the plan is for 2 nodes x 4 ranks per node = 8 ranks, but the job was "
+        "launched as 1 node x 2 ranks per node = 2 ranks";
     EXPECT_NE(job.output.find(line), std::string::npos) << job.output;
   }
 }

@@ -85,8 +85,12 @@ TEST(NcclTreeSum, KernelGivesTheCpuTreeSumBitForBit) {
   DeviceVector<const void*> table(ptrs), table_b(ptrs_b);
   DeviceVector<float> out{std::vector<float>(n)};
   DeviceVector<bf16> out_b{std::vector<bf16>(n)};
-  ASSERT_EQ(launch_tree_sum(TreeSumType::f32, table.data, parts_count, out.data, static_cast<std::int64_t>(n), nullptr), cudaSuccess);
-  ASSERT_EQ(launch_tree_sum(TreeSumType::bf16, table_b.data, parts_count, out_b.data, static_cast<std::int64_t>(n), nullptr), cudaSuccess);
+  ASSERT_EQ(launch_tree_sum(TreeSumType::f32, table.data, parts_count, out.data, static_cast<std::int64_t>(n),
+                            nullptr),
+            cudaSuccess);
+  ASSERT_EQ(launch_tree_sum(TreeSumType::bf16, table_b.data, parts_count, out_b.data,
+                            static_cast<std::int64_t>(n), nullptr),
+            cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(std::memcmp(out.to_host().data(), want.data(), n * sizeof(float)), 0);
   EXPECT_EQ(std::memcmp(out_b.to_host().data(), want_b.data(), n * sizeof(bf16)), 0);

@@ -20,7 +20,8 @@ std::vector<std::vector<float>> contributions(int count, std::size_t n) {
   return out;
 }
 
-std::vector<const float*> pointers(const std::vector<std::vector<float>>& parts, std::size_t first, std::size_t count) {
+std::vector<const float*> pointers(const std::vector<std::vector<float>>& parts, std::size_t first,
+                                   std::size_t count) {
   std::vector<const float*> p;
   for (std::size_t i = first; i < first + count; ++i) p.push_back(parts[i].data());
   return p;

@@ -88,7 +88,8 @@ TEST(OpenCommunicator, UnknownBackendNameIsAnError) {
     parse_comm_backend("gloo", "--comm");
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--comm: unknown communicator 'gloo'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--comm: unknown communicator 'gloo'"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -17,55 +17,64 @@ namespace mlpo {
 
 namespace {
 
-Json measured(double v) { return Json{{"median", v}, {"min", v * 0.9}, {"max", v * 1.1}, {"repetitions", 3}, {"size_bytes", 1 << 30}}; }
+Json measured(double v) {
+  return Json{{"median", v}, {"min", v * 0.9}, {"max", v * 1.1}, {"repetitions", 3}, {"size_bytes", 1 << 30}};
+}
 
 Json sample_profile() {
-  return Json{{"schema", "mlpo.profile/1"},
-              {"hostname", "dev"},
-              {"measured_at", "2026-11-29T00:00:00Z"},
-              {"host",
-               {{"cores", 2},
-                {"memory_bytes", 24LL << 30},
-                {"available_bytes", 20LL << 30},
-                {"numa_nodes", 1},
-                {"memcpy_gbps_single", measured(8)},
-                {"memcpy_gbps", measured(10)},
-                {"adam_elements_per_s", Json::array({{{"threads", 1}, {"value", measured(2e8)}},
-                                                     {{"threads", 2}, {"value", measured(3.5e8)}}})}}},
-              {"gpus", Json::array()},
-              {"gpus_reason", "no CUDA device"},
-              {"tiers", Json::array({{{"name", "nvme"},
-                                      {"kind", "nvme"},
-                                      {"path", "/tmp/mlpo"},
-                                      {"capacity_bytes", 100LL << 30},
-                                      {"free_bytes", 50LL << 30},
-                                      {"read_gbps", Json::array({{{"streams", 1}, {"value", measured(1.5)}},
-                                                                 {{"streams", 2}, {"value", measured(1.8)}}})},
-                                      {"write_gbps", Json::array({{{"streams", 1}, {"value", 1.0}}})}},
-                                     {{"name", "shm"},
-                                      {"kind", "host"},
-                                      {"path", "/dev/shm/mlpo"},
-                                      {"capacity_bytes", 12LL << 30},
-                                      {"free_bytes", 12LL << 30},
-                                      {"direct_io", false},
-                                      {"read_gbps", Json::array({{{"streams", 1}, {"value", 6.0}}})},
-                                      {"write_gbps", Json::array({{{"streams", 1}, {"value", 4.0}}})}}})}};
+  return Json{
+      {"schema", "mlpo.profile/1"},
+      {"hostname", "dev"},
+      {"measured_at", "2026-11-29T00:00:00Z"},
+      {"host",
+       {{"cores", 2},
+        {"memory_bytes", 24LL << 30},
+        {"available_bytes", 20LL << 30},
+        {"numa_nodes", 1},
+        {"memcpy_gbps_single", measured(8)},
+        {"memcpy_gbps", measured(10)},
+        {"adam_elements_per_s", Json::array({{{"threads", 1}, {"value", measured(2e8)}},
+                                             {{"threads", 2}, {"value", measured(3.5e8)}}})}}},
+      {"gpus", Json::array()},
+      {"gpus_reason", "no CUDA device"},
+      {"tiers", Json::array({{{"name", "nvme"},
+                              {"kind", "nvme"},
+                              {"path", "/tmp/mlpo"},
+                              {"capacity_bytes", 100LL << 30},
+                              {"free_bytes", 50LL << 30},
+                              {"read_gbps", Json::array({{{"streams", 1}, {"value", measured(1.5)}},
+                                                         {{"streams", 2}, {"value", measured(1.8)}}})},
+                              {"write_gbps", Json::array({{{"streams", 1}, {"value", 1.0}}})}},
+                             {{"name", "shm"},
+                              {"kind", "host"},
+                              {"path", "/dev/shm/mlpo"},
+                              {"capacity_bytes", 12LL << 30},
+                              {"free_bytes", 12LL << 30},
+                              {"direct_io", false},
+                              {"read_gbps", Json::array({{{"streams", 1}, {"value", 6.0}}})},
+                              {"write_gbps", Json::array({{{"streams", 1}, {"value", 4.0}}})}}})}};
 }
 
 Json sample_plan() {
-  return Json{{"schema", "mlpo.plan/1"},
-              {"model", {{"name", "tiny"}, {"params", 853120}}},
-              {"cluster", {{"nodes", 1}, {"gpus_per_node", 1}, {"micro_batch", 2}}},
-              {"mode", "mlp"},
-              {"subgroup_elements", 65536},
-              {"tiers", Json::array({{{"name", "nvme"}, {"kind", "nvme"}, {"path", "/tmp/x"}, {"fraction", 0.75}, {"concurrency_limit", 1}},
-                                     {{"name", "shm"}, {"kind", "host"}, {"path", "/dev/shm/x"}, {"fraction", 0.25}}})},
-              {"host_cache_subgroups", 2},
-              {"buffers", 4},
-              {"prefetch_depth", 2},
-              {"io", {{"block_size", 1 << 20}, {"queue_depth", 8}}},
-              {"order", "alternating"},
-              {"gradients", "delayed"}};
+  return Json{
+      {"schema", "mlpo.plan/1"},
+      {"model", {{"name", "tiny"}, {"params", 853120}}},
+      {"cluster", {{"nodes", 1}, {"gpus_per_node", 1}, {"micro_batch", 2}}},
+      {"mode", "mlp"},
+      {"subgroup_elements", 65536},
+      {"tiers",
+       Json::array({{{"name", "nvme"},
+                     {"kind", "nvme"},
+                     {"path", "/tmp/x"},
+                     {"fraction", 0.75},
+                     {"concurrency_limit", 1}},
+                    {{"name", "shm"}, {"kind", "host"}, {"path", "/dev/shm/x"}, {"fraction", 0.25}}})},
+      {"host_cache_subgroups", 2},
+      {"buffers", 4},
+      {"prefetch_depth", 2},
+      {"io", {{"block_size", 1 << 20}, {"queue_depth", 8}}},
+      {"order", "alternating"},
+      {"gradients", "delayed"}};
 }
 
 // Runs `parse` and returns the Error message ("" if it did not throw an Error).
@@ -86,18 +95,28 @@ TEST(ProfileFormat, RoundTripsThroughJson) {
   EXPECT_EQ(to_json(profile_from_json(once)), once);
   EXPECT_EQ(p.tiers.size(), 2u);
   EXPECT_DOUBLE_EQ(p.tiers[0].read_at(1.5), 1.65);
-  EXPECT_DOUBLE_EQ(p.tiers[0].read_at(8), 1.8);  // clamped past the last point
+  EXPECT_DOUBLE_EQ(p.tiers[0].read_at(8), 1.8);   // clamped past the last point
   EXPECT_DOUBLE_EQ(p.tiers[1].write_at(1), 4.0);  // plain number = given value
 }
 
 TEST(ProfileFormat, GpuGemmShapesAndAllGpuAggregatesRoundTrip) {
   Json j = sample_profile();
   j["host"]["bf16_to_fp32_gbps"] = measured(6);
-  j["gpus"] = Json::array({{{"model", "NVIDIA H200"}, {"count", 2}, {"memory_bytes", 140LL << 30}, {"sm_count", 132},
-                            {"bf16_tflops", measured(700)}, {"hbm_gbps", measured(4000)}, {"h2d_gbps", measured(50)},
-                            {"d2h_gbps", measured(50)}, {"bidirectional_gbps", measured(90)},
-                            {"gemm", Json::array({{{"name", "qkv"}, {"m", 4096}, {"n", 12288}, {"k", 4096}, {"tflops", measured(650)}}})},
-                            {"all_bf16_tflops", measured(1400)}, {"all_h2d_gbps", measured(95)}, {"all_d2h_gbps", measured(96)}}});
+  j["gpus"] = Json::array(
+      {{{"model", "NVIDIA H200"},
+        {"count", 2},
+        {"memory_bytes", 140LL << 30},
+        {"sm_count", 132},
+        {"bf16_tflops", measured(700)},
+        {"hbm_gbps", measured(4000)},
+        {"h2d_gbps", measured(50)},
+        {"d2h_gbps", measured(50)},
+        {"bidirectional_gbps", measured(90)},
+        {"gemm",
+         Json::array({{{"name", "qkv"}, {"m", 4096}, {"n", 12288}, {"k", 4096}, {"tflops", measured(650)}}})},
+        {"all_bf16_tflops", measured(1400)},
+        {"all_h2d_gbps", measured(95)},
+        {"all_d2h_gbps", measured(96)}}});
   const Profile p = profile_from_json(j);
   ASSERT_EQ(p.gpus.size(), 1u);
   ASSERT_EQ(p.gpus[0].gemm.size(), 1u);
@@ -109,8 +128,10 @@ TEST(ProfileFormat, GpuGemmShapesAndAllGpuAggregatesRoundTrip) {
 
 TEST(ProfileFormat, MixedReadWriteCurvesRoundTripAndAreOptional) {
   Json j = sample_profile();
-  j["tiers"][0]["mixed_read_gbps"] = Json::array({{{"streams", 1}, {"value", measured(1.2)}}, {{"streams", 2}, {"value", measured(1.4)}}});
-  j["tiers"][0]["mixed_write_gbps"] = Json::array({{{"streams", 1}, {"value", measured(0.9)}}, {{"streams", 2}, {"value", 1.0}}});
+  j["tiers"][0]["mixed_read_gbps"] =
+      Json::array({{{"streams", 1}, {"value", measured(1.2)}}, {{"streams", 2}, {"value", measured(1.4)}}});
+  j["tiers"][0]["mixed_write_gbps"] =
+      Json::array({{{"streams", 1}, {"value", measured(0.9)}}, {{"streams", 2}, {"value", 1.0}}});
   const Profile p = profile_from_json(j);
   ASSERT_TRUE(p.tiers[0].has_mixed());
   EXPECT_DOUBLE_EQ(interpolate(p.tiers[0].mixed_read_gbps, 1.5), 1.3);
@@ -133,7 +154,8 @@ TEST(PlanFormat, BaselineStreamsFromTheFirstStreamedTier) {
   Plan p;
   p.model_name = "m";
   p.model_params = 1;
-  p.tiers = {PlanTier{"ram", "", TierKind::memory, 0.2, 0}, PlanTier{"shm", "/dev/shm/x", TierKind::host, 0.3, 0},
+  p.tiers = {PlanTier{"ram", "", TierKind::memory, 0.2, 0},
+             PlanTier{"shm", "/dev/shm/x", TierKind::host, 0.3, 0},
              PlanTier{"disk", "/var/tmp/x", TierKind::nvme, 0.5, 2}};
   validate(p);
   Plan b = baseline_of(p);
@@ -147,8 +169,12 @@ TEST(PlanFormat, BaselineStreamsFromTheFirstStreamedTier) {
 
 TEST(PlanFormat, PredictionRoundTrips) {
   Json j = sample_plan();
-  j["prediction"] = Json{{"iteration_s", 3.5}, {"update_s", 2.0}, {"model", "simgrid"},
-                         {"tiers", Json::array({{{"name", "nvme"}, {"read_bytes", 1e9}, {"write_bytes", 1e9}, {"busy_s", 1.2}}})}};
+  j["prediction"] =
+      Json{{"iteration_s", 3.5},
+           {"update_s", 2.0},
+           {"model", "simgrid"},
+           {"tiers",
+            Json::array({{{"name", "nvme"}, {"read_bytes", 1e9}, {"write_bytes", 1e9}, {"busy_s", 1.2}}})}};
   Plan p = plan_from_json(j);
   ASSERT_TRUE(p.prediction.has_value());
   EXPECT_DOUBLE_EQ(p.prediction->tiers[0].busy_s, 1.2);
@@ -188,18 +214,31 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, MalformedProfile,
     ::testing::Values(
         Malformed{"NotAnObject", [](Json& j) { j = Json::array(); }, "must be an object"},
-        Malformed{"WrongSchema", [](Json& j) { j["schema"] = "mlpo.plan/1"; }, "schema: expected \"mlpo.profile/1\""},
+        Malformed{"WrongSchema", [](Json& j) { j["schema"] = "mlpo.plan/1"; },
+                  "schema: expected \"mlpo.profile/1\""},
         Malformed{"MissingSchema", [](Json& j) { j.erase("schema"); }, "schema: missing"},
-        Malformed{"CoresWrongType", [](Json& j) { j["host"]["cores"] = "two"; }, "host.cores: must be an integer"},
-        Malformed{"CoresFractional", [](Json& j) { j["host"]["cores"] = 1.5; }, "host.cores: must be an integer"},
-        Malformed{"NegativeMemory", [](Json& j) { j["host"]["memory_bytes"] = -5; }, "host.memory_bytes: must be between"},
+        Malformed{"CoresWrongType", [](Json& j) { j["host"]["cores"] = "two"; },
+                  "host.cores: must be an integer"},
+        Malformed{"CoresFractional", [](Json& j) { j["host"]["cores"] = 1.5; },
+                  "host.cores: must be an integer"},
+        Malformed{"NegativeMemory", [](Json& j) { j["host"]["memory_bytes"] = -5; },
+                  "host.memory_bytes: must be between"},
         Malformed{"HugeMemory", [](Json& j) { j["host"]["memory_bytes"] = 1e300; }, "host.memory_bytes"},
-        Malformed{"HugeUnsigned", [](Json& j) { j["tiers"][0]["free_bytes"] = 18446744073709551615ull; }, "tiers[0].free_bytes: is too large"},
-        Malformed{"ZeroReadBandwidth", [](Json& j) { j["tiers"][1]["read_gbps"][0]["value"] = 0; }, "tiers[1].read_gbps[0].value: must be > 0"},
-        Malformed{"NegativeWriteMedian", [](Json& j) { j["tiers"][0]["write_gbps"][0]["value"] = Json{{"median", -1}}; }, "tiers[0].write_gbps[0].value.median"},
-        Malformed{"EmptyCurve", [](Json& j) { j["tiers"][0]["read_gbps"] = Json::array(); }, "tiers[0].read_gbps: must have at least one point"},
-        Malformed{"UnsortedCurve", [](Json& j) { j["tiers"][0]["read_gbps"][1]["streams"] = 1; }, "tiers[0].read_gbps[1].streams: points must be in increasing order"},
-        Malformed{"MixedReadWithoutWrite", [](Json& j) { j["tiers"][0]["mixed_read_gbps"] = j["tiers"][0]["read_gbps"]; },
+        Malformed{"HugeUnsigned", [](Json& j) { j["tiers"][0]["free_bytes"] = 18446744073709551615ull; },
+                  "tiers[0].free_bytes: is too large"},
+        Malformed{"ZeroReadBandwidth", [](Json& j) { j["tiers"][1]["read_gbps"][0]["value"] = 0; },
+                  "tiers[1].read_gbps[0].value: must be > 0"},
+        Malformed{"NegativeWriteMedian",
+                  [](Json& j) {
+                    j["tiers"][0]["write_gbps"][0]["value"] = Json{{"median", -1}};
+                  },
+                  "tiers[0].write_gbps[0].value.median"},
+        Malformed{"EmptyCurve", [](Json& j) { j["tiers"][0]["read_gbps"] = Json::array(); },
+                  "tiers[0].read_gbps: must have at least one point"},
+        Malformed{"UnsortedCurve", [](Json& j) { j["tiers"][0]["read_gbps"][1]["streams"] = 1; },
+                  "tiers[0].read_gbps[1].streams: points must be in increasing order"},
+        Malformed{"MixedReadWithoutWrite",
+                  [](Json& j) { j["tiers"][0]["mixed_read_gbps"] = j["tiers"][0]["read_gbps"]; },
                   "tiers[0].mixed_write_gbps: missing (mixed_read_gbps and mixed_write_gbps come together"},
         Malformed{"MixedCurvesWithDifferentPoints",
                   [](Json& j) {
@@ -213,37 +252,61 @@ INSTANTIATE_TEST_SUITE_P(
                     j["tiers"][1]["mixed_write_gbps"] = Json::array({{{"streams", 1}, {"value", 0}}});
                   },
                   "tiers[1].mixed_write_gbps[0].value: must be > 0"},
-        Malformed{"DuplicateTierName", [](Json& j) { j["tiers"][1]["name"] = "nvme"; }, "tiers[1].name: duplicate tier name 'nvme'"},
-        Malformed{"UnknownTierKind", [](Json& j) { j["tiers"][0]["kind"] = "tape"; }, "tiers[0].kind: 'tape' is not a tier kind"},
+        Malformed{"DuplicateTierName", [](Json& j) { j["tiers"][1]["name"] = "nvme"; },
+                  "tiers[1].name: duplicate tier name 'nvme'"},
+        Malformed{"UnknownTierKind", [](Json& j) { j["tiers"][0]["kind"] = "tape"; },
+                  "tiers[0].kind: 'tape' is not a tier kind"},
         Malformed{"MissingPath", [](Json& j) { j["tiers"][0].erase("path"); }, "tiers[0].path: missing"},
-        Malformed{"FreeOverCapacity", [](Json& j) { j["tiers"][0]["free_bytes"] = 200LL << 30; }, "tiers[0].free_bytes: must not exceed capacity_bytes"},
-        Malformed{"UnalignedBlock", [](Json& j) { j["tiers"][0]["block_size"] = 1000; }, "tiers[0].block_size"},
+        Malformed{"FreeOverCapacity", [](Json& j) { j["tiers"][0]["free_bytes"] = 200LL << 30; },
+                  "tiers[0].free_bytes: must not exceed capacity_bytes"},
+        Malformed{"UnalignedBlock", [](Json& j) { j["tiers"][0]["block_size"] = 1000; },
+                  "tiers[0].block_size"},
         Malformed{"UnknownField", [](Json& j) { j["host"]["corez"] = 2; }, "host.corez: unknown field"},
-        Malformed{"SpreadInverted", [](Json& j) { j["host"]["memcpy_gbps"] = Json{{"median", 5}, {"min", 6}, {"max", 7}}; }, "host.memcpy_gbps.median: must lie between min and max"},
+        Malformed{"SpreadInverted",
+                  [](Json& j) {
+                    j["host"]["memcpy_gbps"] = Json{{"median", 5}, {"min", 6}, {"max", 7}};
+                  },
+                  "host.memcpy_gbps.median: must lie between min and max"},
         Malformed{"GpusNotArray", [](Json& j) { j["gpus"] = "none"; }, "gpus: must be an array"},
-        Malformed{"GpuMissingModel", [](Json& j) { j["gpus"] = Json::array({Json::object()}); }, "gpus[0].model: missing"},
-        Malformed{"NaNLikeString", [](Json& j) { j["host"]["memcpy_gbps"] = "NaN"; }, "host.memcpy_gbps: must be an object"}),
+        Malformed{"GpuMissingModel", [](Json& j) { j["gpus"] = Json::array({Json::object()}); },
+                  "gpus[0].model: missing"},
+        Malformed{"NaNLikeString", [](Json& j) { j["host"]["memcpy_gbps"] = "NaN"; },
+                  "host.memcpy_gbps: must be an object"}),
     name_of);
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, MalformedPlan,
-    ::testing::Values(
-        Malformed{"WrongSchema", [](Json& j) { j["schema"] = "mlpo.profile/1"; }, "this is an mlpo.profile/1 file"},
-        Malformed{"FractionsDontSumToOne", [](Json& j) { j["tiers"][1]["fraction"] = 0.15; }, "tiers: fractions sum to 0.9"},
-        Malformed{"FractionOverOne", [](Json& j) { j["tiers"][0]["fraction"] = 1.5; }, "tiers[0].fraction: must be between 0 and 1"},
-        Malformed{"NegativeLimit", [](Json& j) { j["tiers"][0]["concurrency_limit"] = -1; }, "tiers[0].concurrency_limit"},
-        Malformed{"DuplicateTier", [](Json& j) { j["tiers"][1]["name"] = "nvme"; }, "tiers[1].name: duplicate tier name"},
-        Malformed{"NoTiers", [](Json& j) { j["tiers"] = Json::array(); }, "tiers: a plan needs at least one tier"},
-        Malformed{"SubgroupNotMultiple", [](Json& j) { j["subgroup_elements"] = 1000; }, "subgroup_elements: must be a positive multiple of 1024"},
-        Malformed{"NegativeSubgroup", [](Json& j) { j["subgroup_elements"] = -4096; }, "subgroup_elements: must be between"},
-        Malformed{"UnknownOrder", [](Json& j) { j["order"] = "random"; }, "order: 'random' is not one of: ascending, alternating"},
-        Malformed{"UnknownGradientPolicy", [](Json& j) { j["gradients"] = "fp16"; }, "gradients: 'fp16' is not one of"},
-        Malformed{"BaselineWithTwoTiers", [](Json& j) { j["mode"] = "baseline"; }, "mode: baseline requires exactly one tier"},
-        Malformed{"PrefetchOverBuffers", [](Json& j) { j["prefetch_depth"] = 9; }, "prefetch_depth: must be between 1 and buffers"},
-        Malformed{"MissingModel", [](Json& j) { j.erase("model"); }, "model: missing"},
-        Malformed{"ModelParamsString", [](Json& j) { j["model"]["params"] = "1B"; }, "model.params: must be an integer"},
-        Malformed{"UnknownIoField", [](Json& j) { j["io"]["blocksize"] = 4096; }, "io.blocksize: unknown field"},
-        Malformed{"BoolAsString", [](Json& j) { j["io"]["direct_io"] = "yes"; }, "io.direct_io: must be true or false"}),
+    ::testing::Values(Malformed{"WrongSchema", [](Json& j) { j["schema"] = "mlpo.profile/1"; },
+                                "this is an mlpo.profile/1 file"},
+                      Malformed{"FractionsDontSumToOne", [](Json& j) { j["tiers"][1]["fraction"] = 0.15; },
+                                "tiers: fractions sum to 0.9"},
+                      Malformed{"FractionOverOne", [](Json& j) { j["tiers"][0]["fraction"] = 1.5; },
+                                "tiers[0].fraction: must be between 0 and 1"},
+                      Malformed{"NegativeLimit", [](Json& j) { j["tiers"][0]["concurrency_limit"] = -1; },
+                                "tiers[0].concurrency_limit"},
+                      Malformed{"DuplicateTier", [](Json& j) { j["tiers"][1]["name"] = "nvme"; },
+                                "tiers[1].name: duplicate tier name"},
+                      Malformed{"NoTiers", [](Json& j) { j["tiers"] = Json::array(); },
+                                "tiers: a plan needs at least one tier"},
+                      Malformed{"SubgroupNotMultiple", [](Json& j) { j["subgroup_elements"] = 1000; },
+                                "subgroup_elements: must be a positive multiple of 1024"},
+                      Malformed{"NegativeSubgroup", [](Json& j) { j["subgroup_elements"] = -4096; },
+                                "subgroup_elements: must be between"},
+                      Malformed{"UnknownOrder", [](Json& j) { j["order"] = "random"; },
+                                "order: 'random' is not one of: ascending, alternating"},
+                      Malformed{"UnknownGradientPolicy", [](Json& j) { j["gradients"] = "fp16"; },
+                                "gradients: 'fp16' is not one of"},
+                      Malformed{"BaselineWithTwoTiers", [](Json& j) { j["mode"] = "baseline"; },
+                                "mode: baseline requires exactly one tier"},
+                      Malformed{"PrefetchOverBuffers", [](Json& j) { j["prefetch_depth"] = 9; },
+                                "prefetch_depth: must be between 1 and buffers"},
+                      Malformed{"MissingModel", [](Json& j) { j.erase("model"); }, "model: missing"},
+                      Malformed{"ModelParamsString", [](Json& j) { j["model"]["params"] = "1B"; },
+                                "model.params: must be an integer"},
+                      Malformed{"UnknownIoField", [](Json& j) { j["io"]["blocksize"] = 4096; },
+                                "io.blocksize: unknown field"},
+                      Malformed{"BoolAsString", [](Json& j) { j["io"]["direct_io"] = "yes"; },
+                                "io.direct_io: must be true or false"}),
     name_of);
 
 class FileErrors : public ::testing::Test {

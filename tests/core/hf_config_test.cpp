@@ -92,7 +92,8 @@ TEST(HfConfig, ParsesARealLlamaConfigWithExtraFields) {
 
 TEST(HfConfig, AbsentFieldsTakeTransformersDefaults) {
   Json c = Json::parse(kTinyLlamaConfig);
-  for (const char* key : {"num_key_value_heads", "rms_norm_eps", "rope_theta", "max_position_embeddings", "tie_word_embeddings"})
+  for (const char* key : {"num_key_value_heads", "rms_norm_eps", "rope_theta", "max_position_embeddings",
+                          "tie_word_embeddings"})
     c.erase(key);
   const ModelSpec s = model_from_hf_config(c, "");
   EXPECT_EQ(s.kv_heads, 32);  // = num_attention_heads: multi-head attention
@@ -110,13 +111,15 @@ TEST(HfConfig, RefusesModelsMlpoDoesNotComputeNamingTheField) {
     return error_of(c);
   };
   EXPECT_NE(with("model_type", "mistral").find("model_type"), std::string::npos);
-  EXPECT_NE(with("rope_scaling", Json{{"rope_type", "llama3"}, {"factor", 8.0}}).find("rope_scaling"), std::string::npos);
+  EXPECT_NE(with("rope_scaling", Json{{"rope_type", "llama3"}, {"factor", 8.0}}).find("rope_scaling"),
+            std::string::npos);
   EXPECT_NE(with("attention_bias", true).find("attention_bias"), std::string::npos);
   EXPECT_NE(with("hidden_act", "gelu").find("hidden_act"), std::string::npos);
   EXPECT_NE(with("head_dim", 128).find("head_dim"), std::string::npos);
   Json missing = base;
   missing.erase("hidden_size");
-  EXPECT_NE(error_of(missing).find("config.json: hidden_size: missing"), std::string::npos) << error_of(missing);
+  EXPECT_NE(error_of(missing).find("config.json: hidden_size: missing"), std::string::npos)
+      << error_of(missing);
 }
 
 TEST(HfConfig, LoadModelTakesAConfigJsonOrItsDirectory) {
@@ -141,10 +144,10 @@ TEST(Fp16, ConvertsExactlyAndRoundsToNearestEven) {
     if ((h & 0x7c00) != 0x7c00) {
       ASSERT_EQ(float_to_fp16(fp16_to_float(static_cast<std::uint16_t>(h))), h) << h;
     }
-  EXPECT_EQ(float_to_fp16(1.0f + 1.0f / 2048), 0x3c00);          // tie between 1 and 1+2^-10: even (1)
-  EXPECT_EQ(float_to_fp16(1.0f + 3.0f / 2048), 0x3c02);          // tie: even (1+2^-9)
-  EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);                    // overflows to infinity
-  EXPECT_EQ(float_to_fp16(2.98023223876953125e-8f), 0x0000);     // 2^-25: tie between 0 and 2^-24, even
+  EXPECT_EQ(float_to_fp16(1.0f + 1.0f / 2048), 0x3c00);       // tie between 1 and 1+2^-10: even (1)
+  EXPECT_EQ(float_to_fp16(1.0f + 3.0f / 2048), 0x3c02);       // tie: even (1+2^-9)
+  EXPECT_EQ(float_to_fp16(65520.0f), 0x7c00);                 // overflows to infinity
+  EXPECT_EQ(float_to_fp16(2.98023223876953125e-8f), 0x0000);  // 2^-25: tie between 0 and 2^-24, even
 }
 
 }  // namespace

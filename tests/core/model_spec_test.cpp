@@ -22,21 +22,21 @@ TEST_P(PresetParams, MatchPublishedCount) {
   EXPECT_EQ(count_params(find_preset(GetParam().name)).total, GetParam().params) << GetParam().name;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllNamedSizes, PresetParams,
-                         ::testing::Values(PresetCount{"llama2-7b", 6738415616}, PresetCount{"llama2-13b", 13015864320},
-                                           PresetCount{"llama2-70b", 68976648192}, PresetCount{"paper-40b", 48163722240},
-                                           PresetCount{"paper-52b", 44278226944}, PresetCount{"paper-70b", 68605452288},
-                                           PresetCount{"paper-100b", 105885147136},
-                                           PresetCount{"paper-120b", 106728663040},
-                                           PresetCount{"mlpo-175b", 175184818176},
-                                           PresetCount{"mlpo-280b", 282166312960}, PresetCount{"1b", 1100048384},
-                                           PresetCount{"tiny", 853120}, PresetCount{"small", 17963520}),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           for (char& c : n)
-                             if (c == '-') c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    AllNamedSizes, PresetParams,
+    ::testing::Values(PresetCount{"llama2-7b", 6738415616}, PresetCount{"llama2-13b", 13015864320},
+                      PresetCount{"llama2-70b", 68976648192}, PresetCount{"paper-40b", 48163722240},
+                      PresetCount{"paper-52b", 44278226944}, PresetCount{"paper-70b", 68605452288},
+                      PresetCount{"paper-100b", 105885147136}, PresetCount{"paper-120b", 106728663040},
+                      PresetCount{"mlpo-175b", 175184818176}, PresetCount{"mlpo-280b", 282166312960},
+                      PresetCount{"1b", 1100048384}, PresetCount{"tiny", 853120},
+                      PresetCount{"small", 17963520}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      for (char& c : n)
+        if (c == '-') c = '_';
+      return n;
+    });
 
 TEST(ModelPresets, AllValidateAndAreUnique) {
   std::set<std::string> names;
@@ -124,7 +124,8 @@ TEST(ModelSpecValidate, ParameterCountBeyondInt64IsRefusedNamingTheFields) {
     validate(s, "huge.json");
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("huge.json: layers x hidden x ffn_hidden: the model would have"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("huge.json: layers x hidden x ffn_hidden: the model would have"),
+              std::string::npos)
         << e.what();
   }
   s = find_preset("llama2-7b");
@@ -143,7 +144,9 @@ TEST(Accounting, ShapeWhoseTokenCountOverflowsIsRefusedNamingTheFlags) {
     account(find_preset("tiny"), shape);
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--nodes x --gpus-per-node x --micro-batch x --seq-len x --grad-accum"), std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("--nodes x --gpus-per-node x --micro-batch x --seq-len x --grad-accum"),
+        std::string::npos)
         << e.what();
   }
 }

@@ -50,8 +50,10 @@ TEST(PathChecks, InputThatIsAFifoOrDirectoryIsRefusedWithoutOpeningIt) {
   fs::create_directories(dir / "sub");
   EXPECT_EQ(error_of([&] { read_json_file(dir / "sub", "a plan"); }),
             dir / "sub" + ": is a directory, not a regular file; expected a plan");
-  EXPECT_NE(error_of([&] { check_input_file("/dev/null", "a plan"); }).find("is a character device"), std::string::npos);
-  EXPECT_NE(error_of([&] { check_input_file(dir / "missing", "a plan"); }).find("cannot open (No such file"), std::string::npos);
+  EXPECT_NE(error_of([&] { check_input_file("/dev/null", "a plan"); }).find("is a character device"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { check_input_file(dir / "missing", "a plan"); }).find("cannot open (No such file"),
+            std::string::npos);
 }
 
 TEST(PathChecks, JsonDocumentThatIsNotAnObjectNamesItsFile) {
@@ -66,7 +68,8 @@ TEST(PathChecks, OutputThatIsADirectoryOrInAMissingDirectoryIsRefused) {
   fs::create_directories(dir / "sub");
   EXPECT_EQ(error_of([&] { check_output_file(dir / "sub", "--out"); }),
             "--out " + dir / "sub" + ": is a directory; give the path of a file (inside it, or elsewhere)");
-  EXPECT_NE(error_of([&] { check_output_file(dir / "nope/x.json", "--out"); }).find("does not exist"), std::string::npos);
+  EXPECT_NE(error_of([&] { check_output_file(dir / "nope/x.json", "--out"); }).find("does not exist"),
+            std::string::npos);
   EXPECT_EQ(error_of([&] { check_output_file(dir / "new.json", "--out"); }), "");
   std::ofstream(dir / "old.json") << "{}";
   EXPECT_EQ(error_of([&] { check_output_file(dir / "old.json", "--out"); }), "");

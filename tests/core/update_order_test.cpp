@@ -34,7 +34,8 @@ TEST(CacheOrderInterplay, AlternatingStartsOnTheCachedSubgroups) {
   cache.plan_iteration(update_order(OrderPolicy::alternating, 0, 10));
   auto steps = cache.plan_iteration(update_order(OrderPolicy::alternating, 1, 10));
   // Iteration 0 ended with 7, 8, 9 cached; iteration 1 goes 9, 8, 7, ... and hits exactly those.
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(steps[i].hit, i < 3) << "step " << i << " subgroup " << steps[i].subgroup;
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(steps[i].hit, i < 3) << "step " << i << " subgroup " << steps[i].subgroup;
   Counts c = count(steps);
   EXPECT_EQ(c.reads, 7);
   EXPECT_EQ(c.writes, 7);
@@ -88,7 +89,8 @@ TEST(CacheOrderInterplay, CachedSubgroupIsNeverWrittenWhileCached) {
 
 TEST(CacheOrderInterplay, ResidentSubgroupsBypassTheCache) {
   SubgroupCache cache(2);
-  auto steps = cache.plan_iteration(update_order(OrderPolicy::ascending, 0, 6), [](std::int64_t s) { return s % 2 == 0; });
+  auto steps = cache.plan_iteration(update_order(OrderPolicy::ascending, 0, 6),
+                                    [](std::int64_t s) { return s % 2 == 0; });
   for (const auto& s : steps) {
     if (s.subgroup % 2 == 0) {
       EXPECT_TRUE(s.resident);

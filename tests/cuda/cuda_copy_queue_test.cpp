@@ -50,10 +50,10 @@ TEST_F(CopyQueueTest, HostToDeviceWaitsForOpsThatReadTheTarget) {
   std::vector<float> twos(n, 2.0f);
   std::memcpy(host.data(), twos.data(), n * sizeof(float));
   backend.fill(ta, 1.0);
-  backend.copy(tb, ta);        // reads a ...
+  backend.copy(tb, ta);               // reads a ...
   queue->to_device(ta, host.data());  // ... before the copy overwrites it
   queue->order_compute_after_copies();
-  backend.add(tb, tb, ta);     // 1 + 2
+  backend.add(tb, tb, ta);  // 1 + 2
   EXPECT_EQ(download(backend, tb), std::vector<float>(n, 3.0f));
 }
 
@@ -144,7 +144,8 @@ TEST_F(HostStreamedOnGpu, StreamedGradientsBitwiseEqualToResident) {
     std::int64_t covered = 0;
     model.backward(1.0f, [&](const GradientSegment& seg) {
       const std::vector<float> got = download(backend, seg.gradient);
-      const std::vector<float> expected(want.begin() + seg.range.offset, want.begin() + seg.range.offset + seg.range.count);
+      const std::vector<float> expected(want.begin() + seg.range.offset,
+                                        want.begin() + seg.range.offset + seg.range.count);
       EXPECT_TRUE(got == expected) << "tied=" << tied << " range at " << seg.range.offset;
       covered += seg.range.count;
     });

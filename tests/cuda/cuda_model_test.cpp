@@ -46,7 +46,8 @@ void compare_models(DType storage, bool tied, double loss_tol, double grad_tol) 
   // Two micro-batches: gradients accumulate across them on both.
   for (std::uint64_t seed : {32u, 33u}) {
     const Batch b = random_batch(shape, kBatch, seed);
-    const double loss_cpu = on_cpu.forward(b.tokens, b.targets), loss_gpu = on_gpu.forward(b.tokens, b.targets);
+    const double loss_cpu = on_cpu.forward(b.tokens, b.targets),
+                 loss_gpu = on_gpu.forward(b.tokens, b.targets);
     EXPECT_NEAR(loss_gpu, loss_cpu, loss_tol * loss_cpu) << "micro-batch " << seed;
     on_cpu.backward(0.5f);
     on_gpu.backward(0.5f);

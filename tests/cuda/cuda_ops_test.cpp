@@ -17,7 +17,8 @@ void expect_close(const Vec& gpu, const Vec& cpu, double tol, const char* what) 
 
 // ---- cast, fill, add -----------------------------------------------------------------
 
-template <class Runner> Vec run_cast(Runner& r, DType to, DType from, const Vec& x) {
+template <class Runner>
+Vec run_cast(Runner& r, DType to, DType from, const Vec& x) {
   const auto n = static_cast<std::int64_t>(x.size());
   Tensor src = r.upload(x, from, {n}), dst = r.empty(to, {n});
   r.backend().cast(dst, src);
@@ -63,7 +64,7 @@ TEST_F(Ops, FillWritesEveryElementAndAddMatchesCpu) {
 // ---- embedding -----------------------------------------------------------------------
 
 TEST_F(Ops, EmbeddingMatchesCpuBitwiseWithRepeatedTokens) {
-  constexpr int V = 11, C = 300, N = 50;  // C > one block's 256 threads
+  constexpr int V = 11, C = 300, N = 50;         // C > one block's 256 threads
   const Tokens tokens = random_tokens(N, V, 4);  // 50 draws from 11: many repeats
   for (DType t : kGpuStorageTypes) {
     SCOPED_TRACE(dtype_name(t));
@@ -103,7 +104,8 @@ struct NormRun {
 };
 
 template <class Runner>
-NormRun run_rmsnorm(Runner& r, DType t, int N, int C, const Vec& x, const Vec& w, const Vec& dout, const Vec& dw0) {
+NormRun run_rmsnorm(Runner& r, DType t, int N, int C, const Vec& x, const Vec& w, const Vec& dout,
+                    const Vec& dw0) {
   Tensor tx = r.upload(x, t, {N, C}), tw = r.upload(w, t, {C}), out = r.empty(t, {N, C});
   Tensor rstd = r.empty(acc_type(t), {N});
   r.backend().rmsnorm_forward(out, rstd, tx, tw, 1e-5f);
@@ -122,7 +124,8 @@ TEST_F(Ops, RmsNormMatchesCpu) {
       const Vec dout = rounded(random_vec(N * C, 13), t), dw0 = random_vec(C, 14);
       OpRunner cpu;
       GpuRunner gpu;
-      const NormRun want = run_rmsnorm(cpu, t, N, C, x, w, dout, dw0), got = run_rmsnorm(gpu, t, N, C, x, w, dout, dw0);
+      const NormRun want = run_rmsnorm(cpu, t, N, C, x, w, dout, dw0),
+                    got = run_rmsnorm(gpu, t, N, C, x, w, dout, dw0);
       expect_close(got.out, want.out, tolerance(t), "out");
       expect_close(got.rstd, want.rstd, tolerance(DType::f32), "rstd");
       expect_close(got.dx, want.dx, tolerance(t), "dx");
@@ -160,8 +163,11 @@ LinearRun run_linear(Runner& r, DType t, int N, int I, int O, const Vec& x, cons
 }
 
 TEST_F(Ops, LinearMatchesCpuForAlignedAndUnalignedOperands) {
-  struct Case { int N, I, O, offset; };
-  for (const Case c : {Case{7, 24, 10, 0}, Case{64, 96, 80, 0}, Case{33, 130, 72, 3}, Case{256, 512, 384, 1}}) {
+  struct Case {
+    int N, I, O, offset;
+  };
+  for (const Case c :
+       {Case{7, 24, 10, 0}, Case{64, 96, 80, 0}, Case{33, 130, 72, 3}, Case{256, 512, 384, 1}}) {
     for (DType t : kGpuStorageTypes) {
       SCOPED_TRACE(std::string(dtype_name(t)) + " N=" + std::to_string(c.N) + " I=" + std::to_string(c.I) +
                    " O=" + std::to_string(c.O) + " offset=" + std::to_string(c.offset));
@@ -237,7 +243,8 @@ TEST_F(Ops, AttentionMatchesCpuAcrossTilesHeadDimsAndGroups) {
       const Vec v = rounded(random_vec(nkv, 43), t), dout = rounded(random_vec(nq, 44), t);
       OpRunner cpu;
       GpuRunner gpu;
-      const AttentionRun want = run_attention(cpu, t, s, q, k, v, dout), got = run_attention(gpu, t, s, q, k, v, dout);
+      const AttentionRun want = run_attention(cpu, t, s, q, k, v, dout),
+                         got = run_attention(gpu, t, s, q, k, v, dout);
       expect_close(got.out, want.out, tolerance(t), "out");
       expect_close(got.lse, want.lse, tolerance(DType::f32), "lse");
       expect_close(got.dq, want.dq, tolerance(t), "dq");
@@ -250,7 +257,8 @@ TEST_F(Ops, AttentionMatchesCpuAcrossTilesHeadDimsAndGroups) {
 TEST_F(Ops, AttentionIsBitwiseReproducible) {
   const reference::AttentionShape s{2, 70, 4, 2, 64};
   const int nq = s.B * s.T * s.Hq * s.D, nkv = s.B * s.T * s.Hkv * s.D;
-  const Vec q = random_vec(nq, 51), k = random_vec(nkv, 52), v = random_vec(nkv, 53), dout = random_vec(nq, 54);
+  const Vec q = random_vec(nq, 51), k = random_vec(nkv, 52), v = random_vec(nkv, 53),
+            dout = random_vec(nq, 54);
   GpuRunner gpu;
   const AttentionRun a = run_attention(gpu, DType::bf16, s, q, k, v, dout);
   const AttentionRun b = run_attention(gpu, DType::bf16, s, q, k, v, dout);
@@ -274,7 +282,8 @@ TEST_F(Ops, SwigluMatchesCpu) {
   constexpr int n = 5000;
   for (DType t : kGpuStorageTypes) {
     SCOPED_TRACE(dtype_name(t));
-    const Vec g = rounded(random_vec(n, 61, 3.0), t), u = rounded(random_vec(n, 62), t), d = rounded(random_vec(n, 63), t);
+    const Vec g = rounded(random_vec(n, 61, 3.0), t), u = rounded(random_vec(n, 62), t),
+              d = rounded(random_vec(n, 63), t);
     auto run = [&](auto& r) {
       Tensor tg = r.upload(g, t, {n}), tu = r.upload(u, t, {n}), out = r.empty(t, {n});
       Tensor dg = r.empty(t, {n}), du = r.empty(t, {n});
@@ -300,7 +309,8 @@ TEST_F(Ops, CrossEntropyMatchesCpuAndBackwardWorksInPlace) {
       const Vec logits = rounded(random_vec(N * V, 71, 2.0), t);
       const Tokens targets = random_tokens(N, V, 72);
       auto run = [&](auto& r) {
-        Tensor tl = r.upload(logits, t, {N, V}), tt = r.upload_tokens(targets), losses = r.empty(acc_type(t), {N});
+        Tensor tl = r.upload(logits, t, {N, V}), tt = r.upload_tokens(targets),
+               losses = r.empty(acc_type(t), {N});
         r.backend().cross_entropy_forward(losses, tl, tt);
         r.backend().cross_entropy_backward(tl, tl, tt, 0.5f);  // dlogits overwrite the logits
         return std::pair{r.download(losses), r.download(tl)};

@@ -65,7 +65,8 @@ TEST_F(CudaTraining, ThreeStepsMatchTheCpuBackendWithinTolerance) {
     const RunResult gpu = run(options(data, "cuda", accum), dir / "gpu.safetensors");
     ASSERT_EQ(gpu.losses.size(), 3u);
     for (std::size_t i = 0; i < 3; ++i)
-      EXPECT_NEAR(gpu.losses[i], cpu.losses[i], 0.02 * cpu.losses[i]) << "step " << i + 1 << " grad_accum " << accum;
+      EXPECT_NEAR(gpu.losses[i], cpu.losses[i], 0.02 * cpu.losses[i])
+          << "step " << i + 1 << " grad_accum " << accum;
     EXPECT_LT(gpu.losses.back(), gpu.losses.front()) << "the GPU run did not learn";
   }
 }
@@ -79,7 +80,8 @@ TEST_F(CudaTraining, ParamOffloadIsBitwiseTheResidentGpuRun) {
     o.param_offload = true;
     const RunResult offloaded = run(o, dir / "offloaded.safetensors");
     EXPECT_EQ(offloaded.losses, resident.losses) << "grad_accum " << accum;
-    EXPECT_TRUE(offloaded.weights == resident.weights) << "parameter offload changed the weights, grad_accum " << accum;
+    EXPECT_TRUE(offloaded.weights == resident.weights)
+        << "parameter offload changed the weights, grad_accum " << accum;
   }
 }
 

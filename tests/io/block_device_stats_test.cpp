@@ -37,7 +37,8 @@ TEST(BlockDeviceStats, CountsATiersDirectWrites) {
   TempDir disk;
   PinnedBufferPool pool(16 * MiB);
   TierIo tio({"disk", disk.path(), TierKind::nvme, 1 * MiB, 8, true}, &pool, {});
-  if (!tio.device()) GTEST_SKIP() << disk.path() << " is not on a block device (overlay, btrfs, tmpfs or no /sys)";
+  if (!tio.device())
+    GTEST_SKIP() << disk.path() << " is not on a block device (overlay, btrfs, tmpfs or no /sys)";
   TierFile& file = tio.open_file("f.bin", 16 * MiB);
   if (!file.direct()) GTEST_SKIP() << disk.path() << " refuses O_DIRECT: writes would stay in the page cache";
   PinnedBuffer buf = pool.acquire(16 * MiB);

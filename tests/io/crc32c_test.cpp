@@ -63,7 +63,8 @@ TEST(Crc32c, ThreeStreamPathAgreesWithTheTableAroundEveryStrideBoundary) {
   for (std::size_t start : {0u, 3u, 8u}) {
     for (std::size_t len : {3 * 32 * 1024 - 1, 3 * 32 * 1024, 3 * 32 * 1024 + 1, 3 * 32 * 1024 + 77,
                             2 * 3 * 32 * 1024, 3 * 3 * 32 * 1024 + 50}) {
-      ASSERT_EQ(crc32c(data.data() + start, len), crc32c_table(data.data() + start, len)) << start << " " << len;
+      ASSERT_EQ(crc32c(data.data() + start, len), crc32c_table(data.data() + start, len))
+          << start << " " << len;
       ASSERT_EQ(crc32c(data.data() + start, len, 0x1234u), crc32c_table(data.data() + start, len, 0x1234u));
     }
   }

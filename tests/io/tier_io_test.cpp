@@ -100,7 +100,8 @@ TEST(TierIo, RoundTripsRandomDataThroughEveryTierKindIncludingUnalignedLengths) 
       PinnedBuffer expect = pool.acquire(len), in = pool.acquire(len);
       fill_random(expect.data(), len, seed++);
       tio.read(file, offset, len, in.data()).wait();
-      ASSERT_EQ(std::memcmp(expect.data(), in.data(), len), 0) << "tier " << tio.tier().name << " reread " << len;
+      ASSERT_EQ(std::memcmp(expect.data(), in.data(), len), 0)
+          << "tier " << tio.tier().name << " reread " << len;
       offset += round_up(len, kIoAlign);
     }
     const TierCounterSnapshot c = tio.counter_snapshot();
@@ -124,7 +125,8 @@ TEST(TierIo, LocalDiskTierReallyUsesODirect) {
 TEST(TierIo, FallsBackToBufferedIoOnDevShmWithOneWarningNamingTheTier) {
   TempDir shm("/dev/shm");
   Collected warnings;
-  TierSet tiers({{"shm", shm.path(), TierKind::host, 1 * MiB, 8, /*direct_io=*/true}}, {nullptr, warnings.sink()});
+  TierSet tiers({{"shm", shm.path(), TierKind::host, 1 * MiB, 8, /*direct_io=*/true}},
+                {nullptr, warnings.sink()});
   TierFile& a = tiers[0].open_file("a.bin", 1 * MiB);
   TierFile& b = tiers[0].open_file("b.bin", 1 * MiB);
   EXPECT_FALSE(a.direct());
@@ -148,8 +150,10 @@ TEST(TierIo, DirectIoRejectsUnalignedOffsetsAndBuffers) {
   TierIo tio({"nvme", disk.path(), TierKind::nvme}, &pool, {});
   TierFile& file = tio.open_file("f.bin", 1 * MiB);
   PinnedBuffer buf = pool.acquire(64 * KiB);
-  EXPECT_NE(message_of([&] { tio.write(file, 100, 4096, buf.data()); }).find("4 KiB-aligned"), std::string::npos);
-  EXPECT_NE(message_of([&] { tio.write(file, 0, 4096, buf.data() + 8); }).find("tier 'nvme'"), std::string::npos);
+  EXPECT_NE(message_of([&] { tio.write(file, 100, 4096, buf.data()); }).find("4 KiB-aligned"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { tio.write(file, 0, 4096, buf.data() + 8); }).find("tier 'nvme'"),
+            std::string::npos);
 }
 
 TEST(TierIo, ReadPastTheEndOfATruncatedFileIsAnErrorNotZeros) {
@@ -206,7 +210,8 @@ TEST(TierIo, MissingTierPathIsAClearError) {
   EXPECT_NE(msg.find("tier 'nvme'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("No such file or directory"), std::string::npos) << msg;
   EXPECT_NE(msg.find("create it or fix the tier path"), std::string::npos) << msg;
-  EXPECT_FALSE(std::filesystem::exists(disk.path() / "no-such-dir")) << "a missing tier path must not be created";
+  EXPECT_FALSE(std::filesystem::exists(disk.path() / "no-such-dir"))
+      << "a missing tier path must not be created";
 }
 
 TEST(TierIo, TierPathBelowARegularFileIsAClearError) {
@@ -236,7 +241,8 @@ TEST(TierIo, UnwritableTierDirectoryIsAClearError) {
   }
   if (!immutable) {
     if (::geteuid() == 0) GTEST_SKIP() << "cannot make a directory unwritable for root here (no chattr +i)";
-    std::filesystem::permissions(dir, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    std::filesystem::permissions(dir,
+                                 std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
   }
   TierIo tio({"nvme", dir, TierKind::nvme}, nullptr, {});
   const std::string msg = message_of([&] { tio.open_file(state_file_name("run", 0), 1 * MiB); });
@@ -265,10 +271,12 @@ TEST(TierIo, CompletionCallbackRunsBeforeWaitReturns) {
   std::vector<std::byte> buf(64 * KiB);
   IoResult seen;
   bool called = false;
-  tio.write(file, 0, buf.size(), buf.data(), [&](const IoResult& r) {
-       seen = r;
-       called = true;
-     }).wait();
+  tio.write(file, 0, buf.size(), buf.data(),
+            [&](const IoResult& r) {
+              seen = r;
+              called = true;
+            })
+      .wait();
   EXPECT_TRUE(called);
   EXPECT_EQ(seen.op, IoOp::write);
   EXPECT_EQ(seen.length, buf.size());
@@ -278,7 +286,8 @@ TEST(TierIo, CompletionCallbackRunsBeforeWaitReturns) {
 TEST(TierIo, TwoTiersStreamConcurrentlyFromSeveralThreads) {
   TempDir disk("/var/tmp"), shm("/dev/shm");
   PinnedBufferPool pool(64 * MiB);
-  TierSet tiers({{"disk", disk.path(), TierKind::nvme, 256 * KiB, 8}, {"shm", shm.path(), TierKind::host, 256 * KiB, 8}},
+  TierSet tiers({{"disk", disk.path(), TierKind::nvme, 256 * KiB, 8},
+                 {"shm", shm.path(), TierKind::host, 256 * KiB, 8}},
                 {&pool, [](const std::string&) {}});
   constexpr std::uint64_t kExtent = 2 * MiB;
   constexpr int kExtents = 8;

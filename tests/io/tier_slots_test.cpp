@@ -63,8 +63,7 @@ pid_t fork_child(Body body) {
     bool ok = false;
     try {
       ok = body();
-    } catch (...) {
-    }
+    } catch (...) {}
     ::_exit(ok ? 0 : 1);
   }
   return pid;
@@ -85,8 +84,7 @@ void hammer(const Tier& tier, unsigned k, int iterations, int hold_us, int proce
       TierSlot slot = slots.acquire(n % 2 ? SlotUse::read : SlotUse::write);
       const int now = shared->in_flight.fetch_add(1) + 1;
       int seen = shared->max_in_flight.load();
-      while (now > seen && !shared->max_in_flight.compare_exchange_weak(seen, now)) {
-      }
+      while (now > seen && !shared->max_in_flight.compare_exchange_weak(seen, now)) {}
       std::this_thread::sleep_for(std::chrono::microseconds(hold_us + 300 * i));
       shared->in_flight.fetch_sub(1);
       shared->transfers.fetch_add(1);
@@ -169,7 +167,8 @@ TEST(TierSlots, KilledHolderReleasesItsSlotWithinOneSecond) {
     }));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  for (int w = 0; w < kWaiters; ++w) EXPECT_EQ(shared->acquired_at_ns[w].load(), 0) << "slot taken while held";
+  for (int w = 0; w < kWaiters; ++w)
+    EXPECT_EQ(shared->acquired_at_ns[w].load(), 0) << "slot taken while held";
 
   const std::int64_t killed_at = monotonic_ns();
   ASSERT_EQ(::kill(holder, SIGKILL), 0);
@@ -182,8 +181,10 @@ TEST(TierSlots, KilledHolderReleasesItsSlotWithinOneSecond) {
     first = std::min(first, t);
     last = std::max(last, t);
   }
-  EXPECT_LT(first - killed_at, 1'000'000'000) << "first waiter continued " << (first - killed_at) / 1e6 << " ms after the kill";
-  EXPECT_LT(last - killed_at, 1'000'000'000) << "last waiter continued " << (last - killed_at) / 1e6 << " ms after the kill";
+  EXPECT_LT(first - killed_at, 1'000'000'000)
+      << "first waiter continued " << (first - killed_at) / 1e6 << " ms after the kill";
+  EXPECT_LT(last - killed_at, 1'000'000'000)
+      << "last waiter continued " << (last - killed_at) / 1e6 << " ms after the kill";
 }
 
 TEST(TierSlots, SeparateScopeKeepsReadsAndWritesApartCombinedShares) {
@@ -252,7 +253,8 @@ TEST(TierSlots, AWaiterGetsTheSlotBeforeAHolderThatAsksAgainAtOnce) {
   mine.release();
   EXPECT_EQ(wait_exit_code(holder), 0);
   // Next turn, or a few later on a loaded machine; not the holder's remaining ~200 cycles.
-  EXPECT_LE(got_at - asked_at, 10) << "the waiter got the slot only after " << got_at - asked_at << " of the holder's cycles";
+  EXPECT_LE(got_at - asked_at, 10) << "the waiter got the slot only after " << got_at - asked_at
+                                   << " of the holder's cycles";
 }
 
 TEST(TierSlots, MissingTierDirectoryIsAClearError) {

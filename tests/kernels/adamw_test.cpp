@@ -31,15 +31,15 @@ constexpr int kSteps = 20;
 // with a fresh gradient for every step.
 
 enum Regime {
-  zero,          // g = 0 every step: only weight decay moves p
-  denormal,      // |g| in [1e-41, 1e-39]: fp32 subnormals
-  tiny,          // |g| in [1e-32, 1e-28]: g*g underflows in fp32
-  near_eps,      // |g| in [1e-9, 1e-6]: sqrt(vhat) comparable to eps
-  ordinary,      // N(0,1) * 10^U(-4, 1)
-  large,         // |g| in [1e3, 1e6]
-  huge,          // |g| in [1e16, 1e18]: g*g near 1e36, v still below FLT_MAX
-  alternating,   // ordinary magnitude, sign flips every step: m cancels towards 0
-  sparse,        // 0 on most steps, now and then ~1
+  zero,         // g = 0 every step: only weight decay moves p
+  denormal,     // |g| in [1e-41, 1e-39]: fp32 subnormals
+  tiny,         // |g| in [1e-32, 1e-28]: g*g underflows in fp32
+  near_eps,     // |g| in [1e-9, 1e-6]: sqrt(vhat) comparable to eps
+  ordinary,     // N(0,1) * 10^U(-4, 1)
+  large,        // |g| in [1e3, 1e6]
+  huge,         // |g| in [1e16, 1e18]: g*g near 1e36, v still below FLT_MAX
+  alternating,  // ordinary magnitude, sign flips every step: m cancels towards 0
+  sparse,       // 0 on most steps, now and then ~1
   kRegimes
 };
 
@@ -53,26 +53,40 @@ float gradient(Regime r, int step, std::mt19937_64& rng) {
   const double sign = coin(rng) ? 1.0 : -1.0;
   std::normal_distribution<double> normal;
   switch (r) {
-    case zero: return 0.0f;
-    case denormal: return static_cast<float>(sign * log_uniform(rng, 1e-41, 1e-39));
-    case tiny: return static_cast<float>(sign * log_uniform(rng, 1e-32, 1e-28));
-    case near_eps: return static_cast<float>(sign * log_uniform(rng, 1e-9, 1e-6));
-    case ordinary: return static_cast<float>(normal(rng) * log_uniform(rng, 1e-4, 10.0));
-    case large: return static_cast<float>(sign * log_uniform(rng, 1e3, 1e6));
-    case huge: return static_cast<float>(sign * log_uniform(rng, 1e16, 1e18));
-    case alternating: return static_cast<float>((step % 2 ? 1.0 : -1.0) * log_uniform(rng, 1e-3, 1.0));
-    case sparse: return std::uniform_int_distribution<int>(0, 4)(rng) == 0 ? static_cast<float>(normal(rng)) : 0.0f;
-    case kRegimes: break;
+    case zero:
+      return 0.0f;
+    case denormal:
+      return static_cast<float>(sign * log_uniform(rng, 1e-41, 1e-39));
+    case tiny:
+      return static_cast<float>(sign * log_uniform(rng, 1e-32, 1e-28));
+    case near_eps:
+      return static_cast<float>(sign * log_uniform(rng, 1e-9, 1e-6));
+    case ordinary:
+      return static_cast<float>(normal(rng) * log_uniform(rng, 1e-4, 10.0));
+    case large:
+      return static_cast<float>(sign * log_uniform(rng, 1e3, 1e6));
+    case huge:
+      return static_cast<float>(sign * log_uniform(rng, 1e16, 1e18));
+    case alternating:
+      return static_cast<float>((step % 2 ? 1.0 : -1.0) * log_uniform(rng, 1e-3, 1.0));
+    case sparse:
+      return std::uniform_int_distribution<int>(0, 4)(rng) == 0 ? static_cast<float>(normal(rng)) : 0.0f;
+    case kRegimes:
+      break;
   }
   return 0.0f;
 }
 
 float initial_weight(std::size_t i, std::mt19937_64& rng) {
   switch (i % 7) {
-    case 0: return 0.0f;
-    case 1: return 1e-30f;
-    case 2: return -3e20f;
-    default: return static_cast<float>(std::normal_distribution<double>(0.0, 1.0)(rng));
+    case 0:
+      return 0.0f;
+    case 1:
+      return 1e-30f;
+    case 2:
+      return -3e20f;
+    default:
+      return static_cast<float>(std::normal_distribution<double>(0.0, 1.0)(rng));
   }
 }
 
@@ -99,7 +113,8 @@ struct Problem {
 struct State {
   std::vector<float> p, m, v;
   std::vector<bf16> p_out;
-  explicit State(const std::vector<float>& p0) : p(p0), m(p0.size(), 0.0f), v(p0.size(), 0.0f), p_out(p0.size()) {}
+  explicit State(const std::vector<float>& p0)
+      : p(p0), m(p0.size(), 0.0f), v(p0.size(), 0.0f), p_out(p0.size()) {}
 };
 
 AdamWParams params_for_step(AdamWParams a, int t) {
@@ -153,7 +168,12 @@ struct Reference {
 
   explicit Reference(const std::vector<float>& p0, bool fp32_state_in = false)
       : fp32_state(fp32_state_in),
-        p(p0.begin(), p0.end()), m(p0.size()), v(p0.size()), p_scale(p), m_scale(p0.size()), v_scale(p0.size()),
+        p(p0.begin(), p0.end()),
+        m(p0.size()),
+        v(p0.size()),
+        p_scale(p),
+        m_scale(p0.size()),
+        v_scale(p0.size()),
         p_floor(p0.size(), kFloor) {
     for (double& s : p_scale) s = std::abs(s);
   }
@@ -187,7 +207,6 @@ struct Reference {
   static double as_double(float g) { return g; }
 };
 
-
 double relative_error(float got, double want, double scale, double floor = kFloor) {
   return std::abs(static_cast<double>(got) - want) / std::max(scale, floor);
 }
@@ -202,7 +221,8 @@ struct Worst {
 
 template <class Grad>
 void expect_matches_reference(const AdamWParams& a, const Problem& problem,
-                              const std::vector<std::vector<Grad>>& grads, SimdIsa isa, bool fp32_state = false) {
+                              const std::vector<std::vector<Grad>>& grads, SimdIsa isa,
+                              bool fp32_state = false) {
   State s(problem.p0);
   Reference ref(problem.p0, fp32_state);
   const std::size_t n = problem.p0.size();
@@ -231,8 +251,9 @@ void expect_matches_reference(const AdamWParams& a, const Problem& problem,
   EXPECT_LE(wp.error, fp32_state ? 1e-6 : kPStorageBound) << "p" << where(wp, s.p, ref.p);
   EXPECT_LE(wm.error, 1e-6) << "m" << where(wm, s.m, ref.m);
   EXPECT_LE(wv.error, 1e-6) << "v" << where(wv, s.v, ref.v);
-  std::printf("[ %-8s] worst relative error after %d steps: p %.2e  m %.2e  v %.2e; p above 1e-6: %zu of %zu\n",
-              std::string(to_string(isa)).c_str(), kSteps, wp.error, wm.error, wv.error, p_above_1e6, n);
+  std::printf(
+      "[ %-8s] worst relative error after %d steps: p %.2e  m %.2e  v %.2e; p above 1e-6: %zu of %zu\n",
+      std::string(to_string(isa)).c_str(), kSteps, wp.error, wm.error, wv.error, p_above_1e6, n);
 }
 
 std::vector<SimdIsa> supported_isas() {
@@ -291,7 +312,8 @@ TEST(AdamWAccuracy, HugeRawGradientsScaledByClipFactorMatchReference) {
   std::mt19937_64 rng(3);
   Problem problem(4096, 3);
   for (auto& step : problem.grads)
-    for (bf16& g : step) g = float_to_bf16(static_cast<float>(std::normal_distribution<double>(0.0, 1e30)(rng)));
+    for (bf16& g : step)
+      g = float_to_bf16(static_cast<float>(std::normal_distribution<double>(0.0, 1e30)(rng)));
   AdamWParams a = typical();
   a.grad_scale = 1e-30f;
   for (SimdIsa isa : supported_isas()) expect_matches_reference(a, problem, problem.grads, isa);
@@ -336,14 +358,18 @@ State run_steps(const Problem& problem, const std::vector<std::vector<Grad>>& gr
     const AdamWParams at = params_for_step(a, t);
     if constexpr (std::is_same_v<Grad, bf16>) {
       if (pool)
-        adamw_update_bf16grad(*pool, at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n, isa);
+        adamw_update_bf16grad(*pool, at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(),
+                              n, isa);
       else
-        adamw_update_bf16grad(at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n, isa);
+        adamw_update_bf16grad(at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n,
+                              isa);
     } else {
       if (pool)
-        adamw_update_fp32grad(*pool, at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n, isa);
+        adamw_update_fp32grad(*pool, at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(),
+                              n, isa);
       else
-        adamw_update_fp32grad(at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n, isa);
+        adamw_update_fp32grad(at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n,
+                              isa);
     }
   }
   return s;
@@ -400,7 +426,8 @@ TEST_P(AdamWVariant, Bf16CopyIsRoundToNearestEvenOfUpdatedWeights) {
 }
 
 TEST_P(AdamWVariant, OddLengthsAndUnalignedPointersGiveTheSameBits) {
-  for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{15}, std::size_t{17}, std::size_t{1000003}}) {
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{7}, std::size_t{15}, std::size_t{17}, std::size_t{1000003}}) {
     const Problem problem(n, 7 + n);
     const State want = run_steps(problem, problem.grads, typical(), SimdIsa::scalar);
     // Shift every array by one element so no pointer is vector- or even 8-byte aligned.
@@ -409,8 +436,8 @@ TEST_P(AdamWVariant, OddLengthsAndUnalignedPointersGiveTheSameBits) {
     std::copy(problem.p0.begin(), problem.p0.end(), p.begin() + 1);
     for (int t = 0; t < kSteps; ++t) {
       std::copy(problem.grads[t].begin(), problem.grads[t].end(), g.begin() + 1);
-      adamw_update_bf16grad(params_for_step(typical(), t), p.data() + 1, m.data() + 1, v.data() + 1, g.data() + 1,
-                            out.data() + 1, n, GetParam());
+      adamw_update_bf16grad(params_for_step(typical(), t), p.data() + 1, m.data() + 1, v.data() + 1,
+                            g.data() + 1, out.data() + 1, n, GetParam());
     }
     EXPECT_EQ(std::memcmp(p.data() + 1, want.p.data(), n * 4), 0) << "n=" << n;
     EXPECT_EQ(std::memcmp(m.data() + 1, want.m.data(), n * 4), 0) << "n=" << n;
@@ -426,8 +453,8 @@ TEST_P(AdamWVariant, NullBf16CopyLeavesStateUnchangedAndWritesNothingExtra) {
   without.p_out.assign(n, bf16{0x1234});
   adamw_update_bf16grad(typical(), with.p.data(), with.m.data(), with.v.data(), problem.grads[0].data(),
                         with.p_out.data(), n, GetParam());
-  adamw_update_bf16grad(typical(), without.p.data(), without.m.data(), without.v.data(), problem.grads[0].data(),
-                        nullptr, n, GetParam());
+  adamw_update_bf16grad(typical(), without.p.data(), without.m.data(), without.v.data(),
+                        problem.grads[0].data(), nullptr, n, GetParam());
   EXPECT_EQ(with.p, without.p);
   EXPECT_EQ(std::memcmp(with.m.data(), without.m.data(), n * 4), 0);
   EXPECT_EQ(std::memcmp(with.v.data(), without.v.data(), n * 4), 0);
@@ -445,7 +472,8 @@ TEST_P(AdamWVariant, Fp32GradientsHoldingBf16ValuesGiveTheBf16Result) {
                             run_steps(problem, widened, typical(), GetParam())));
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, AdamWVariant, ::testing::Values(SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512),
+INSTANTIATE_TEST_SUITE_P(Isa, AdamWVariant,
+                         ::testing::Values(SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(AdamWThreads, ResultsAreBitwiseIdenticalForOneTwoThreeAndEightThreads) {

@@ -70,16 +70,16 @@ TEST_P(ConvertVariant, Fp32ToBf16MatchesScalarRoundToNearestEvenBitForBit) {
     std::vector<bf16> out(n + 1, bf16{0xdead});
     fp32_to_bf16(in.data(), out.data() + 1, n, GetParam());
     for (std::size_t i = 0; i < n; ++i)
-      ASSERT_EQ(out[i + 1].bits, float_to_bf16(in[i]).bits) << "n=" << n << " i=" << i << " in=0x" << std::hex
-                                                              << bits_of(in[i]);
+      ASSERT_EQ(out[i + 1].bits, float_to_bf16(in[i]).bits)
+          << "n=" << n << " i=" << i << " in=0x" << std::hex << bits_of(in[i]);
     EXPECT_EQ(out[0].bits, 0xdead) << "wrote before the range";
   }
 }
 
 TEST_P(ConvertVariant, NaNStaysNaNAndInfStaysInf) {
-  const std::vector<float> in = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                                 float_of(0x7f800001), std::numeric_limits<float>::infinity(),
-                                 -std::numeric_limits<float>::infinity()};
+  const std::vector<float> in = {
+      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(), float_of(0x7f800001),
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
   std::vector<bf16> out(in.size());
   fp32_to_bf16(in.data(), out.data(), in.size(), GetParam());
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(bf16_to_float(out[i]))) << i;
@@ -87,7 +87,8 @@ TEST_P(ConvertVariant, NaNStaysNaNAndInfStaysInf) {
   EXPECT_EQ(bf16_to_float(out[4]), -std::numeric_limits<float>::infinity());
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, ConvertVariant, ::testing::Values(SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512),
+INSTANTIATE_TEST_SUITE_P(Isa, ConvertVariant,
+                         ::testing::Values(SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(ConvertThreads, PoolSizeDoesNotChangeTheOutput) {

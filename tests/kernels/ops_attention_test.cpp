@@ -11,12 +11,21 @@ constexpr int kKV = kShape.B * kShape.T * kShape.Hkv * kShape.D;
 TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
   const Vec q = random_vec(kQ, 1), k = random_vec(kKV, 2), v = random_vec(kKV, 3), R = random_vec(kQ, 4);
   const auto g = reference::attention_backward(R, q, k, v, kShape);
-  EXPECT_LT(normalized_error(g.dq, numeric_gradient([&](const Vec& x) { return dot(reference::attention_forward(x, k, v, kShape), R); }, q)),
-            kFiniteDifferenceTolerance);
-  EXPECT_LT(normalized_error(g.dk, numeric_gradient([&](const Vec& x) { return dot(reference::attention_forward(q, x, v, kShape), R); }, k)),
-            kFiniteDifferenceTolerance);
-  EXPECT_LT(normalized_error(g.dv, numeric_gradient([&](const Vec& x) { return dot(reference::attention_forward(q, k, x, kShape), R); }, v)),
-            kFiniteDifferenceTolerance);
+  EXPECT_LT(
+      normalized_error(
+          g.dq, numeric_gradient(
+                    [&](const Vec& x) { return dot(reference::attention_forward(x, k, v, kShape), R); }, q)),
+      kFiniteDifferenceTolerance);
+  EXPECT_LT(
+      normalized_error(
+          g.dk, numeric_gradient(
+                    [&](const Vec& x) { return dot(reference::attention_forward(q, x, v, kShape), R); }, k)),
+      kFiniteDifferenceTolerance);
+  EXPECT_LT(
+      normalized_error(
+          g.dv, numeric_gradient(
+                    [&](const Vec& x) { return dot(reference::attention_forward(q, k, x, kShape), R); }, v)),
+      kFiniteDifferenceTolerance);
 }
 
 struct AttentionRun {
@@ -31,7 +40,8 @@ AttentionRun run_cpu(OpRunner& run, DType t, const Vec& q, const Vec& k, const V
   run.backend().attention_forward(out, lse, tq, tk, tv);
   Tensor dq = run.empty(t, {s.B, s.T, s.Hq, s.D}), dk = run.empty(t, {s.B, s.T, s.Hkv, s.D});
   Tensor dv = run.empty(t, {s.B, s.T, s.Hkv, s.D});
-  run.backend().attention_backward(dq, dk, dv, run.upload(dout, t, {s.B, s.T, s.Hq, s.D}), tq, tk, tv, out, lse);
+  run.backend().attention_backward(dq, dk, dv, run.upload(dout, t, {s.B, s.T, s.Hq, s.D}), tq, tk, tv, out,
+                                   lse);
   return {run.download(out), run.download(lse), run.download(dq), run.download(dk), run.download(dv)};
 }
 
@@ -39,7 +49,8 @@ TEST(AttentionCpu, MatchesReferenceForEveryStorageType) {
   for (DType t : kStorageTypes) {
     SCOPED_TRACE(dtype_name(t));
     OpRunner run;
-    const Vec q = rounded(random_vec(kQ, 11), t), k = rounded(random_vec(kKV, 12), t), v = rounded(random_vec(kKV, 13), t);
+    const Vec q = rounded(random_vec(kQ, 11), t), k = rounded(random_vec(kKV, 12), t),
+              v = rounded(random_vec(kKV, 13), t);
     const Vec dout = rounded(random_vec(kQ, 14), t);
     const AttentionRun got = run_cpu(run, t, q, k, v, dout, kShape);
     EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, kShape)), tolerance(t));
@@ -90,7 +101,8 @@ TEST(AttentionCpu, MultiHeadWithoutGroupingMatchesReference) {
 
 TEST(AttentionCpu, FutureKeysAndValuesDoNotChangeEarlierOutputs) {
   OpRunner run;
-  const Vec q = random_vec(kQ, 31), k = random_vec(kKV, 32), v = random_vec(kKV, 33), dout = random_vec(kQ, 34);
+  const Vec q = random_vec(kQ, 31), k = random_vec(kKV, 32), v = random_vec(kKV, 33),
+            dout = random_vec(kQ, 34);
   Vec k2 = k, v2 = v;
   const int last = kShape.T - 1;  // perturb the last position of every batch and kv head
   for (int b = 0; b < kShape.B; ++b)
@@ -112,7 +124,8 @@ TEST(AttentionCpu, FutureKeysAndValuesDoNotChangeEarlierOutputs) {
 }
 
 TEST(AttentionCpu, BackwardIsBitwiseIndependentOfThreadCount) {
-  const Vec q = random_vec(kQ, 41), k = random_vec(kKV, 42), v = random_vec(kKV, 43), dout = random_vec(kQ, 44);
+  const Vec q = random_vec(kQ, 41), k = random_vec(kKV, 42), v = random_vec(kKV, 43),
+            dout = random_vec(kQ, 44);
   OpRunner one(1), three(3);
   const AttentionRun a = run_cpu(one, DType::bf16, q, k, v, dout, kShape);
   const AttentionRun b = run_cpu(three, DType::bf16, q, k, v, dout, kShape);

@@ -7,7 +7,8 @@ TEST(CastCpu, RoundsF32ToBf16NearestEvenAndWidensExactly) {
   OpRunner run;
   // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: goes to the even one (1); 1 + 3*2^-8 goes up.
   const Vec values = {1.0, 1.00390625, 1.01171875, -2.5, 3.0e38, 1e-40};
-  Tensor f = run.upload(values, DType::f32, {6}), h = run.empty(DType::bf16, {6}), back = run.empty(DType::f32, {6});
+  Tensor f = run.upload(values, DType::f32, {6}), h = run.empty(DType::bf16, {6}),
+         back = run.empty(DType::f32, {6});
   run.backend().cast(h, f);
   run.backend().cast(back, h);
   const Vec got = run.download(back);

@@ -15,7 +15,8 @@ TEST(CrossEntropyReference, BackwardMatchesFiniteDifferences) {
         return scale * dot(l, Vec(N, 1.0));
       },
       logits);
-  EXPECT_LT(normalized_error(reference::cross_entropy_backward(logits, targets, N, V, scale), num), kFiniteDifferenceTolerance);
+  EXPECT_LT(normalized_error(reference::cross_entropy_backward(logits, targets, N, V, scale), num),
+            kFiniteDifferenceTolerance);
 }
 
 TEST(CrossEntropyCpu, MatchesReferenceForEveryStorageTypeAndBackwardInPlace) {
@@ -24,13 +25,15 @@ TEST(CrossEntropyCpu, MatchesReferenceForEveryStorageTypeAndBackwardInPlace) {
     SCOPED_TRACE(dtype_name(t));
     OpRunner run;
     const Vec logits = rounded(random_vec(N * V, 4, 3.0), t);
-    Tensor tl = run.upload(logits, t, {N, V}), tt = run.upload_tokens(targets), losses = run.empty(acc_type(t), {N});
+    Tensor tl = run.upload(logits, t, {N, V}), tt = run.upload_tokens(targets),
+           losses = run.empty(acc_type(t), {N});
     run.backend().cross_entropy_forward(losses, tl, tt);
     EXPECT_LT(normalized_error(run.download(losses), reference::cross_entropy_forward(logits, targets, N, V)),
               tolerance(acc_type(t)));
     run.backend().cross_entropy_backward(tl, tl, tt, 0.25f);  // dlogits overwrite logits
-    EXPECT_LT(normalized_error(run.download(tl), reference::cross_entropy_backward(logits, targets, N, V, 0.25)),
-              tolerance(t));
+    EXPECT_LT(
+        normalized_error(run.download(tl), reference::cross_entropy_backward(logits, targets, N, V, 0.25)),
+        tolerance(t));
   }
 }
 
@@ -47,8 +50,8 @@ TEST(CrossEntropyCpu, RejectsTargetOutsideVocabulary) {
   Tokens targets = random_tokens(N, V, 6);
   targets[0] = -1;
   Tensor losses = run.empty(DType::f32, {N});
-  EXPECT_THROW(run.backend().cross_entropy_forward(losses, run.upload(random_vec(N * V, 7), DType::f32, {N, V}),
-                                                   run.upload_tokens(targets)),
+  EXPECT_THROW(run.backend().cross_entropy_forward(
+                   losses, run.upload(random_vec(N * V, 7), DType::f32, {N, V}), run.upload_tokens(targets)),
                Error);
 }
 

@@ -8,8 +8,10 @@ constexpr int V = 11, C = 8, N = 20;
 TEST(EmbeddingReference, BackwardMatchesFiniteDifferences) {
   const Tokens tokens = random_tokens(N, V, 1);
   const Vec table = random_vec(V * C, 2), R = random_vec(N * C, 3);
-  const Vec num = numeric_gradient([&](const Vec& tb) { return dot(reference::embedding_forward(tokens, tb, C), R); }, table);
-  EXPECT_LT(normalized_error(reference::embedding_backward(tokens, R, V, C), num), kFiniteDifferenceTolerance);
+  const Vec num = numeric_gradient(
+      [&](const Vec& tb) { return dot(reference::embedding_forward(tokens, tb, C), R); }, table);
+  EXPECT_LT(normalized_error(reference::embedding_backward(tokens, R, V, C), num),
+            kFiniteDifferenceTolerance);
 }
 
 TEST(EmbeddingCpu, MatchesReferenceForEveryStorageTypeWithRepeatedTokens) {
@@ -24,8 +26,9 @@ TEST(EmbeddingCpu, MatchesReferenceForEveryStorageTypeWithRepeatedTokens) {
     EXPECT_EQ(run.download(out), reference::embedding_forward(tokens, table, C));  // a copy: exact
     Tensor dt = run.upload(dtable0, acc_type(t), {V, C});
     run.backend().embedding_backward(dt, tok, run.upload(dout, t, {N, C}));
-    EXPECT_LT(normalized_error(run.download(dt), plus(dtable0, reference::embedding_backward(tokens, dout, V, C))),
-              tolerance(acc_type(t)));
+    EXPECT_LT(
+        normalized_error(run.download(dt), plus(dtable0, reference::embedding_backward(tokens, dout, V, C))),
+        tolerance(acc_type(t)));
   }
 }
 
@@ -34,7 +37,8 @@ TEST(EmbeddingCpu, RejectsTokenOutsideVocabulary) {
   Tokens tokens = random_tokens(N, V, 8);
   tokens[3] = V;
   Tensor out = run.empty(DType::f32, {N, C});
-  EXPECT_THROW(run.backend().embedding_forward(out, run.upload_tokens(tokens), run.upload(random_vec(V * C, 9), DType::f32, {V, C})),
+  EXPECT_THROW(run.backend().embedding_forward(out, run.upload_tokens(tokens),
+                                               run.upload(random_vec(V * C, 9), DType::f32, {V, C})),
                Error);
 }
 

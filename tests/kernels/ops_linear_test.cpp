@@ -8,8 +8,10 @@ constexpr int N = 7, I = 24, O = 10;
 TEST(LinearReference, BackwardMatchesFiniteDifferences) {
   const Vec x = random_vec(N * I, 1), w = random_vec(O * I, 2), R = random_vec(N * O, 3);
   const auto g = reference::linear_backward(R, x, w, N, I, O);
-  const Vec num_dx = numeric_gradient([&](const Vec& xv) { return dot(reference::linear_forward(xv, w, N, I, O), R); }, x);
-  const Vec num_dw = numeric_gradient([&](const Vec& wv) { return dot(reference::linear_forward(x, wv, N, I, O), R); }, w);
+  const Vec num_dx =
+      numeric_gradient([&](const Vec& xv) { return dot(reference::linear_forward(xv, w, N, I, O), R); }, x);
+  const Vec num_dw =
+      numeric_gradient([&](const Vec& wv) { return dot(reference::linear_forward(x, wv, N, I, O), R); }, w);
   EXPECT_LT(normalized_error(g.dx, num_dx), kFiniteDifferenceTolerance);
   EXPECT_LT(normalized_error(g.dw, num_dw), kFiniteDifferenceTolerance);
 }
@@ -28,7 +30,8 @@ TEST(LinearCpu, BothPathsMatchReferenceForEveryStorageType) {
       EXPECT_LT(normalized_error(run.download(tout), reference::linear_forward(x, w, N, I, O)), tolerance(t));
 
       const auto g = reference::linear_backward(dout, x, w, N, I, O);
-      Tensor tdout = run.upload(dout, t, {N, O}), tdx = run.empty(t, {N, I}), tdw = run.upload(dw0, acc_type(t), {O, I});
+      Tensor tdout = run.upload(dout, t, {N, O}), tdx = run.empty(t, {N, I}),
+             tdw = run.upload(dw0, acc_type(t), {O, I});
       run.backend().linear_backward(tdx, tdw, tdout, tx, tw, /*accumulate_dx=*/false);
       EXPECT_LT(normalized_error(run.download(tdx), g.dx), tolerance(t));
       EXPECT_LT(normalized_error(run.download(tdw), plus(dw0, g.dw)), tolerance(acc_type(t)));

@@ -9,8 +9,10 @@ constexpr double kEps = 1e-5;
 TEST(RmsNormReference, BackwardMatchesFiniteDifferences) {
   const Vec x = random_vec(N * C, 1), w = random_vec(C, 2, 0.5), R = random_vec(N * C, 3);
   const auto g = reference::rmsnorm_backward(R, x, w, N, C, kEps);
-  const Vec num_dx = numeric_gradient([&](const Vec& v) { return dot(reference::rmsnorm_forward(v, w, N, C, kEps), R); }, x);
-  const Vec num_dw = numeric_gradient([&](const Vec& v) { return dot(reference::rmsnorm_forward(x, v, N, C, kEps), R); }, w);
+  const Vec num_dx =
+      numeric_gradient([&](const Vec& v) { return dot(reference::rmsnorm_forward(v, w, N, C, kEps), R); }, x);
+  const Vec num_dw =
+      numeric_gradient([&](const Vec& v) { return dot(reference::rmsnorm_forward(x, v, N, C, kEps), R); }, w);
   EXPECT_LT(normalized_error(g.dx, num_dx), kFiniteDifferenceTolerance);
   EXPECT_LT(normalized_error(g.dw, num_dw), kFiniteDifferenceTolerance);
 }
@@ -24,8 +26,9 @@ TEST(RmsNormCpu, MatchesReferenceForEveryStorageType) {
     Tensor tx = run.upload(x, t, {N, C}), tw = run.upload(w, t, {C});
     Tensor out = run.empty(t, {N, C}), rstd = run.empty(acc_type(t), {N});
     run.backend().rmsnorm_forward(out, rstd, tx, tw, static_cast<float>(kEps));
-    EXPECT_LT(normalized_error(run.download(out), reference::rmsnorm_forward(x, w, N, C, static_cast<float>(kEps))),
-              tolerance(t));
+    EXPECT_LT(
+        normalized_error(run.download(out), reference::rmsnorm_forward(x, w, N, C, static_cast<float>(kEps))),
+        tolerance(t));
 
     const auto g = reference::rmsnorm_backward(dout, x, w, N, C, static_cast<float>(kEps));
     Tensor dx = run.empty(t, {N, C}), dw = run.upload(dw0, acc_type(t), {C});
@@ -37,7 +40,8 @@ TEST(RmsNormCpu, MatchesReferenceForEveryStorageType) {
 
 TEST(RmsNormCpu, OutputHasUnitRootMeanSquareWithUnitWeight) {
   OpRunner run;
-  Tensor x = run.upload(random_vec(N * C, 5, 7.0), DType::f32, {N, C}), w = run.upload(Vec(C, 1.0), DType::f32, {C});
+  Tensor x = run.upload(random_vec(N * C, 5, 7.0), DType::f32, {N, C}),
+         w = run.upload(Vec(C, 1.0), DType::f32, {C});
   Tensor out = run.empty(DType::f32, {N, C}), rstd = run.empty(DType::f32, {N});
   run.backend().rmsnorm_forward(out, rstd, x, w, 0.0f);
   const Vec y = run.download(out);
@@ -54,7 +58,8 @@ TEST(RmsNormCpu, BackwardIsBitwiseIndependentOfThreadCount) {
   for (unsigned threads : {1u, 3u}) {
     OpRunner run(threads);
     const int n = 64, c = 48;
-    Tensor x = run.upload(random_vec(n * c, 1), DType::bf16, {n, c}), w = run.upload(random_vec(c, 2), DType::bf16, {c});
+    Tensor x = run.upload(random_vec(n * c, 1), DType::bf16, {n, c}),
+           w = run.upload(random_vec(c, 2), DType::bf16, {c});
     Tensor out = run.empty(DType::bf16, {n, c}), rstd = run.empty(DType::f32, {n});
     run.backend().rmsnorm_forward(out, rstd, x, w, 1e-5f);
     Tensor dx = run.empty(DType::bf16, {n, c}), dw = run.upload(Vec(c, 0.0), DType::f32, {c});

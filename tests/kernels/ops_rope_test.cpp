@@ -8,8 +8,10 @@ constexpr double kTheta = 10000.0;
 
 TEST(RopeReference, BackwardMatchesFiniteDifferences) {
   const Vec x = random_vec(B * T * H * D, 1), R = random_vec(B * T * H * D, 2);
-  const Vec num = numeric_gradient([&](const Vec& v) { return dot(reference::rope_forward(v, B, T, H, D, kTheta), R); }, x);
-  EXPECT_LT(normalized_error(reference::rope_backward(R, B, T, H, D, kTheta), num), kFiniteDifferenceTolerance);
+  const Vec num = numeric_gradient(
+      [&](const Vec& v) { return dot(reference::rope_forward(v, B, T, H, D, kTheta), R); }, x);
+  EXPECT_LT(normalized_error(reference::rope_backward(R, B, T, H, D, kTheta), num),
+            kFiniteDifferenceTolerance);
 }
 
 TEST(RopeCpu, MatchesReferenceForEveryStorageTypeAndWorksInPlace) {
@@ -19,10 +21,12 @@ TEST(RopeCpu, MatchesReferenceForEveryStorageTypeAndWorksInPlace) {
     const Vec x = rounded(random_vec(B * T * H * D, 3), t), dout = rounded(random_vec(B * T * H * D, 4), t);
     Tensor tx = run.upload(x, t, {B, T, H, D}), out = run.empty(t, {B, T, H, D});
     run.backend().rope_forward(out, tx, static_cast<float>(kTheta));
-    EXPECT_LT(normalized_error(run.download(out), reference::rope_forward(x, B, T, H, D, kTheta)), tolerance(t));
+    EXPECT_LT(normalized_error(run.download(out), reference::rope_forward(x, B, T, H, D, kTheta)),
+              tolerance(t));
     Tensor d = run.upload(dout, t, {B, T, H, D});
     run.backend().rope_backward(d, d, static_cast<float>(kTheta));  // in place, as the model uses it
-    EXPECT_LT(normalized_error(run.download(d), reference::rope_backward(dout, B, T, H, D, kTheta)), tolerance(t));
+    EXPECT_LT(normalized_error(run.download(d), reference::rope_backward(dout, B, T, H, D, kTheta)),
+              tolerance(t));
   }
 }
 

@@ -8,9 +8,13 @@ constexpr int kN = 64;
 TEST(SwigluReference, BackwardMatchesFiniteDifferences) {
   const Vec g = random_vec(kN, 1, 2.0), u = random_vec(kN, 2), R = random_vec(kN, 3);
   const auto grads = reference::swiglu_backward(R, g, u);
-  EXPECT_LT(normalized_error(grads.dgate, numeric_gradient([&](const Vec& x) { return dot(reference::swiglu_forward(x, u), R); }, g)),
+  EXPECT_LT(normalized_error(
+                grads.dgate,
+                numeric_gradient([&](const Vec& x) { return dot(reference::swiglu_forward(x, u), R); }, g)),
             kFiniteDifferenceTolerance);
-  EXPECT_LT(normalized_error(grads.dup, numeric_gradient([&](const Vec& x) { return dot(reference::swiglu_forward(g, x), R); }, u)),
+  EXPECT_LT(normalized_error(
+                grads.dup,
+                numeric_gradient([&](const Vec& x) { return dot(reference::swiglu_forward(g, x), R); }, u)),
             kFiniteDifferenceTolerance);
 }
 
@@ -18,7 +22,8 @@ TEST(SwigluCpu, MatchesReferenceForEveryStorageType) {
   for (DType t : kStorageTypes) {
     SCOPED_TRACE(dtype_name(t));
     OpRunner run;
-    const Vec g = rounded(random_vec(kN, 11, 3.0), t), u = rounded(random_vec(kN, 12), t), d = rounded(random_vec(kN, 13), t);
+    const Vec g = rounded(random_vec(kN, 11, 3.0), t), u = rounded(random_vec(kN, 12), t),
+              d = rounded(random_vec(kN, 13), t);
     Tensor tg = run.upload(g, t, {kN}), tu = run.upload(u, t, {kN}), out = run.empty(t, {kN});
     run.backend().swiglu_forward(out, tg, tu);
     EXPECT_LT(normalized_error(run.download(out), reference::swiglu_forward(g, u)), tolerance(t));

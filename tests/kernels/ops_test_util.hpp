@@ -36,9 +36,12 @@ inline constexpr double kFiniteDifferenceTolerance = 1e-6;
 
 inline double tolerance(DType t) {
   switch (t) {
-    case DType::f64: return 1e-10;
-    case DType::f32: return 3e-5;
-    default: return 1e-2;
+    case DType::f64:
+      return 1e-10;
+    case DType::f32:
+      return 3e-5;
+    default:
+      return 1e-2;
   }
 }
 
@@ -101,9 +104,12 @@ inline double cosine(const Vec& a, const Vec& b) {
 inline Vec rounded(const Vec& v, DType t) {
   Vec r(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (t == DType::bf16) r[i] = bf16_to_float(float_to_bf16(static_cast<float>(v[i])));
-    else if (t == DType::f32) r[i] = static_cast<float>(v[i]);
-    else r[i] = v[i];
+    if (t == DType::bf16)
+      r[i] = bf16_to_float(float_to_bf16(static_cast<float>(v[i])));
+    else if (t == DType::f32)
+      r[i] = static_cast<float>(v[i]);
+    else
+      r[i] = v[i];
   }
   return r;
 }
@@ -134,7 +140,9 @@ class OpRunner {
       case DType::f64:
         for (std::size_t i = 0; i < v.size(); ++i) x.as<double>()[i] = v[i];
         break;
-      case DType::i32: ADD_FAILURE() << "use upload_tokens"; break;
+      case DType::i32:
+        ADD_FAILURE() << "use upload_tokens";
+        break;
     }
     return x;
   }
@@ -158,9 +166,12 @@ class OpRunner {
   Vec download(const Tensor& x) {
     Vec v(static_cast<std::size_t>(x.numel()));
     for (std::size_t i = 0; i < v.size(); ++i) {
-      if (x.dtype == DType::bf16) v[i] = bf16_to_float(x.as<bf16>()[i]);
-      else if (x.dtype == DType::f32) v[i] = x.as<float>()[i];
-      else v[i] = x.as<double>()[i];
+      if (x.dtype == DType::bf16)
+        v[i] = bf16_to_float(x.as<bf16>()[i]);
+      else if (x.dtype == DType::f32)
+        v[i] = x.as<float>()[i];
+      else
+        v[i] = x.as<double>()[i];
     }
     return v;
   }

@@ -38,7 +38,9 @@ class CountingBackend final : public Backend {
   void add(Tensor o, Tensor a, Tensor b) override { inner_.add(o, a, b); }
   void embedding_forward(Tensor o, Tensor t, Tensor w) override { inner_.embedding_forward(o, t, w); }
   void embedding_backward(Tensor d, Tensor t, Tensor g) override { inner_.embedding_backward(d, t, g); }
-  void rmsnorm_forward(Tensor o, Tensor r, Tensor x, Tensor w, float e) override { inner_.rmsnorm_forward(o, r, x, w, e); }
+  void rmsnorm_forward(Tensor o, Tensor r, Tensor x, Tensor w, float e) override {
+    inner_.rmsnorm_forward(o, r, x, w, e);
+  }
   void rmsnorm_backward(Tensor dx, Tensor dw, Tensor d, Tensor x, Tensor w, Tensor r) override {
     inner_.rmsnorm_backward(dx, dw, d, x, w, r);
   }

@@ -99,7 +99,8 @@ TEST(DeviceMemory, ShortfallNamesNeedAndFreeMemory) {
 
 TEST(DeviceMemory, ActivationsGrowLinearlyWithBatch) {
   const ModelShape shape = tiny_shape();
-  const auto one = model_device_memory(shape, {1, DType::bf16}), two = model_device_memory(shape, {2, DType::bf16});
+  const auto one = model_device_memory(shape, {1, DType::bf16}),
+             two = model_device_memory(shape, {2, DType::bf16});
   const auto four = model_device_memory(shape, {4, DType::bf16});
   EXPECT_EQ(one.weights, two.weights);
   EXPECT_EQ(four.activations - two.activations, 2 * (two.activations - one.activations));

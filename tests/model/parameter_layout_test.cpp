@@ -21,7 +21,8 @@ TEST(ParameterLayout, TotalMatchesFormulaForTiedAndGroupedQueryShapes) {
   for (bool tied : {false, true}) {
     const ModelShape s = tiny_shape(tied);
     const std::int64_t V = 64, h = 32, kv = 16, f = 64;
-    const std::int64_t expected = V * h * (tied ? 1 : 2) + 2 * (h * h + 2 * h * kv + h * h + 3 * h * f + 2 * h) + h;
+    const std::int64_t expected =
+        V * h * (tied ? 1 : 2) + 2 * (h * h + 2 * h * kv + h * h + 3 * h * f + 2 * h) + h;
     EXPECT_EQ(ParameterLayout(s).total(), expected);
     EXPECT_EQ(s.parameter_count(), expected);
   }
@@ -45,7 +46,8 @@ TEST(ParameterLayout, UsesHuggingFaceNamesShapesAndDocumentedOrder) {
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(layout.entries()[i].name, expected[i]);
   EXPECT_EQ(layout.entries()[layout.entries().size() - 2].name, "model.norm.weight");
   EXPECT_EQ(layout.entries().back().name, "lm_head.weight");
-  EXPECT_EQ(layout.find("model.layers.1.self_attn.k_proj.weight")->shape, (std::vector<std::int64_t>{16, 32}));
+  EXPECT_EQ(layout.find("model.layers.1.self_attn.k_proj.weight")->shape,
+            (std::vector<std::int64_t>{16, 32}));
   EXPECT_EQ(layout.find("model.layers.1.mlp.down_proj.weight")->shape, (std::vector<std::int64_t>{32, 64}));
   std::int64_t next = 0;  // entries tile the buffer with no gap
   for (const auto& e : layout.entries()) {
@@ -69,7 +71,8 @@ TEST(ParameterLayout, LayerHeadAndEmbeddingRangesPartitionTheBuffer) {
   for (int l = 0; l < 2; ++l) {
     covered += layout.layer_range(l).count;
     if (l > 0) {
-      EXPECT_EQ(layout.layer_range(l).offset, layout.layer_range(l - 1).offset + layout.layer_range(l - 1).count);
+      EXPECT_EQ(layout.layer_range(l).offset,
+                layout.layer_range(l - 1).offset + layout.layer_range(l - 1).count);
     }
   }
   EXPECT_EQ(layout.head_range().offset, layout.layer_range(1).offset + layout.layer_range(1).count);
@@ -87,7 +90,8 @@ TEST(ModelShape, RejectsHeadsNotDividingHidden) {
 
 TEST(ParameterInit, IsAPureFunctionOfSeedAndIndex) {
   const ParameterLayout layout(tiny_shape());
-  std::vector<float> all(static_cast<std::size_t>(layout.total())), part(1000), again(all.size()), other(all.size());
+  std::vector<float> all(static_cast<std::size_t>(layout.total())), part(1000), again(all.size()),
+      other(all.size());
   initial_values(layout, 7, 0, all);
   initial_values(layout, 7, 2000, part);  // any slice, computed alone, matches
   initial_values(layout, 7, 0, again);

@@ -13,13 +13,16 @@ constexpr int kBatch = 2;
 
 struct Harness {
   explicit Harness(const ModelShape& shape, DType storage, unsigned threads = 2)
-      : pool(threads), backend(pool, CpuBackendOptions{2, cpu::GemmPath::blas}), model(backend, shape, {kBatch, storage}) {}
+      : pool(threads),
+        backend(pool, CpuBackendOptions{2, cpu::GemmPath::blas}),
+        model(backend, shape, {kBatch, storage}) {}
   ThreadPool pool;
   CpuBackend backend;
   TransformerModel model;
 };
 
-double relative_l2(const std::vector<double>& got, const std::vector<double>& want, std::int64_t offset, std::int64_t count) {
+double relative_l2(const std::vector<double>& got, const std::vector<double>& want, std::int64_t offset,
+                   std::int64_t count) {
   double num = 0, den = 0;
   for (std::int64_t i = offset; i < offset + count; ++i) {
     num += (got[i] - want[i]) * (got[i] - want[i]);
@@ -60,7 +63,8 @@ void check_gradients_against_finite_differences(bool tied) {
       for (std::int64_t i = 0; i < e.numel(); ++i) picks.push_back(e.offset + i);
     } else if (e.name == "model.embed_tokens.weight") {  // rows of tokens that occur
       for (int j = 0; j < 24; ++j)
-        picks.push_back(e.offset + b.tokens[rng() % b.tokens.size()] * e.shape[1] + static_cast<std::int64_t>(rng() % e.shape[1]));
+        picks.push_back(e.offset + b.tokens[rng() % b.tokens.size()] * e.shape[1] +
+                        static_cast<std::int64_t>(rng() % e.shape[1]));
     } else {
       for (int j = 0; j < 64; ++j) picks.push_back(e.offset + static_cast<std::int64_t>(rng() % e.numel()));
     }
@@ -81,8 +85,12 @@ void check_gradients_against_finite_differences(bool tied) {
   }
 }
 
-TEST(TransformerModel, GradientsMatchFiniteDifferencesInDoublePrecision) { check_gradients_against_finite_differences(false); }
-TEST(TransformerModel, TiedEmbeddingGradientsMatchFiniteDifferences) { check_gradients_against_finite_differences(true); }
+TEST(TransformerModel, GradientsMatchFiniteDifferencesInDoublePrecision) {
+  check_gradients_against_finite_differences(false);
+}
+TEST(TransformerModel, TiedEmbeddingGradientsMatchFiniteDifferences) {
+  check_gradients_against_finite_differences(true);
+}
 
 // bf16 storage against the f64 model on the same (bf16-representable) weights: the rounding
 // of every stored activation and activation gradient costs a few percent, no more (measured:
@@ -95,7 +103,8 @@ TEST(TransformerModel, Bf16GradientsStayCloseToDoublePrecision) {
   lo.model.load_weights(w);
   hi.model.load_weights(w);
   const Batch b = random_batch(shape, kBatch, 22);
-  const double loss_lo = lo.model.forward(b.tokens, b.targets), loss_hi = hi.model.forward(b.tokens, b.targets);
+  const double loss_lo = lo.model.forward(b.tokens, b.targets),
+               loss_hi = hi.model.forward(b.tokens, b.targets);
   EXPECT_NEAR(loss_lo, loss_hi, 0.02 * loss_hi);
   lo.model.backward();
   hi.model.backward();

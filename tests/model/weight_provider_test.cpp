@@ -30,7 +30,8 @@ Outcome train_two_steps(TransformerModel& model, const std::function<void()>& ch
   for (int step = 0; step < 2; ++step) {
     model.zero_gradients();
     for (int micro = 0; micro < 2; ++micro) {
-      const Batch b = random_batch(model.shape(), kBatch, static_cast<std::uint64_t>(100 + 10 * step + micro));
+      const Batch b =
+          random_batch(model.shape(), kBatch, static_cast<std::uint64_t>(100 + 10 * step + micro));
       out.losses.push_back(model.forward(b.tokens, b.targets));
       model.backward(0.5f);
     }
@@ -41,14 +42,19 @@ Outcome train_two_steps(TransformerModel& model, const std::function<void()>& ch
 }
 
 struct TinyModelRig {
-  explicit TinyModelRig(bool tied) : pool(2), backend(pool, CpuBackendOptions{1, cpu::GemmPath::blas}), shape(tiny_shape(tied)), layout(shape) {
+  explicit TinyModelRig(bool tied)
+      : pool(2),
+        backend(pool, CpuBackendOptions{1, cpu::GemmPath::blas}),
+        shape(tiny_shape(tied)),
+        layout(shape) {
     initial = spread_weights(layout, 7, 3.0f);
     host.resize(initial.size());
     for (std::size_t i = 0; i < host.size(); ++i) host[i] = float_to_bf16(initial[i]);
   }
   // The update between the steps: every weight moves a little.
   void change_host() {
-    for (std::size_t i = 0; i < host.size(); ++i) host[i] = float_to_bf16(bf16_to_float(host[i]) * 0.99f + 1e-3f);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      host[i] = float_to_bf16(bf16_to_float(host[i]) * 0.99f + 1e-3f);
   }
   Outcome resident() {
     TransformerModel model(backend, shape, {kBatch, DType::bf16});
@@ -72,7 +78,8 @@ TEST(WeightWalk, ForwardThenBackwardOrderAndTiedHead) {
   using P = WeightPart;
   EXPECT_EQ(weight_walk(untied, WeightPass::forward),
             (std::vector<P>{P::embedding(), P::transformer_layer(0), P::transformer_layer(1), P::head()}));
-  EXPECT_EQ(weight_walk(untied, WeightPass::backward), (std::vector<P>{P::head(), P::transformer_layer(1), P::transformer_layer(0)}));
+  EXPECT_EQ(weight_walk(untied, WeightPass::backward),
+            (std::vector<P>{P::head(), P::transformer_layer(1), P::transformer_layer(0)}));
   ASSERT_EQ(part_ranges(untied, P::head()).size(), 1u);
   EXPECT_EQ(part_ranges(untied, P::head())[0].offset, untied.final_norm().offset);
   // Tied: the head needs the final norm and the embedding (its lm_head).
@@ -80,7 +87,8 @@ TEST(WeightWalk, ForwardThenBackwardOrderAndTiedHead) {
   ASSERT_EQ(head.size(), 2u);
   EXPECT_EQ(head[1].offset, 0);
   EXPECT_EQ(head[1].count, tied.embedding().numel());
-  EXPECT_EQ(largest_part_elements(tied), std::max(part_elements(tied, P::head()), part_elements(tied, P::transformer_layer(0))));
+  EXPECT_EQ(largest_part_elements(tied),
+            std::max(part_elements(tied, P::head()), part_elements(tied, P::transformer_layer(0))));
 }
 
 TEST(HostStreamedWeights, GivesBitwiseTheResidentResultsWithAnyNumberOfSlots) {

@@ -43,7 +43,8 @@ TEST(HostMemoryNeed, ListsBuffersCacheAndInPlaceTiersByField) {
 
 TEST(HostMemoryNeed, PlanBeyondTheAvailableMemoryIsRefusedNamingTheFieldsToLower) {
   testing::ScratchTiers dirs("refuse");
-  const HostMemoryNeed need = host_memory_need(dirs.plan(0.5, 2, OrderPolicy::alternating), shard_for(10 * 16384, 1, 0));
+  const HostMemoryNeed need =
+      host_memory_need(dirs.plan(0.5, 2, OrderPolicy::alternating), shard_for(10 * 16384, 1, 0));
   EXPECT_NO_THROW(check_host_memory(need, need.total(), "rank 0"));
   try {
     check_host_memory(need, need.total() - 1, "rank 0");

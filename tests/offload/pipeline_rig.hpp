@@ -63,5 +63,4 @@ struct Rig {
   std::vector<bf16> weights;
 };
 
-
 }  // namespace mlpo::offload::testing

@@ -10,7 +10,8 @@
 namespace mlpo::offload {
 
 TEST(PlacementFractions, CountsFollowFractionsWithinOne) {
-  const std::vector<std::vector<double>> cases = {{1.0}, {0.5, 0.5}, {0.8, 0.2}, {0.6, 0.3, 0.1}, {0.25, 0.25, 0.25, 0.25}, {0.0, 1.0}};
+  const std::vector<std::vector<double>> cases = {
+      {1.0}, {0.5, 0.5}, {0.8, 0.2}, {0.6, 0.3, 0.1}, {0.25, 0.25, 0.25, 0.25}, {0.0, 1.0}};
   for (const auto& f : cases) {
     for (std::int64_t n : {1, 7, 100, 1001}) {
       PlacementPolicy p(f, n);

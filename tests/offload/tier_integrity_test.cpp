@@ -92,8 +92,10 @@ TEST(TierIntegrity, FlippedByteInAMappedHostTierIsCaughtWhenTheStateIsRead) {
   testing::ScratchTiers dirs("crc-visit");
   Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
   rig.step(0);
-  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state", byte_in_m(rig, first_subgroup_on(rig, 1)));
-  EXPECT_THROW(rig.pipeline.visit_state([](const Subgroup&, const float*, const float*, const float*) {}), Error);
+  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state",
+            byte_in_m(rig, first_subgroup_on(rig, 1)));
+  EXPECT_THROW(rig.pipeline.visit_state([](const Subgroup&, const float*, const float*, const float*) {}),
+               Error);
 }
 
 TEST(TierIntegrity, OptingOutInThePlanTurnsTheChecksOff) {
@@ -102,7 +104,8 @@ TEST(TierIntegrity, OptingOutInThePlanTurnsTheChecksOff) {
   plan.crc = false;
   Rig rig(plan, 8 * 16384);
   rig.step(0);
-  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state", byte_in_m(rig, first_subgroup_on(rig, 1)));
+  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state",
+            byte_in_m(rig, first_subgroup_on(rig, 1)));
   EXPECT_EQ(error_of(rig, 1), "");
 }
 

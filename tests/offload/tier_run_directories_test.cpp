@@ -57,12 +57,13 @@ TEST(TierRunDirectories, CleansDeadRunsOfThisHostOnly) {
   Plan plan = one_file_tier_plan(1 << 20, dir.path());
   const fs::path base = dir.path() / "mlpo";
   const std::string host = this_host();
-  const std::vector<std::string> removed = {"train-" + host + "-" + std::to_string(kDead), "train-" + std::to_string(kDead),
-                                            "update-" + host + "-" + std::to_string(kDead), "update-" + std::to_string(kDead)};
+  const std::vector<std::string> removed = {
+      "train-" + host + "-" + std::to_string(kDead), "train-" + std::to_string(kDead),
+      "update-" + host + "-" + std::to_string(kDead), "update-" + std::to_string(kDead)};
   const std::vector<std::string> kept = {"train-" + host + "-" + std::to_string(::getppid()),   // alive
                                          "update-" + host + "-" + std::to_string(::getppid()),  // alive
-                                         "train-other-node-7-" + std::to_string(kDead),         // another host's
-                                         "bench-" + std::to_string(kDead)};                     // not ours
+                                         "train-other-node-7-" + std::to_string(kDead),  // another host's
+                                         "bench-" + std::to_string(kDead)};              // not ours
   for (const auto& n : removed) fs::create_directories(base / n);
   for (const auto& n : kept) fs::create_directories(base / n);
   {

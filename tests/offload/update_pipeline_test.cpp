@@ -73,7 +73,8 @@ TEST(UpdatePipelineIo, HostTierIsUpdatedInPlaceInItsMappedFile) {
     if (!rig.store.resident(sg.index)) return;
     std::FILE* f = std::fopen(file.c_str(), "rb");
     ASSERT_NE(f, nullptr);
-    std::fseek(f, static_cast<long>(rig.store.placement().home(sg.index).slot * rig.layout.extent_bytes()), SEEK_SET);
+    std::fseek(f, static_cast<long>(rig.store.placement().home(sg.index).slot * rig.layout.extent_bytes()),
+               SEEK_SET);
     ASSERT_EQ(std::fread(extent.data(), 4, extent.size(), f), extent.size());
     std::fclose(f);
     const std::int64_t floats = rig.store.floats_per_array();
@@ -101,7 +102,8 @@ TEST(UpdatePipelineIo, TruncatedTierFileMidRunIsAClearErrorNotAHang) {
     }
     return std::string();
   });
-  ASSERT_EQ(result.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "update hung after a tier error";
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "update hung after a tier error";
   std::string message = result.get();
   EXPECT_NE(message.find("disk"), std::string::npos) << message;
   EXPECT_NE(message.find("rank0.state"), std::string::npos) << message;
@@ -158,8 +160,10 @@ TEST(UpdateOnlyRun, NonFiniteOrOutOfRangeHyperParametersAreRefusedNamingTheFlag)
       {"--beta1", [](UpdateOnlyOptions& o) { o.adam.beta1 = 1; }},
       {"--beta2", [](UpdateOnlyOptions& o) { o.adam.beta2 = std::numeric_limits<float>::quiet_NaN(); }},
       {"--eps", [](UpdateOnlyOptions& o) { o.adam.eps = 0; }},
-      {"--weight-decay", [](UpdateOnlyOptions& o) { o.adam.weight_decay = std::numeric_limits<float>::infinity(); }},
-      {"--max-grad-norm", [](UpdateOnlyOptions& o) { o.max_grad_norm = std::numeric_limits<double>::quiet_NaN(); }},
+      {"--weight-decay",
+       [](UpdateOnlyOptions& o) { o.adam.weight_decay = std::numeric_limits<float>::infinity(); }},
+      {"--max-grad-norm",
+       [](UpdateOnlyOptions& o) { o.max_grad_norm = std::numeric_limits<double>::quiet_NaN(); }},
   };
   for (const auto& c : cases) {
     UpdateOnlyOptions o;

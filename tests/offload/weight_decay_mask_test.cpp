@@ -23,7 +23,9 @@ struct Piece {
 
 std::vector<Piece> pieces(const WeightDecayMask& mask, std::int64_t begin, std::int64_t count) {
   std::vector<Piece> out;
-  mask.for_each_piece(begin, count, [&](std::int64_t o, std::int64_t n, bool d) { out.push_back({o, n, d}); });
+  mask.for_each_piece(begin, count, [&](std::int64_t o, std::int64_t n, bool d) {
+    out.push_back({o, n, d});
+  });
   return out;
 }
 
@@ -31,8 +33,8 @@ std::vector<Piece> pieces(const WeightDecayMask& mask, std::int64_t begin, std::
 struct State {
   std::vector<float> p, m, v;
 };
-State run_updates(const Plan& plan, std::int64_t elements, const WeightDecayMask& mask, const std::vector<bf16>& grads,
-                  int steps) {
+State run_updates(const Plan& plan, std::int64_t elements, const WeightDecayMask& mask,
+                  const std::vector<bf16>& grads, int steps) {
   const RankShard shard = shard_for(elements, 1, 0);
   const SubgroupLayout layout(shard.elements, plan.subgroup_elements);
   const PipelineOptions options{plan.buffers, plan.prefetch_depth, plan.host_cache_subgroups, plan.gradients};
@@ -77,7 +79,9 @@ TEST(WeightDecayMask, KeepsTheShardsPartOfEachRangeSortedAndMerged) {
 
 TEST(WeightDecayMask, SplitsARangeAtTheExemptBoundaries) {
   const WeightDecayMask mask({{10, 20}, {30, 40}}, shard_for(kNormChunk, 1, 0));
-  EXPECT_EQ(pieces(mask, 0, 50), (std::vector<Piece>{{0, 10, true}, {10, 10, false}, {20, 10, true}, {30, 10, false}, {40, 10, true}}));
+  EXPECT_EQ(
+      pieces(mask, 0, 50),
+      (std::vector<Piece>{{0, 10, true}, {10, 10, false}, {20, 10, true}, {30, 10, false}, {40, 10, true}}));
   EXPECT_EQ(pieces(mask, 15, 20), (std::vector<Piece>{{0, 5, false}, {5, 10, true}, {15, 5, false}}));
   EXPECT_EQ(pieces(mask, 12, 5), (std::vector<Piece>{{0, 5, false}}));
   EXPECT_EQ(pieces(mask, 40, 8), (std::vector<Piece>{{0, 8, true}}));
@@ -95,8 +99,10 @@ TEST(UpdatePipelineDecay, ExemptElementsAreNotDecayedWhileOthersAre) {
   for (std::int64_t i = 0; i < n; ++i) {
     const bool exempt = (i >= 16000 && i < 17000) || (i >= 40000 && i < 40064);
     const float p0 = synthetic_initial_weight(5, i);
-    if (exempt) ASSERT_EQ(st.p[static_cast<std::size_t>(i)], p0) << "exempt element " << i << " was decayed";
-    else ASSERT_FLOAT_EQ(st.p[static_cast<std::size_t>(i)], 0.9f * p0) << "element " << i << " was not decayed";
+    if (exempt)
+      ASSERT_EQ(st.p[static_cast<std::size_t>(i)], p0) << "exempt element " << i << " was decayed";
+    else
+      ASSERT_FLOAT_EQ(st.p[static_cast<std::size_t>(i)], 0.9f * p0) << "element " << i << " was not decayed";
   }
 }
 
@@ -109,12 +115,14 @@ TEST(UpdatePipelineDecay, SameStateUnderAnySubgroupSizeAndTierSplit) {
   synthetic_gradients(5, 1, 0, grads, threads);
   const WeightDecayMask mask({{16300, 16500}, {4090, 4100}, {60000, 70000}}, shard_for(n, 1, 0));
   const State want = run_updates(dirs.plan(1.0, 0, OrderPolicy::ascending), n, mask, grads, 3);
-  const State split = run_updates(dirs.plan(0.5, 2, OrderPolicy::alternating, 0, 4096, TierKind::other), n, mask, grads, 3);
+  const State split =
+      run_updates(dirs.plan(0.5, 2, OrderPolicy::alternating, 0, 4096, TierKind::other), n, mask, grads, 3);
   EXPECT_TRUE(split.p == want.p);
   EXPECT_TRUE(split.m == want.m);
   EXPECT_TRUE(split.v == want.v);
   // And the mask did something: without it the exempt weights move differently.
-  const State unmasked = run_updates(dirs.plan(1.0, 0, OrderPolicy::ascending), n, WeightDecayMask(), grads, 3);
+  const State unmasked =
+      run_updates(dirs.plan(1.0, 0, OrderPolicy::ascending), n, WeightDecayMask(), grads, 3);
   EXPECT_NE(unmasked.p[16400], want.p[16400]);
   EXPECT_EQ(unmasked.p[20000], want.p[20000]);
 }

@@ -79,7 +79,8 @@ TEST(ProfileCli, JsonModePrintsOnlyAValidProfile) {
 TEST(ProfileCli, OutFileIsWrittenAndCompareShowsRatios) {
   TempDir tier, work;
   const std::string out = (work.path() / "p.json").string();
-  const Result first = run(kSmall + " --tier t=" + tier.path().string() + " --out " + out, work.path() / "err");
+  const Result first =
+      run(kSmall + " --tier t=" + tier.path().string() + " --out " + out, work.path() / "err");
   ASSERT_EQ(first.status, 0) << first.err;
   EXPECT_NE(first.out.find("tier 't'"), std::string::npos) << first.out;  // the summary table
   const mlpo::Profile written = mlpo::load_profile(out);
@@ -114,8 +115,10 @@ TEST(ProfileCli, BadInputExitsTwoWithOneLineAndLeavesNothing) {
   for (const BadInput& c : cases) {
     TempDir tier, work;
     std::string args = c.args;
-    for (std::size_t at; (at = args.find("{T}")) != std::string::npos;) args.replace(at, 3, tier.path().string());
-    for (std::size_t at; (at = args.find("{W}")) != std::string::npos;) args.replace(at, 3, work.path().string());
+    for (std::size_t at; (at = args.find("{T}")) != std::string::npos;)
+      args.replace(at, 3, tier.path().string());
+    for (std::size_t at; (at = args.find("{W}")) != std::string::npos;)
+      args.replace(at, 3, work.path().string());
     const Result r = run(kSmall + args, tier.path().parent_path() / (std::string("err-") + c.name));
     EXPECT_EQ(r.status, 2) << c.name << ": " << r.err;
     EXPECT_EQ(lines(r.err), 1) << c.name << ": " << r.err;
@@ -130,9 +133,9 @@ TEST(ProfileCli, SigintMidProbeRemovesEveryFileAndExits130) {
   TempDir tier, work;
   const std::string out = (work.path() / "p.json").string();
   const std::string tier_arg = "t=" + tier.path().string();
-  std::vector<std::string> args = {kBin,         "--quick",  "--tier", tier_arg,   "--tier-size", "256MiB",
-                                   "--streams",  "2",        "--reps", "50",       "--host-size", "16MiB",
-                                   "--model",    "tiny",     "--out",  out};
+  std::vector<std::string> args = {kBin,        "--quick", "--tier", tier_arg, "--tier-size", "256MiB",
+                                   "--streams", "2",       "--reps", "50",     "--host-size", "16MiB",
+                                   "--model",   "tiny",    "--out",  out};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

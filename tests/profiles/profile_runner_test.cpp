@@ -27,7 +27,9 @@ TEST(PrepareProfile, DuplicateTierNamesAreRejected) {
   EXPECT_NE(error_of(r).find("duplicate tier name 'disk'"), std::string::npos) << error_of(r);
 }
 
-TEST(PrepareProfile, NoTierIsRejected) { EXPECT_NE(error_of(ProfileRequest{}).find("no tier"), std::string::npos); }
+TEST(PrepareProfile, NoTierIsRejected) {
+  EXPECT_NE(error_of(ProfileRequest{}).find("no tier"), std::string::npos);
+}
 
 TEST(PrepareProfile, UnknownModelIsRejected) {
   TempDir a;

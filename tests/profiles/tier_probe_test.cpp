@@ -39,7 +39,9 @@ TEST(TierSpecParsing, ColonThatIsNoKindStaysInThePath) {
   EXPECT_EQ(parse_tier_spec("x=/tmp/a:b").path, "/tmp/a:b");
 }
 
-TEST(TierSpecParsing, TmpfsIsDetectedAsHost) { EXPECT_EQ(parse_tier_spec("s=/dev/shm").kind, TierKind::host); }
+TEST(TierSpecParsing, TmpfsIsDetectedAsHost) {
+  EXPECT_EQ(parse_tier_spec("s=/dev/shm").kind, TierKind::host);
+}
 
 TEST(TierSpecParsing, MissingNameOrPathIsAnError) {
   EXPECT_THROW(parse_tier_spec("/var/tmp"), Error);
@@ -71,7 +73,8 @@ TEST(TierProbePlanning, StreamCountsDoubleUpToTheMaximum) {
   TempDir dir;
   TierProbeOptions o = tiny_options();
   o.max_streams = 6;
-  EXPECT_EQ(plan_tier_probe({"d", dir.path(), TierKind::other}, o).streams, (std::vector<unsigned>{1, 2, 4, 6}));
+  EXPECT_EQ(plan_tier_probe({"d", dir.path(), TierKind::other}, o).streams,
+            (std::vector<unsigned>{1, 2, 4, 6}));
 }
 
 TEST(TierProbePlanning, TooLittleFreeSpaceIsAnErrorAndCreatesNothing) {
@@ -131,8 +134,9 @@ TEST(TierProbe, TmpfsRunsBufferedWithOneWarning) {
   TierProbeOptions o = tiny_options();
   o.max_streams = 2;
   int warnings = 0;
-  const TierProfile t = probe_tier(plan_tier_probe({"shm", dir.path(), TierKind::host}, o), o, {},
-                                   [&](const std::string& line) { warnings += line.find("tmpfs") != std::string::npos; });
+  const TierProfile t =
+      probe_tier(plan_tier_probe({"shm", dir.path(), TierKind::host}, o), o, {},
+                 [&](const std::string& line) { warnings += line.find("tmpfs") != std::string::npos; });
   EXPECT_FALSE(t.direct_io);
   EXPECT_GE(warnings, 1);
   EXPECT_TRUE(is_empty_dir(dir.path()));

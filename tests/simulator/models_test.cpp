@@ -29,8 +29,10 @@ Profile overlapping_profile(double read_share, double write_share) {
   for (TierProfile& t : p.tiers) {
     t.mixed_read_gbps = t.read_gbps;
     t.mixed_write_gbps = t.write_gbps;
-    for (auto& pt : t.mixed_read_gbps) pt.value.median = pt.value.min = pt.value.max = pt.value.median * read_share;
-    for (auto& pt : t.mixed_write_gbps) pt.value.median = pt.value.min = pt.value.max = pt.value.median * write_share;
+    for (auto& pt : t.mixed_read_gbps)
+      pt.value.median = pt.value.min = pt.value.max = pt.value.median * read_share;
+    for (auto& pt : t.mixed_write_gbps)
+      pt.value.median = pt.value.min = pt.value.max = pt.value.median * write_share;
   }
   return p;
 }
@@ -55,13 +57,16 @@ TEST(SimGridModel, OneTierUpdateTakesBytesOverBandwidthWhenIoBound) {
 }
 
 TEST(Models, AnalyticAndSimGridAgreeWithinTenPercentOnIoBoundPlans) {
-  for (const Profile& profile : {io_bound_profile(), overlapping_profile(0.75, 0.5), overlapping_profile(0.9, 0.9)}) {
+  for (const Profile& profile :
+       {io_bound_profile(), overlapping_profile(0.75, 0.5), overlapping_profile(0.9, 0.9)}) {
     const Accounting a = accounting("1b", 1, 4);
     std::vector<Plan> plans;
     plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 1.0)}));
-    plans.push_back(plan_for("1b", a.params.total, 1, 4, {plan_tier(profile, "nvme", 0.5), plan_tier(profile, "pfs", 0.5)}));
     plans.push_back(plan_for("1b", a.params.total, 1, 4,
-                             {plan_tier(profile, "shm", 0.7, 2), plan_tier(profile, "nvme", 0.2, 1), plan_tier(profile, "pfs", 0.1, 1)}));
+                             {plan_tier(profile, "nvme", 0.5), plan_tier(profile, "pfs", 0.5)}));
+    plans.push_back(plan_for("1b", a.params.total, 1, 4,
+                             {plan_tier(profile, "shm", 0.7, 2), plan_tier(profile, "nvme", 0.2, 1),
+                              plan_tier(profile, "pfs", 0.1, 1)}));
     Plan cached = plans[1];
     cached.host_cache_subgroups = 8;
     plans.push_back(cached);
@@ -70,7 +75,8 @@ TEST(Models, AnalyticAndSimGridAgreeWithinTenPercentOnIoBoundPlans) {
     for (std::size_t i = 0; i < plans.size(); ++i) {
       const AnalyticBreakdown an = analyze(a, profile, plans[i], kUpdateOnly);
       EXPECT_NEAR(an.prediction.update_s / sims[i].prediction.update_s, 1.0, 0.10)
-          << "plan " << i << " bound " << an.update_bound << (profile.tiers[0].has_mixed() ? " (mixed curves)" : "");
+          << "plan " << i << " bound " << an.update_bound
+          << (profile.tiers[0].has_mixed() ? " (mixed curves)" : "");
     }
   }
 }
@@ -90,7 +96,9 @@ TEST(Models, MeasuredReadWriteOverlapSetsTheOneTierUpdateTime) {
     EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05) << name;
     EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05) << name;
     // Without the mixed curves the same tier time-shares: bytes / bandwidth.
-    EXPECT_NEAR(simulate(a, io_bound_profile(), plan, kUpdateOnly).prediction.update_s / (24.0 * elements / b), 1.0, 0.05)
+    EXPECT_NEAR(
+        simulate(a, io_bound_profile(), plan, kUpdateOnly).prediction.update_s / (24.0 * elements / b), 1.0,
+        0.05)
         << name;
   }
 }
@@ -103,7 +111,8 @@ TEST(Models, MixedCurvesOfATimeSharingDeviceGiveTheTimeSharingPrediction) {
   const Profile measured = overlapping_profile(0.5, 0.5);
   const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(shared, "nvme", 1.0)});
   const auto r = simulate_all(a, shared, {plan}, kUpdateOnly, 1);
-  EXPECT_NEAR(simulate(a, measured, plan, kUpdateOnly).prediction.update_s / r[0].prediction.update_s, 1.0, 0.03);
+  EXPECT_NEAR(simulate(a, measured, plan, kUpdateOnly).prediction.update_s / r[0].prediction.update_s, 1.0,
+              0.03);
   EXPECT_NEAR(analyze(a, measured, plan, kUpdateOnly).prediction.update_s /
                   analyze(a, shared, plan, kUpdateOnly).prediction.update_s,
               1.0, 0.03);
@@ -112,7 +121,8 @@ TEST(Models, MixedCurvesOfATimeSharingDeviceGiveTheTimeSharingPrediction) {
 TEST(Models, ProfileWithoutMixedFiguresFallsBackWithOneWarningLine) {
   const Accounting a = accounting("small", 1, 1);
   const Profile old = io_bound_profile();
-  const Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(old, "nvme", 0.5), plan_tier(old, "pfs", 0.5)});
+  const Plan plan =
+      plan_for("small", a.params.total, 1, 1, {plan_tier(old, "nvme", 0.5), plan_tier(old, "pfs", 0.5)});
   const SimulationResult r = simulate(a, old, plan, kUpdateOnly);
   int lines = 0;
   for (const auto& w : r.warnings) lines += w.find("no mixed read+write figures") != std::string::npos;
@@ -123,9 +133,11 @@ TEST(Models, ProfileWithoutMixedFiguresFallsBackWithOneWarningLine) {
 }
 
 TEST(Models, MoreBandwidthNeverPredictsSlower) {
-  for (const Profile& slow : {io_bound_profile(), overlapping_profile(0.7, 0.6), overlapping_profile(0.5, 1.5)}) {
+  for (const Profile& slow :
+       {io_bound_profile(), overlapping_profile(0.7, 0.6), overlapping_profile(0.5, 1.5)}) {
     const Accounting a = accounting("1b", 1, 2);
-    const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(slow, "nvme", 0.6), plan_tier(slow, "pfs", 0.4)});
+    const Plan plan =
+        plan_for("1b", a.params.total, 1, 2, {plan_tier(slow, "nvme", 0.6), plan_tier(slow, "pfs", 0.4)});
     std::vector<Profile> profiles{slow};
     for (double factor : {1.5, 3.0}) {
       Profile faster = slow;
@@ -160,13 +172,15 @@ TEST(SimGridModel, FallingConcurrencyCurveMakesASlotLimitOfOneFaster) {
   EXPECT_LT(r[1].prediction.update_s, 0.8 * r[0].prediction.update_s);
   EXPECT_GT(r[1].tiers[0].slot_wait_s, 0.0);
   // And the k = 1 plan runs at the one-stream bandwidth.
-  EXPECT_NEAR(r[1].prediction.update_s / (4 * 24.0 * static_cast<double>(a.params_per_rank) / 2e9), 1.0, 0.05);
+  EXPECT_NEAR(r[1].prediction.update_s / (4 * 24.0 * static_cast<double>(a.params_per_rank) / 2e9), 1.0,
+              0.05);
 }
 
 TEST(SimGridModel, OneSimulatedNodeMatchesTheFullClusterOnASharedBackbone) {
   const Profile p = io_bound_profile();
   const Accounting a = accounting("1b", 3, 2);
-  const Plan plan = plan_for("1b", a.params.total, 3, 2, {plan_tier(p, "nvme", 0.4), plan_tier(p, "pfs", 0.6)});
+  const Plan plan =
+      plan_for("1b", a.params.total, 3, 2, {plan_tier(p, "nvme", 0.4), plan_tier(p, "pfs", 0.6)});
   SimulationOptions one = kUpdateOnly;
   one.remote_backbone_gbps = 0.6;  // 0.2 GB/s per node and direction: the backbone binds
   SimulationOptions full = one;
@@ -199,7 +213,8 @@ TEST(Models, HostTierMovesNoBytesAndIsNoSlowerThanStreamingIt) {
   const Profile p = io_bound_profile();
   const Accounting a = accounting("1b", 1, 2);
   for (GradientPolicy gradients : {GradientPolicy::delayed, GradientPolicy::flush_fp32}) {
-    Plan in_place = plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "shm", 0.6), plan_tier(p, "nvme", 0.4)});
+    Plan in_place =
+        plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "shm", 0.6), plan_tier(p, "nvme", 0.4)});
     in_place.gradients = gradients;
     in_place.host_cache_subgroups = 4;
     Plan streamed = in_place;
@@ -231,7 +246,8 @@ TEST(Models, AllStateInPlaceIsAdamBoundAndNeedsNoTierFigures) {
   // 16 cores: 1e10 elements/s).
   const Profile p = io_bound_profile();
   const Accounting a = accounting("1b", 1, 4);
-  const Plan plan = plan_for("1b", a.params.total, 1, 4, {PlanTier{"ram", "", TierKind::memory, 0.5, 0}, plan_tier(p, "shm", 0.5)});
+  const Plan plan = plan_for("1b", a.params.total, 1, 4,
+                             {PlanTier{"ram", "", TierKind::memory, 0.5, 0}, plan_tier(p, "shm", 0.5)});
   const double expected = 4.0 * static_cast<double>(a.params_per_rank) / 1e10;
   const SimulationResult r = simulate(a, p, plan, kUpdateOnly);
   EXPECT_NEAR(r.prediction.update_s / expected, 1.0, 0.05);
@@ -287,7 +303,8 @@ TEST(SimGridModel, TimelineHasRankAndTierLanes) {
     lanes.insert(e.lane);
     EXPECT_LE(e.start, e.end);
   }
-  EXPECT_TRUE(lanes.count("rank 0") && lanes.count("rank 1") && lanes.count("tier nvme") && lanes.count("tier pfs"));
+  EXPECT_TRUE(lanes.count("rank 0") && lanes.count("rank 1") && lanes.count("tier nvme") &&
+              lanes.count("tier pfs"));
 }
 
 TEST(Models, StreamedPlanTierMissingFromProfileIsAnErrorNamingIt) {

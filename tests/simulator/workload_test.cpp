@@ -37,7 +37,8 @@ Plan small_plan(const std::vector<std::string>& tiers, OrderPolicy order, std::i
                 GradientPolicy gradients = GradientPolicy::delayed) {
   const Profile profile = io_bound_profile();
   std::vector<PlanTier> plan_tiers;
-  for (const auto& name : tiers) plan_tiers.push_back(plan_tier(profile, name, 1.0 / static_cast<double>(tiers.size())));
+  for (const auto& name : tiers)
+    plan_tiers.push_back(plan_tier(profile, name, 1.0 / static_cast<double>(tiers.size())));
   Plan p = plan_for("small", 0, 1, 1, plan_tiers);
   p.subgroup_elements = 1024 * 16;
   p.order = order;
@@ -152,7 +153,8 @@ TEST(Workload, LayerFlopsSumToAccountingHardwareFlops) {
     plan.subgroup_elements = std::int64_t{1} << 26;
     const Workload w = make_workload(a, plan);
     const double tokens = static_cast<double>(a.shape.micro_batch * a.shape.seq_len * a.shape.grad_accum);
-    EXPECT_NEAR((w.forward_flops() + w.backward_flops()) / (a.hardware_flops_per_token * tokens), 1.0, 1e-9) << model;
+    EXPECT_NEAR((w.forward_flops() + w.backward_flops()) / (a.hardware_flops_per_token * tokens), 1.0, 1e-9)
+        << model;
     EXPECT_NEAR(w.backward_flops() / w.forward_flops(), 3.0, 1e-9) << model;
   }
 }
@@ -160,7 +162,8 @@ TEST(Workload, LayerFlopsSumToAccountingHardwareFlops) {
 TEST(Workload, BaselineRereadsFp32GradientsInTheUpdate) {
   const Accounting a = account(find_preset("small"), ClusterShape{});
   const Profile profile = io_bound_profile();
-  const Plan plan = mlpo::testing::baseline_of(cache_plan(OrderPolicy::alternating, 0), plan_tier(profile, "nvme", 1.0));
+  const Plan plan =
+      mlpo::testing::baseline_of(cache_plan(OrderPolicy::alternating, 0), plan_tier(profile, "nvme", 1.0));
   const Workload w = make_workload(a, plan);
   EXPECT_EQ(w.read_bytes_per_element, 16);
   EXPECT_EQ(w.write_bytes_per_element, 12);

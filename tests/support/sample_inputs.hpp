@@ -56,14 +56,15 @@ inline GpuProfile gpu(std::int64_t count) {
   return g;
 }
 
-inline PlanTier plan_tier(const Profile& profile, const std::string& name, double fraction, std::int64_t limit = 0) {
+inline PlanTier plan_tier(const Profile& profile, const std::string& name, double fraction,
+                          std::int64_t limit = 0) {
   const TierProfile* t = profile.find_tier(name);
   return PlanTier{t->name, t->path, t->kind, fraction, limit};
 }
 
 // A plan for `model_params` parameters on `nodes` x `ranks` with the given tiers.
-inline Plan plan_for(const std::string& model, std::int64_t model_params, std::int64_t nodes, std::int64_t ranks,
-                     std::vector<PlanTier> tiers) {
+inline Plan plan_for(const std::string& model, std::int64_t model_params, std::int64_t nodes,
+                     std::int64_t ranks, std::vector<PlanTier> tiers) {
   Plan p;
   p.model_name = model;
   p.model_params = model_params;

@@ -39,9 +39,11 @@ class BadInput : public ::testing::Test {
   }
 
   int run(std::vector<std::string> extra, bool with_data = true) {
-    std::vector<std::string> argv = {MLPO_RUN_BIN, "--model", "tiny", "--seq-len", "16", "--threads", "1", "--blas-threads", "1", "--quiet"};
+    std::vector<std::string> argv = {MLPO_RUN_BIN, "--model", "tiny",           "--seq-len", "16",
+                                     "--threads",  "1",       "--blas-threads", "1",         "--quiet"};
     // The default plan's directory (--state-dir and --plan together are an error).
-    if (std::find(extra.begin(), extra.end(), "--plan") == extra.end()) argv.insert(argv.end(), {"--state-dir", dir_ / "state"});
+    if (std::find(extra.begin(), extra.end(), "--plan") == extra.end())
+      argv.insert(argv.end(), {"--state-dir", dir_ / "state"});
     if (with_data) argv.insert(argv.end(), {"--data", data_});
     argv.insert(argv.end(), extra.begin(), extra.end());
     const int code = test::run_to_end(argv, dir_ / "out.txt");
@@ -64,39 +66,47 @@ class BadInput : public ::testing::Test {
 };
 
 TEST_F(BadInput, MissingDataFile) {
-  expect_rejected(run({"--data", dir_ / "nope.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
-                       dir_ / "out.safetensors"}, false),
+  expect_rejected(run({"--data", dir_ / "nope.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume",
+                       "--export-safetensors", dir_ / "out.safetensors"},
+                      false),
                   "nope.bin");
 }
 
 TEST_F(BadInput, TokensOutsideTheModelsVocab) {
-  const std::vector<std::uint16_t> tokens = {1, 2, 3, 999, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  const std::vector<std::uint16_t> tokens = {1,  2,  3,  999, 4,  5,  6,  7,  8,  9,
+                                             10, 11, 12, 13,  14, 15, 16, 17, 18, 19};
   std::string bytes(tokens.size() * 2, '\0');
   std::memcpy(bytes.data(), tokens.data(), bytes.size());
   test::write_file(dir_ / "wide.bin", bytes);
-  expect_rejected(run({"--data", dir_ / "wide.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
-                       dir_ / "out.safetensors"}, false),
+  expect_rejected(run({"--data", dir_ / "wide.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume",
+                       "--export-safetensors", dir_ / "out.safetensors"},
+                      false),
                   "token 999 at position 3 is outside the model's vocabulary of 256");
 }
 
 TEST_F(BadInput, DataMadeWithALargerTokenizerThanTheModelsVocab) {
   std::string tokens(2 * 40, '\0');
-  test::write_file(dir_ / "spm.bin", shard_header(1, 40, 32000) + tokens);  // header[3]: the tokenizer's vocab
-  expect_rejected(run({"--data", dir_ / "spm.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
-                       dir_ / "out.safetensors"}, false),
-                  "spm.bin: was tokenized with a vocabulary of 32000 tokens (its header records it), but the model's "
-                  "vocabulary is 256");
+  test::write_file(dir_ / "spm.bin",
+                   shard_header(1, 40, 32000) + tokens);  // header[3]: the tokenizer's vocab
+  expect_rejected(
+      run({"--data", dir_ / "spm.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
+           dir_ / "out.safetensors"},
+          false),
+      "spm.bin: was tokenized with a vocabulary of 32000 tokens (its header records it), but the model's "
+      "vocabulary is 256");
 }
 
 TEST_F(BadInput, MissingTokenizerFile) {
-  expect_rejected(run({"--tokenizer", dir_ / "tokenizer.model", "--checkpoint-dir", dir_ / "ckpt", "--resume"}),
-                  "--tokenizer " + dir_ / "tokenizer.model" + ": no such file; give a SentencePiece model");
+  expect_rejected(
+      run({"--tokenizer", dir_ / "tokenizer.model", "--checkpoint-dir", dir_ / "ckpt", "--resume"}),
+      "--tokenizer " + dir_ / "tokenizer.model" + ": no such file; give a SentencePiece model");
 }
 
 TEST_F(BadInput, PrepareDataWithAMissingTokenizerFile) {
   test::write_file(dir_ / "text.txt", "hello");
-  const int code = test::run_to_end({MLPO_RUN_BIN, "prepare-data", "--input", dir_ / "text.txt", "--out", dir_ / "t.bin",
-                                     "--tokenizer", dir_ / "none.model"}, dir_ / "out.txt");
+  const int code = test::run_to_end({MLPO_RUN_BIN, "prepare-data", "--input", dir_ / "text.txt", "--out",
+                                     dir_ / "t.bin", "--tokenizer", dir_ / "none.model"},
+                                    dir_ / "out.txt");
   output_ = test::read_file(dir_ / "out.txt");
   expect_rejected(code, "--tokenizer " + dir_ / "none.model" + ": no such file");
   EXPECT_FALSE(fs::exists(dir_ / "t.bin"));
@@ -105,13 +115,14 @@ TEST_F(BadInput, PrepareDataWithAMissingTokenizerFile) {
 // A GPU that cannot be used: on a machine without one CUDA's reason ("no usable CUDA device:
 // CUDA driver version is insufficient ..."), on a GPU machine "no such GPU"; never a CPU run.
 TEST_F(BadInput, CudaBackendThatCannotBeServed) {
-  expect_rejected(run({"--backend", "cuda:999", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
-                       dir_ / "out.safetensors"}),
+  expect_rejected(run({"--backend", "cuda:999", "--checkpoint-dir", dir_ / "ckpt", "--resume",
+                       "--export-safetensors", dir_ / "out.safetensors"}),
                   "--backend cuda:999: ");
 }
 
 TEST_F(BadInput, UnknownBackend) {
-  expect_rejected(run({"--backend", "tpu", "--checkpoint-dir", dir_ / "ckpt", "--resume"}), "unknown compute backend 'tpu'");
+  expect_rejected(run({"--backend", "tpu", "--checkpoint-dir", dir_ / "ckpt", "--resume"}),
+                  "unknown compute backend 'tpu'");
 }
 
 TEST_F(BadInput, PlanForAnotherModel) {
@@ -127,18 +138,22 @@ TEST_F(BadInput, UnreadableCheckpoint) {
   const std::string manifest = dir_ / "ckpt/ckpt-2/manifest.json";
   test::write_file(manifest, "{ not json");
   before_ = snapshot(dir_ / "ckpt");
-  expect_rejected(run({"--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors", dir_ / "out.safetensors"}),
-                  "manifest.json");
+  expect_rejected(
+      run({"--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors", dir_ / "out.safetensors"}),
+      "manifest.json");
 }
 
 TEST_F(BadInput, CheckpointOfAnotherModel) {
-  test::write_file(dir_ / "other.json",
-                   R"({"schema": "mlpo.model/1", "name": "other", "vocab": 256, "hidden": 64, "layers": 4, "heads": 4,
+  test::write_file(
+      dir_ / "other.json",
+      R"({"schema": "mlpo.model/1", "name": "other", "vocab": 256, "hidden": 64, "layers": 4, "heads": 4,
                        "kv_heads": 2, "ffn_hidden": 384, "seq_len": 16})");
-  std::vector<std::string> argv = {"--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors", dir_ / "out.safetensors"};
+  std::vector<std::string> argv = {"--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
+                                   dir_ / "out.safetensors"};
   const int code = [&] {
-    std::vector<std::string> full = {MLPO_RUN_BIN, "--model", dir_ / "other.json", "--threads", "1", "--quiet", "--data", data_,
-                                     "--state-dir", dir_ / "state"};
+    std::vector<std::string> full = {
+        MLPO_RUN_BIN, "--model", dir_ / "other.json", "--threads",   "1", "--quiet",
+        "--data",     data_,     "--state-dir",       dir_ / "state"};
     full.insert(full.end(), argv.begin(), argv.end());
     const int c = test::run_to_end(full, dir_ / "out.txt");
     output_ = test::read_file(dir_ / "out.txt");
@@ -168,8 +183,9 @@ TEST_F(BadInput, MinLrAboveLrIsOneLineWithoutTheDefaultPlan) {
 TEST_F(BadInput, NoCheckpointYetIsNotNotedBeforeAnError) {
   Plan plan = test::memory_plan(18'000'000);
   save_plan(plan, dir_ / "small-plan.json");
-  expect_rejected(run({"--plan", dir_ / "small-plan.json", "--checkpoint-dir", dir_ / "empty-ckpt", "--resume"}),
-                  "--plan: made for a model of 18000000 parameters");
+  expect_rejected(
+      run({"--plan", dir_ / "small-plan.json", "--checkpoint-dir", dir_ / "empty-ckpt", "--resume"}),
+      "--plan: made for a model of 18000000 parameters");
 }
 
 // Refused before training: on the old code the run trained and failed only at the export.
@@ -183,8 +199,9 @@ TEST_F(BadInput, ExportPathThatIsADirectory) {
 
 TEST_F(BadInput, LogPathThatIsADirectory) {
   fs::create_directories(dir_ / "log-dir");
-  expect_rejected(run({"--steps", "3", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--log", dir_ / "log-dir"}),
-                  "--log " + (dir_ / "log-dir") + ": is a directory");
+  expect_rejected(
+      run({"--steps", "3", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--log", dir_ / "log-dir"}),
+      "--log " + (dir_ / "log-dir") + ": is a directory");
 }
 
 TEST_F(BadInput, CheckpointDirectoryThatIsAFile) {

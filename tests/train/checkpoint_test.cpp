@@ -45,10 +45,12 @@ TEST(Checkpoint, KeepsOnlyTheLatestCompleteCheckpoint) {
   for (const auto& e : fs::directory_iterator(dir / "ckpt")) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"ckpt-3", "latest"}));  // ckpt-2 removed, no .tmp left
-  for (const char* f : {"manifest.json", "model.safetensors", "optimizer.rank0.p.f32", "optimizer.rank0.m.f32", "optimizer.rank0.v.f32"})
+  for (const char* f : {"manifest.json", "model.safetensors", "optimizer.rank0.p.f32",
+                        "optimizer.rank0.m.f32", "optimizer.rank0.v.f32"})
     EXPECT_TRUE(fs::exists(dir / ("ckpt/ckpt-3/" + std::string(f)))) << f;
   const ParameterLayout layout(ModelShape{256, 128, 4, 4, 2, 384, 32});
-  EXPECT_EQ(fs::file_size(dir / "ckpt/ckpt-3/optimizer.rank0.v.f32"), static_cast<std::uintmax_t>(layout.total()) * 4);
+  EXPECT_EQ(fs::file_size(dir / "ckpt/ckpt-3/optimizer.rank0.v.f32"),
+            static_cast<std::uintmax_t>(layout.total()) * 4);
 }
 
 TEST(Checkpoint, WeightsUseHuggingFaceLlamaNamesAndShapes) {
@@ -83,7 +85,8 @@ TEST(Checkpoint, CorruptStateFileIsRejectedOnOpen) {
   m[1000] = static_cast<char>(m[1000] ^ 1);
   test::write_file(dir / "ckpt/ckpt-3/optimizer.rank0.m.f32", m);
   try {
-    Checkpoint::open_latest(dir / "ckpt", o.model, ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
+    Checkpoint::open_latest(dir / "ckpt", o.model,
+                            ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
     FAIL() << "a corrupt checkpoint was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("optimizer.rank0.m.f32"), std::string::npos) << e.what();
@@ -114,7 +117,8 @@ TEST(Checkpoint, ResumesTheSingleFileFormatOfVersion1) {
   ASSERT_EQ(files["state"].size(), 1u);
   Json v1_files{{"weights", files["weights"]}};
   for (const char* a : {"p", "m", "v"}) {
-    const std::string old_name = files["state"][0][a]["name"], new_name = std::string("optimizer.") + a + ".f32";
+    const std::string old_name = files["state"][0][a]["name"],
+                      new_name = std::string("optimizer.") + a + ".f32";
     fs::rename(ckpt + "/" + old_name, ckpt + "/" + new_name);
     v1_files[a] = files["state"][0][a];
     v1_files[a]["name"] = new_name;
@@ -194,7 +198,9 @@ TEST(Checkpoint, ResumeFallsBackToTheNewestCompleteCheckpointWhenLatestIsMissing
   EXPECT_EQ(result.summary["first_step"], 5);
   EXPECT_TRUE(test::read_file(dir / "resumed.safetensors") == test::read_file(dir / "whole.safetensors"));
   bool said = false;
-  for (const auto& n : notes) said |= n.find("latest is missing; resuming from the newest complete checkpoint ckpt-4") != std::string::npos;
+  for (const auto& n : notes)
+    said |=
+        n.find("latest is missing; resuming from the newest complete checkpoint ckpt-4") != std::string::npos;
   EXPECT_TRUE(said) << "no note about the missing latest";
   EXPECT_EQ(entries(dir / "ckpt"), (std::vector<std::string>{"ckpt-6", "latest"}));
 }
@@ -255,7 +261,9 @@ TEST(Checkpoint, EditedManifestIsRejected) {
   Json manifest = Json::parse(original);
   ASSERT_TRUE(manifest.contains("manifest_crc32c"));
   test::write_file(path, manifest.dump(4));
-  EXPECT_NE(error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); }).find(path + ": its bytes differ"),
+  EXPECT_NE(error_of([&] {
+              Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+            }).find(path + ": its bytes differ"),
             std::string::npos);
   test::write_file(path, original);
   EXPECT_NO_THROW(Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()));
@@ -268,7 +276,9 @@ TEST(Checkpoint, EditedManifestIsRejected) {
   manifest = Json::parse(original);
   manifest.erase("manifest_crc32c");
   test::write_file(path, manifest.dump(2));
-  EXPECT_NE(error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); }).find("no manifest_crc32c"),
+  EXPECT_NE(error_of([&] {
+              Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+            }).find("no manifest_crc32c"),
             std::string::npos);
 }
 
@@ -299,9 +309,12 @@ TEST(Checkpoint, DamagedNewestCheckpointIsAnErrorNamingTheOlderOne) {
   test::write_file(dir / "ckpt/ckpt-4/optimizer.rank0.v.f32", v);
   for (bool with_latest : {true, false}) {
     if (!with_latest) fs::remove(dir / "ckpt/latest");
-    const std::string error = error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
+    const std::string error =
+        error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
     EXPECT_NE(error.find("ckpt-4/optimizer.rank0.v.f32: CRC32C differs"), std::string::npos) << error;
-    EXPECT_NE(error.find("ckpt-2 is an older complete checkpoint: remove " + dir / "ckpt/ckpt-4"), std::string::npos) << error;
+    EXPECT_NE(error.find("ckpt-2 is an older complete checkpoint: remove " + dir / "ckpt/ckpt-4"),
+              std::string::npos)
+        << error;
   }
 }
 
@@ -338,9 +351,11 @@ TEST(Checkpoint, RunWithoutRoomForACheckpointIsRefusedBeforeItStarts) {
   o.model = find_preset("mlpo-280b");  // a 3.9 TB checkpoint, far more than any test machine's disk
   o.model.seq_len = 32;
   const std::uint64_t needed = checkpoint_bytes(static_cast<std::int64_t>(270e9), 1, 1);
-  if (io::free_bytes(dir.path(), "test") >= needed) GTEST_SKIP() << "the temp dir has room for a 280B checkpoint";
+  if (io::free_bytes(dir.path(), "test") >= needed)
+    GTEST_SKIP() << "the temp dir has room for a 280B checkpoint";
   const std::string error = error_of([&] { train(o, {}); });
-  EXPECT_NE(error.find("--checkpoint-dir " + dir / "ckpt" + ": a checkpoint needs "), std::string::npos) << error;
+  EXPECT_NE(error.find("--checkpoint-dir " + dir / "ckpt" + ": a checkpoint needs "), std::string::npos)
+      << error;
   EXPECT_NE(error.find(" free; free space there, or choose a --checkpoint-dir"), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(dir / "ckpt"));
   EXPECT_FALSE(fs::exists(dir / "state"));
@@ -358,7 +373,8 @@ TEST(Checkpoint, NonFiniteStepStopsTheRunAndKeepsTheLastCheckpoint) {
   const std::string error = error_of([&] { train(o, {{}, [&](const Json& rec) { logged = rec["step"]; }}); });
   const std::string expect = "step " + std::to_string(logged + 1) + ": the loss is ";
   EXPECT_EQ(error.rfind(expect, 0), 0u) << error;
-  EXPECT_NE(error.find("(not finite); the run stops before updating the weights"), std::string::npos) << error;
+  EXPECT_NE(error.find("(not finite); the run stops before updating the weights"), std::string::npos)
+      << error;
   EXPECT_NE(error.find("ckpt-" + std::to_string(logged) + ", is untouched"), std::string::npos) << error;
   ASSERT_GT(logged, 0);
   const auto c = Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());

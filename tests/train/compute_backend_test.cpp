@@ -38,7 +38,8 @@ TEST(BackendChoice, RejectsWhatItDoesNotKnowNamingTheOption) {
       parse_backend(bad, "--backend");
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("--backend: unknown compute backend"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--backend: unknown compute backend"), std::string::npos)
+          << e.what();
       EXPECT_NE(std::string(e.what()).find("cuda:N"), std::string::npos) << e.what();
     }
   }
@@ -90,8 +91,11 @@ std::int64_t allocated_by_training(const ModelShape& shape, const TrainingFootpr
   const ParameterLayout layout(shape);
   const std::vector<bf16> host(static_cast<std::size_t>(layout.total()));
   std::unique_ptr<WeightProvider> provider;
-  if (weight_slots(f) > 0) provider = std::make_unique<HostStreamedWeights>(counting, layout, DType::bf16, host.data(), weight_slots(f));
-  else provider = std::make_unique<ResidentWeights>(counting, layout, DType::bf16);
+  if (weight_slots(f) > 0)
+    provider =
+        std::make_unique<HostStreamedWeights>(counting, layout, DType::bf16, host.data(), weight_slots(f));
+  else
+    provider = std::make_unique<ResidentWeights>(counting, layout, DType::bf16);
   TransformerModel model(counting, shape, {f.micro_batch, DType::bf16, streams_gradients(f)}, provider.get());
   const comm::ZeroPartition partition(layout.total(), 1, 0);
   GradientHandover handover(counting, layout, partition, nullptr);
@@ -136,16 +140,24 @@ TEST(TrainingMemoryCheck, ShortfallNamesNeededAndAvailableAndSuggestsParamOffloa
   off.param_offload = true;
   const DeviceMemoryNeed offloaded = training_device_memory(shape, off, 1000);
   ASSERT_LT(offloaded.total(), need.total());
-  EXPECT_NO_THROW(require_training_memory(need, f, &offloaded, static_cast<std::size_t>(need.total()), 1 << 30, "cuda:0", ""));
+  EXPECT_NO_THROW(require_training_memory(need, f, &offloaded, static_cast<std::size_t>(need.total()),
+                                          1 << 30, "cuda:0", ""));
   const auto available = static_cast<std::size_t>(offloaded.total());  // fits only with offload
   try {
-    require_training_memory(need, f, &offloaded, available, std::size_t{1} << 30, "cuda:0 (test)", " under --gpu-memory-limit");
+    require_training_memory(need, f, &offloaded, available, std::size_t{1} << 30, "cuda:0 (test)",
+                            " under --gpu-memory-limit");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("the run needs " + need.describe() + " of memory on cuda:0 (test)"), std::string::npos) << m;
-    EXPECT_NE(m.find(format_bytes(static_cast<double>(available)) + " available under --gpu-memory-limit (1.0 GiB in all"), std::string::npos) << m;
-    EXPECT_NE(m.find("short by " + format_bytes(static_cast<double>(need.total() - offloaded.total()))), std::string::npos) << m;
+    EXPECT_NE(m.find("the run needs " + need.describe() + " of memory on cuda:0 (test)"), std::string::npos)
+        << m;
+    EXPECT_NE(m.find(format_bytes(static_cast<double>(available)) +
+                     " available under --gpu-memory-limit (1.0 GiB in all"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("short by " + format_bytes(static_cast<double>(need.total() - offloaded.total()))),
+              std::string::npos)
+        << m;
     EXPECT_NE(m.find("use --param-offload"), std::string::npos) << m;
   }
   // Already offloaded and still short: the fix is a smaller micro-batch or sequence.
@@ -153,7 +165,8 @@ TEST(TrainingMemoryCheck, ShortfallNamesNeededAndAvailableAndSuggestsParamOffloa
     require_training_memory(offloaded, off, nullptr, 1000, std::size_t{1} << 30, "cuda:0", "");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("smaller --micro-batch or --seq-len"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("smaller --micro-batch or --seq-len"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -55,13 +55,14 @@ std::vector<std::pair<std::int64_t, double>> logged_losses(const std::string& pa
   return out;
 }
 
-const char* const kCheckedFiles[] = {"manifest.json", "model.safetensors", "optimizer.rank0.p.f32", "optimizer.rank0.m.f32",
-                                     "optimizer.rank0.v.f32"};
+const char* const kCheckedFiles[] = {"manifest.json", "model.safetensors", "optimizer.rank0.p.f32",
+                                     "optimizer.rank0.m.f32", "optimizer.rank0.v.f32"};
 
 TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterruptedRun) {
   const char* replay = std::getenv("MLPO_CRASH_SEED");
-  const auto seed = replay ? static_cast<std::uint32_t>(std::strtoul(replay, nullptr, 10))
-                           : static_cast<std::uint32_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  const auto seed =
+      replay ? static_cast<std::uint32_t>(std::strtoul(replay, nullptr, 10))
+             : static_cast<std::uint32_t>(std::chrono::system_clock::now().time_since_epoch().count());
   std::printf("crash safety: seed %u (replay with MLPO_CRASH_SEED=%u)\n", seed, seed);
   SCOPED_TRACE("MLPO_CRASH_SEED=" + std::to_string(seed));
   std::mt19937 rng(seed);
@@ -74,18 +75,45 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
   const std::int64_t params = ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
   save_plan(test::two_tier_plan(params, dir / "a", dir / "b"), dir / "plan.json");
   auto args = [&](const std::string& run_dir) {
-    return std::vector<std::string>{MLPO_RUN_BIN, "--model", "tiny", "--seq-len", "32", "--micro-batch", "2",
-                                    "--data", data, "--plan", dir / "plan.json", "--steps", "12", "--seed", "5",
-                                    "--warmup-steps", "2", "--threads", "2", "--blas-threads", "1", "--quiet",
-                                    "--checkpoint-dir", run_dir + "/ckpt", "--checkpoint-every", "1", "--resume",
-                                    "--log", run_dir + "/run.jsonl", "--export-safetensors", run_dir + "/final.safetensors"};
+    return std::vector<std::string>{MLPO_RUN_BIN,
+                                    "--model",
+                                    "tiny",
+                                    "--seq-len",
+                                    "32",
+                                    "--micro-batch",
+                                    "2",
+                                    "--data",
+                                    data,
+                                    "--plan",
+                                    dir / "plan.json",
+                                    "--steps",
+                                    "12",
+                                    "--seed",
+                                    "5",
+                                    "--warmup-steps",
+                                    "2",
+                                    "--threads",
+                                    "2",
+                                    "--blas-threads",
+                                    "1",
+                                    "--quiet",
+                                    "--checkpoint-dir",
+                                    run_dir + "/ckpt",
+                                    "--checkpoint-every",
+                                    "1",
+                                    "--resume",
+                                    "--log",
+                                    run_dir + "/run.jsonl",
+                                    "--export-safetensors",
+                                    run_dir + "/final.safetensors"};
   };
   // The checkpoint pause widens the mid-checkpoint window (15 ms after each of its 4 files).
   const std::vector<std::string> env = {"MLPO_TEST_SLOW_CHECKPOINT_MS=15"};
 
   fs::create_directories(dir / "reference");
   const auto t0 = Clock::now();
-  ASSERT_EQ(test::run_to_end(args(dir / "reference"), dir / "reference/out.txt", env), 0) << test::read_file(dir / "reference/out.txt");
+  ASSERT_EQ(test::run_to_end(args(dir / "reference"), dir / "reference/out.txt", env), 0)
+      << test::read_file(dir / "reference/out.txt");
   const double full_s = std::chrono::duration<double>(Clock::now() - t0).count();
   const std::string reference = test::read_file(dir / "reference/final.safetensors");
   ASSERT_FALSE(reference.empty());
@@ -110,7 +138,9 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
       // The checkpoint the restart must resume from: the one `latest` names, else the newest.
       const auto complete = complete_checkpoints(ckpt);
       const auto latest = read_latest(ckpt);
-      const std::int64_t resume_step = latest ? *checkpoint_step(*latest) : complete.empty() ? 0 : complete.front();
+      const std::int64_t resume_step = latest             ? *checkpoint_step(*latest)
+                                       : complete.empty() ? 0
+                                                          : complete.front();
 
       // One flipped byte in a file the restart reads: it must stop with exit 2 naming the file,
       // having resumed nothing; then the byte is restored and the chain goes on.
@@ -124,9 +154,11 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
         bad[at] = static_cast<char>(bad[at] ^ std::uniform_int_distribution<int>(1, 255)(rng));
         test::write_file(file, bad);
         const std::vector<std::string> trace_env = {env[0], "MLPO_TRACE_PHASES=" + trace};
-        EXPECT_EQ(test::run_to_end(args(run_dir), output, trace_env), 2) << file << " byte " << at << ":\n" << test::read_file(output);
-        EXPECT_NE(test::read_file(output).find(file), std::string::npos) << "the error does not name " << file << ":\n"
-                                                                          << test::read_file(output);
+        EXPECT_EQ(test::run_to_end(args(run_dir), output, trace_env), 2) << file << " byte " << at << ":\n"
+                                                                         << test::read_file(output);
+        EXPECT_NE(test::read_file(output).find(file), std::string::npos)
+            << "the error does not name " << file << ":\n"
+            << test::read_file(output);
         EXPECT_EQ(first_line(trace), "") << "a run resumed from a checkpoint with a flipped byte in " << file;
         EXPECT_EQ(complete_checkpoints(ckpt), complete) << "the failed restart changed the checkpoints";
         test::write_file(file, good);
@@ -145,9 +177,11 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
         const auto deadline = Clock::now() + std::chrono::seconds(60);
         while (!child.exited() && last_line(trace).rfind(phase, 0) != 0 && Clock::now() < deadline)
           std::this_thread::sleep_for(std::chrono::microseconds(300));
-        std::this_thread::sleep_for(std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(rng)));
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(rng)));
       } else {
-        std::this_thread::sleep_for(std::chrono::duration<double>(std::uniform_real_distribution<double>(0.0, 0.7 * full_s)(rng)));
+        std::this_thread::sleep_for(
+            std::chrono::duration<double>(std::uniform_real_distribution<double>(0.0, 0.7 * full_s)(rng)));
       }
       if (!child.exited()) {
         child.kill9();
@@ -156,12 +190,15 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
       const int st = child.status();
       const std::string started = first_line(trace);
       if (!started.empty()) {
-        EXPECT_EQ(started, "started " + std::to_string(resume_step)) << "did not resume from the last complete checkpoint";
+        EXPECT_EQ(started, "started " + std::to_string(resume_step))
+            << "did not resume from the last complete checkpoint";
         if (latest_removed && resume_step > 0) {
-          EXPECT_NE(test::read_file(output).find("latest is missing; resuming from the newest complete checkpoint ckpt-" +
-                                                 std::to_string(resume_step)),
+          EXPECT_NE(test::read_file(output).find(
+                        "latest is missing; resuming from the newest complete checkpoint ckpt-" +
+                        std::to_string(resume_step)),
                     std::string::npos)
-              << "the fallback was not announced:\n" << test::read_file(output);
+              << "the fallback was not announced:\n"
+              << test::read_file(output);
         }
       }
       if (WIFEXITED(st)) {
@@ -169,11 +206,14 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
         EXPECT_TRUE(test::read_file(run_dir + "/final.safetensors") == reference)
             << "chain " << chains - 1 << ": weights differ from the uninterrupted run's";
         for (const std::string f : kCheckedFiles) {
-          if (f == "manifest.json") continue;  // its settings hold nothing run-specific, but compare the state itself
-          EXPECT_TRUE(test::read_file(ckpt + "/ckpt-12/" + f) == test::read_file(dir / ("reference/ckpt/ckpt-12/" + f)))
+          if (f == "manifest.json")
+            continue;  // its settings hold nothing run-specific, but compare the state itself
+          EXPECT_TRUE(test::read_file(ckpt + "/ckpt-12/" + f) ==
+                      test::read_file(dir / ("reference/ckpt/ckpt-12/" + f)))
               << "chain " << chains - 1 << ": " << f << " differs from the uninterrupted run's";
         }
-        EXPECT_EQ(logged_losses(run_dir + "/run.jsonl"), reference_log) << "chain " << chains - 1 << ": the run log differs";
+        EXPECT_EQ(logged_losses(run_dir + "/run.jsonl"), reference_log)
+            << "chain " << chains - 1 << ": the run log differs";
         break;
       }
       ASSERT_EQ(WTERMSIG(st), SIGKILL);
@@ -183,9 +223,10 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
       mid_checkpoint += at.rfind("checkpoint-begin", 0) == 0;
     }
   }
-  std::printf("crash safety: %d kills (%d mid-update, %d mid-checkpoint) over %d chains, %d runs, %d without latest, "
-              "%d flipped bytes detected; uninterrupted run %.2f s\n",
-              kills, mid_update, mid_checkpoint, chains, attempts, no_latest, flips, full_s);
+  std::printf(
+      "crash safety: %d kills (%d mid-update, %d mid-checkpoint) over %d chains, %d runs, %d without latest, "
+      "%d flipped bytes detected; uninterrupted run %.2f s\n",
+      kills, mid_update, mid_checkpoint, chains, attempts, no_latest, flips, full_s);
   EXPECT_GE(mid_update, 2);
   EXPECT_GE(mid_checkpoint, 2);
 }

@@ -27,7 +27,8 @@ class Evaluation : public ::testing::Test {
   void SetUp() override {
     data_ = test::make_token_file(dir_);
     std::string held_out;
-    for (int i = 0; i < 80; ++i) held_out += "while (j < m) total += y[j] * v[j++]; // " + std::to_string(i) + "\n";
+    for (int i = 0; i < 80; ++i)
+      held_out += "while (j < m) total += y[j] * v[j++]; // " + std::to_string(i) + "\n";
     test::write_file(dir_ / "val.txt", held_out);
     prepare_data({dir_ / "val.txt"}, dir_ / "val.bin");
   }
@@ -109,7 +110,9 @@ TEST_F(Evaluation, MoreEvalTokensThanTheDataHoldsIsRefusedWithTheNumbers) {
     FAIL() << "accepted --eval-tokens beyond the eval data";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("--eval-tokens 1048576: --eval-data " + dir_ / "val.bin" + " holds "), std::string::npos) << what;
+    EXPECT_NE(what.find("--eval-tokens 1048576: --eval-data " + dir_ / "val.bin" + " holds "),
+              std::string::npos)
+        << what;
     EXPECT_NE(what.find("give --eval-tokens <= "), std::string::npos) << what;
   }
   o = options();

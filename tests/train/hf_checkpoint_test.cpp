@@ -22,7 +22,8 @@ struct Fixture {
   ModelSpec spec = test::tiny_model();
   ParameterLayout layout{shape_of(spec)};
   std::vector<float> values = test::test_values(layout.total());
-  test::HfDirectory hf = test::make_hf_directory(spec, values, [](std::size_t e) { return kDtypes[e % 3]; }, 3);
+  test::HfDirectory hf = test::make_hf_directory(
+      spec, values, [](std::size_t e) { return kDtypes[e % 3]; }, 3);
   std::string path = dir / "hf";
 };
 
@@ -50,7 +51,8 @@ TEST(HfCheckpoint, ImportsShardedCheckpointOfBf16Fp16AndFp32Tensors) {
   for (std::size_t e = 0; e < f.layout.entries().size(); ++e) {
     const ParameterEntry& entry = f.layout.entries()[e];
     for (std::int64_t i = entry.offset; i < entry.offset + entry.numel(); ++i)
-      ASSERT_EQ(got[static_cast<std::size_t>(i)], test::stored_value(f.values[static_cast<std::size_t>(i)], kDtypes[e % 3]))
+      ASSERT_EQ(got[static_cast<std::size_t>(i)],
+                test::stored_value(f.values[static_cast<std::size_t>(i)], kDtypes[e % 3]))
           << entry.name << " element " << i - entry.offset;
   }
 }
@@ -68,7 +70,8 @@ TEST(HfCheckpoint, ReadsTensorByTensorThroughABoundedBuffer) {
   for (std::size_t e = 0; e < f.layout.entries().size(); ++e) {
     const ParameterEntry& entry = f.layout.entries()[e];
     if (entry.offset >= layer.offset && entry.offset < layer.offset + layer.count)
-      layer_bytes += static_cast<std::uint64_t>(entry.numel()) * (kDtypes[e % 3] == std::string("F32") ? 4 : 2);
+      layer_bytes +=
+          static_cast<std::uint64_t>(entry.numel()) * (kDtypes[e % 3] == std::string("F32") ? 4 : 2);
   }
   EXPECT_EQ(checkpoint.stats().bytes, layer_bytes);
   EXPECT_LE(checkpoint.stats().largest_read, staging);
@@ -80,7 +83,8 @@ TEST(HfCheckpoint, SingleFileAndTiedEmbeddingsWithoutLmHead) {
   f.spec.tied_embeddings = true;
   f.layout = ParameterLayout(shape_of(f.spec));
   f.values = test::test_values(f.layout.total());
-  f.hf = test::make_hf_directory(f.spec, f.values, [](std::size_t) { return "BF16"; }, 1);
+  f.hf = test::make_hf_directory(
+      f.spec, f.values, [](std::size_t) { return "BF16"; }, 1);
   EXPECT_EQ(open_error(f, f.spec), "");
   // A tied checkpoint that still carries lm_head.weight (transformers ties it on load): ignored.
   f.hf.shards[0].push_back(f.hf.shards[0].front());
@@ -102,7 +106,10 @@ TEST(HfCheckpoint, WrongShapeIsNamed) {
   auto* t = f.hf.find("model.layers.1.self_attn.k_proj.weight");
   std::swap(t->entry.shape[0], t->entry.shape[1]);  // transposed: same bytes, wrong shape
   const std::string e = open_error(f, f.spec);
-  EXPECT_NE(e.find("tensor model.layers.1.self_attn.k_proj.weight: shape [128, 64], the model needs [64, 128]"), std::string::npos) << e;
+  EXPECT_NE(
+      e.find("tensor model.layers.1.self_attn.k_proj.weight: shape [128, 64], the model needs [64, 128]"),
+      std::string::npos)
+      << e;
 }
 
 TEST(HfCheckpoint, UnsupportedDtypeIsNamed) {
@@ -124,7 +131,9 @@ TEST(HfCheckpoint, TruncatedShardIsNamed) {
     HfCheckpoint checkpoint(f.path, f.spec);
     FAIL() << "opened a truncated checkpoint";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tensor lm_head.weight: data_offsets end at byte"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tensor lm_head.weight: data_offsets end at byte"),
+              std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
 }
@@ -139,8 +148,10 @@ TEST(HfCheckpoint, IndexThatDoesNotMatchTheShardsIsNamed) {
     HfCheckpoint checkpoint(f.path, f.spec);
     FAIL() << "opened a checkpoint with a bad index";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("weight_map: tensor model.norm.weight -> model-00001-of-00003.safetensors"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "weight_map: tensor model.norm.weight -> model-00001-of-00003.safetensors"),
+              std::string::npos)
+        << e.what();
   }
   index["weight_map"]["model.norm.weight"] = "model-00009-of-00009.safetensors";  // no such file
   test::write_file(f.path + "/model.safetensors.index.json", index.dump());
@@ -148,7 +159,8 @@ TEST(HfCheckpoint, IndexThatDoesNotMatchTheShardsIsNamed) {
     HfCheckpoint checkpoint(f.path, f.spec);
     FAIL() << "opened a checkpoint whose index names a missing shard";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("model-00009-of-00009.safetensors: cannot open"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model-00009-of-00009.safetensors: cannot open"), std::string::npos)
+        << e.what();
   }
 }
 

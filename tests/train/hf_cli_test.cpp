@@ -20,8 +20,9 @@ class HfCli : public ::testing::Test {
   void SetUp() override { data_ = test::make_token_file(dir_); }
 
   int run(std::vector<std::string> extra) {
-    std::vector<std::string> argv = {MLPO_RUN_BIN, "--seq-len", "16", "--threads", "1", "--blas-threads", "1", "--steps", "1",
-                                     "--state-dir", dir_ / "state", "--quiet", "--data", data_};
+    std::vector<std::string> argv = {MLPO_RUN_BIN,     "--seq-len", "16",      "--threads", "1",
+                                     "--blas-threads", "1",         "--steps", "1",         "--state-dir",
+                                     dir_ / "state",   "--quiet",   "--data",  data_};
     argv.insert(argv.end(), extra.begin(), extra.end());
     const int code = test::run_to_end(argv, dir_ / "out.txt");
     output_ = test::read_file(dir_ / "out.txt");
@@ -36,8 +37,11 @@ TEST_F(HfCli, AnExportStartsARunThatTakesItsModelFromConfigJson) {
   ASSERT_EQ(run({"--model", "tiny", "--export-safetensors", dir_ / "hf"}), 0) << output_;
   ASSERT_TRUE(fs::exists(dir_ / "hf/config.json"));
   ASSERT_TRUE(fs::exists(dir_ / "hf/model.safetensors"));  // 1.7 MB: one shard, no index
-  ASSERT_EQ(run({"--init-from", dir_ / "hf", "--export-safetensors", dir_ / "next.safetensors"}), 0) << output_;
-  EXPECT_NE(output_.find("init: weights from " + dir_ / "hf" + " (BF16), fresh optimizer state"), std::string::npos) << output_;
+  ASSERT_EQ(run({"--init-from", dir_ / "hf", "--export-safetensors", dir_ / "next.safetensors"}), 0)
+      << output_;
+  EXPECT_NE(output_.find("init: weights from " + dir_ / "hf" + " (BF16), fresh optimizer state"),
+            std::string::npos)
+      << output_;
   EXPECT_TRUE(fs::exists(dir_ / "next.safetensors"));
   // --model DIR/config.json is the same model.
   EXPECT_EQ(run({"--model", dir_ / "hf/config.json", "--init-from", dir_ / "hf"}), 0) << output_;

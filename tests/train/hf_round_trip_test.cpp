@@ -48,16 +48,18 @@ void expect_same_files(const std::string& a, const std::string& b) {
   std::size_t files = 0;
   for (const auto& entry : fs::directory_iterator(a)) {
     const std::string name = entry.path().filename().string();
-    EXPECT_TRUE(test::read_file(entry.path().string()) == test::read_file(b + "/" + name)) << name << " differs";
+    EXPECT_TRUE(test::read_file(entry.path().string()) == test::read_file(b + "/" + name))
+        << name << " differs";
     ++files;
   }
-  EXPECT_EQ(files, static_cast<std::size_t>(std::distance(fs::directory_iterator(b), fs::directory_iterator())));
+  EXPECT_EQ(files,
+            static_cast<std::size_t>(std::distance(fs::directory_iterator(b), fs::directory_iterator())));
 }
 
 TEST(HfRoundTrip, ExportedDirectoryIsAShardedLlamaCheckpoint) {
   TempDir dir;
   TrainOptions o = options(test::make_token_file(dir), 1);
-  o.export_safetensors = dir / "hf/";  // a directory, also when named with a trailing slash
+  o.export_safetensors = dir / "hf/";               // a directory, also when named with a trailing slash
   o.export_tokenizer_files = {dir / "corpus.txt"};  // stands in for a tokenizer.model
   train(o, {});
   const Json index = Json::parse(test::read_file(dir / "hf/model.safetensors.index.json"));
@@ -151,7 +153,9 @@ TEST(HfRoundTrip, ModelAndConfigThatDifferAreRefusedBeforeAnythingIsWritten) {
     train(b, {});
     FAIL() << "trained from a checkpoint of another model";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("intermediate_size 384, but --model tiny has 256"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("intermediate_size 384, but --model tiny has 256"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(fs::exists(dir / "b"));
 }

@@ -53,7 +53,8 @@ struct HfDirectory {
       }
       write_file(dir + "/" + name, safetensors_header(entries, {{"format", "pt"}}) + data);
     }
-    if (shards.size() > 1 && index) write_file(dir + "/model.safetensors.index.json", Json{{"weight_map", map}}.dump());
+    if (shards.size() > 1 && index)
+      write_file(dir + "/model.safetensors.index.json", Json{{"weight_map", map}}.dump());
   }
 };
 
@@ -80,16 +81,18 @@ inline std::string encode(std::span<const float> values, const std::string& dtyp
 // `values`: layout.total() fp32 values in flat order; tensor e gets dtype_of(e); the tensors
 // are cut into `shards` runs of about equal count.
 inline HfDirectory make_hf_directory(const ModelSpec& spec, std::span<const float> values,
-                                     const std::function<std::string(std::size_t)>& dtype_of, std::size_t shards) {
+                                     const std::function<std::string(std::size_t)>& dtype_of,
+                                     std::size_t shards) {
   const ParameterLayout layout(shape_of(spec));
   HfDirectory d{hf_config(spec, "bfloat16"), std::vector<std::vector<HfTensor>>(shards), true};
   const auto& entries = layout.entries();
   for (std::size_t e = 0; e < entries.size(); ++e) {
     const std::string dtype = dtype_of(e);
     d.shards[e * shards / entries.size()].push_back(
-        {{entries[e].name, dtype, entries[e].shape}, encode(values.subspan(static_cast<std::size_t>(entries[e].offset),
-                                                                           static_cast<std::size_t>(entries[e].numel())),
-                                                            dtype)});
+        {{entries[e].name, dtype, entries[e].shape},
+         encode(values.subspan(static_cast<std::size_t>(entries[e].offset),
+                               static_cast<std::size_t>(entries[e].numel())),
+                dtype)});
   }
   return d;
 }

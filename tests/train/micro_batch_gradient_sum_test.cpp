@@ -24,13 +24,17 @@ std::vector<float> leaf_values(int leaf) {
     x ^= x >> 29;
     x *= 0xBF58476D1CE4E5B9ull;
     x ^= x >> 32;
-    f = static_cast<float>((static_cast<double>(x >> 11) / 9007199254740992.0 - 0.5) * std::ldexp(1.0, static_cast<int>(x % 30) - 15));
+    f = static_cast<float>((static_cast<double>(x >> 11) / 9007199254740992.0 - 0.5) *
+                           std::ldexp(1.0, static_cast<int>(x % 30) - 15));
   }
   return v;
 }
 
 struct Rig {
-  Rig() : pool(2), backend(pool, CpuBackendOptions{1, cpu::GemmPath::blas}), leaf_buffer(backend.allocate(DType::f32, kElements)) {}
+  Rig()
+      : pool(2),
+        backend(pool, CpuBackendOptions{1, cpu::GemmPath::blas}),
+        leaf_buffer(backend.allocate(DType::f32, kElements)) {}
   Tensor leaf() const { return leaf_buffer.view(DType::f32, {kElements}); }
   ThreadPool pool;
   CpuBackend backend;
@@ -49,7 +53,8 @@ std::vector<float> incremental_sum(Rig& rig, int first, int n, int* extra_buffer
     for (ParameterRange r : {ParameterRange{600, 400}, ParameterRange{0, 600}}) {
       const Tensor t = sum.add(i, r);
       EXPECT_EQ(t.data != nullptr, i == n - 1) << "a sum is only returned for the last micro-batch";
-      if (t.data) std::memcpy(out.data() + r.offset, t.data, static_cast<std::size_t>(r.count) * sizeof(float));
+      if (t.data)
+        std::memcpy(out.data() + r.offset, t.data, static_cast<std::size_t>(r.count) * sizeof(float));
     }
   }
   return out;
@@ -94,7 +99,8 @@ TEST(MicroBatchGradientSum, PowerOfTwoBlocksReduceToTheSameBitsAsOneProcess) {
   std::vector<float> left(kElements, 0.0f);
   for (int i = 0; i < 4; ++i) {
     const auto v = leaf_values(i);
-    for (std::int64_t e = 0; e < kElements; ++e) left[static_cast<std::size_t>(e)] += v[static_cast<std::size_t>(e)];
+    for (std::int64_t e = 0; e < kElements; ++e)
+      left[static_cast<std::size_t>(e)] += v[static_cast<std::size_t>(e)];
   }
   EXPECT_FALSE(same_bits(left, incremental_sum(rig, 0, 4)));
 }

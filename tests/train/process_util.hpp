@@ -14,7 +14,8 @@ namespace mlpo::train::test {
 class Child {
  public:
   // Starts argv[0] with `env` ("NAME=value") added, stdout+stderr to `output`.
-  Child(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& output) {
+  Child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+        const std::string& output) {
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -57,7 +58,8 @@ class Child {
 };
 
 // Runs to completion; returns the exit code (128 + signal when killed).
-inline int run_to_end(const std::vector<std::string>& argv, const std::string& output, const std::vector<std::string>& env = {}) {
+inline int run_to_end(const std::vector<std::string>& argv, const std::string& output,
+                      const std::vector<std::string>& env = {}) {
   Child c(argv, env, output);
   const int st = c.wait();
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);

@@ -37,7 +37,8 @@ TEST(RunLog, FreshRunTruncatesAndAnUntouchedLogStays) {
 }
 
 TEST(RunLog, KeepsLinesThatAreNotStepRecords) {
-  EXPECT_EQ(run_log_before("# note\n" + steps_log({1, 2, 3}) + "not json\n", 2), "# note\n" + steps_log({1}) + "not json\n");
+  EXPECT_EQ(run_log_before("# note\n" + steps_log({1, 2, 3}) + "not json\n", 2),
+            "# note\n" + steps_log({1}) + "not json\n");
 }
 
 }  // namespace

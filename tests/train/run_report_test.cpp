@@ -44,13 +44,15 @@ std::string step_line(int step, double loss, const std::string& extra) {
   return "{\"step\":" + std::to_string(step) + ",\"loss\":" + std::to_string(loss) +
          ",\"tokens_per_s\":1500,\"step_s\":0.6,\"forward_s\":0.1,\"backward_s\":0.2,\"update_s\":0.25,"
          "\"weights_to_device_s\":0,\"checkpoint_s\":0,\"tiers\":[{\"name\":\"disk\",\"read_bytes\":2e8,"
-         "\"write_bytes\":2e8,\"busy_s\":0.2,\"slot_wait_s\":0}]" + extra + "}\n";
+         "\"write_bytes\":2e8,\"busy_s\":0.2,\"slot_wait_s\":0}]" +
+         extra + "}\n";
 }
 
 TEST(RunReport, DrawsEachSeriesTheLogHoldsWithOnePointPerStep) {
   TempDir dir;
   std::string log;
-  for (int s = 1; s <= 6; ++s) log += step_line(s, 5.0 - 0.5 * s, s % 3 == 0 ? ",\"eval_loss\":" + std::to_string(4.8 - 0.4 * s) : "");
+  for (int s = 1; s <= 6; ++s)
+    log += step_line(s, 5.0 - 0.5 * s, s % 3 == 0 ? ",\"eval_loss\":" + std::to_string(4.8 - 0.4 * s) : "");
   test::write_file(dir / "run.jsonl", log);
   write_run_report(dir / "run.jsonl", dir / "report.svg", "tiny, two tiers");
   const std::string svg = test::read_file(dir / "report.svg");
@@ -62,7 +64,7 @@ TEST(RunReport, DrawsEachSeriesTheLogHoldsWithOnePointPerStep) {
   const auto loss = polyline(svg, "loss");
   ASSERT_EQ(loss.size(), 6u);
   for (std::size_t i = 1; i < loss.size(); ++i) {
-    EXPECT_GT(loss[i].first, loss[i - 1].first);   // steps left to right
+    EXPECT_GT(loss[i].first, loss[i - 1].first);    // steps left to right
     EXPECT_GT(loss[i].second, loss[i - 1].second);  // falling loss: larger y is lower on the page
   }
   const auto eval = polyline(svg, "eval_loss");
@@ -74,16 +76,17 @@ TEST(RunReport, DrawsEachSeriesTheLogHoldsWithOnePointPerStep) {
     EXPECT_EQ(count(bar_group(svg, phase), "<rect"), 6u) << phase;
   EXPECT_TRUE(bar_group(svg, "checkpoint_s").empty());  // no checkpoint time in this log
   EXPECT_EQ(count(bar_group(svg, "tier disk read"), "<rect"), 6u);
-  for (const char* label : {">loss (nats/token)<", ">tokens/s<", ">seconds per step<", ">MB per step<", ">GB/s<", ">step<",
-                            ">validation loss (eval_loss)<", ">train loss<"})
+  for (const char* label : {">loss (nats/token)<", ">tokens/s<", ">seconds per step<", ">MB per step<",
+                            ">GB/s<", ">step<", ">validation loss (eval_loss)<", ">train loss<"})
     EXPECT_NE(svg.find(label), std::string::npos) << label;
 }
 
 TEST(RunReport, SaysWhatTheLogLacks) {
   TempDir dir;
   // An update-only log: no loss, no tokens/s; memory tiers only.
-  test::write_file(dir / "upd.jsonl", "{\"step\":1,\"update_s\":0.5,\"step_s\":0.5,\"tiers\":[]}\n"
-                                      "{\"step\":2,\"update_s\":0.4,\"step_s\":0.5,\"tiers\":[]}\n");
+  test::write_file(dir / "upd.jsonl",
+                   "{\"step\":1,\"update_s\":0.5,\"step_s\":0.5,\"tiers\":[]}\n"
+                   "{\"step\":2,\"update_s\":0.4,\"step_s\":0.5,\"tiers\":[]}\n");
   write_run_report(dir / "upd.jsonl", dir / "upd.html", "");
   const std::string html = test::read_file(dir / "upd.html");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
@@ -97,7 +100,8 @@ TEST(RunReport, SaysWhatTheLogLacks) {
 
 TEST(RunReport, MalformedLineIsAnErrorNamingItsLineNumber) {
   TempDir dir;
-  test::write_file(dir / "bad.jsonl", step_line(1, 5.0, "") + "\n" + step_line(2, 4.0, "").substr(0, 30) + "\n");
+  test::write_file(dir / "bad.jsonl",
+                   step_line(1, 5.0, "") + "\n" + step_line(2, 4.0, "").substr(0, 30) + "\n");
   try {
     write_run_report(dir / "bad.jsonl", dir / "r.svg", "");
     FAIL() << "no error";
@@ -110,7 +114,8 @@ TEST(RunReport, MalformedLineIsAnErrorNamingItsLineNumber) {
         try {
           write_run_report(dir / "type.jsonl", dir / "r.svg", "");
         } catch (const Error& e) {
-          EXPECT_NE(std::string(e.what()).find("type.jsonl:1: field 'eval_loss'"), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find("type.jsonl:1: field 'eval_loss'"), std::string::npos)
+              << e.what();
           throw;
         }
       },
@@ -122,7 +127,8 @@ TEST(RunReport, MalformedLineIsAnErrorNamingItsLineNumber) {
 TEST(RunReport, ResumedStepsKeepTheirLastRecord) {
   TempDir dir;
   // Steps 1-3, then a resume from the step-2 checkpoint logs step 3 again.
-  test::write_file(dir / "run.jsonl", step_line(1, 5.0, "") + step_line(2, 4.0, "") + step_line(3, 3.0, "") + step_line(3, 3.5, ""));
+  test::write_file(dir / "run.jsonl", step_line(1, 5.0, "") + step_line(2, 4.0, "") + step_line(3, 3.0, "") +
+                                          step_line(3, 3.5, ""));
   const auto steps = read_run_log_steps(dir / "run.jsonl");
   ASSERT_EQ(steps.size(), 3u);
   EXPECT_DOUBLE_EQ(*steps.back().loss, 3.5);

@@ -16,7 +16,8 @@ namespace mlpo::train::test {
 // Text with repeated words, digits and punctuation (what the tokenizer is trained on).
 inline std::string tokenizer_corpus(int lines) {
   std::string text;
-  static const char* words[] = {"the", "model", "trains", "on", "tokens", "while", "state", "lives", "in", "tiers"};
+  static const char* words[] = {"the",   "model", "trains", "on", "tokens",
+                                "while", "state", "lives",  "in", "tiers"};
   for (int i = 0; i < lines; ++i) {
     for (int w = 0; w < 6; ++w) text += std::string(words[(i * 7 + w * 3) % 10]) + (w < 5 ? " " : "");
     text += ", step " + std::to_string(i % 23) + ".\n";
@@ -28,8 +29,10 @@ inline std::string tokenizer_corpus(int lines) {
 inline std::string train_tiny_tokenizer(const TempDir& dir, int vocab, const std::string& name = "tok") {
   write_file(dir / (name + ".corpus.txt"), tokenizer_corpus(200));
   const auto status = sentencepiece::SentencePieceTrainer::Train(
-      "--input=" + dir / (name + ".corpus.txt") + " --model_prefix=" + dir / name + " --vocab_size=" + std::to_string(vocab) +
-      " --model_type=bpe --byte_fallback=true --normalization_rule_name=identity --remove_extra_whitespaces=false"
+      "--input=" + dir / (name + ".corpus.txt") + " --model_prefix=" + dir / name +
+      " --vocab_size=" + std::to_string(vocab) +
+      " --model_type=bpe --byte_fallback=true --normalization_rule_name=identity "
+      "--remove_extra_whitespaces=false"
       " --character_coverage=1.0 --num_threads=1 --minloglevel=2");
   EXPECT_TRUE(status.ok()) << status.ToString();
   return dir / (name + ".model");

@@ -44,7 +44,8 @@ TEST(TokenData, PrepareDataMakesAByteLevelShardThatReadsBack) {
   const std::string text = "hello world!";  // directories in sorted path order: b.md before z.md
   for (int i = 0; i < 11; ++i) {
     EXPECT_EQ(in[static_cast<std::size_t>(i)], static_cast<unsigned char>(text[static_cast<std::size_t>(i)]));
-    EXPECT_EQ(tgt[static_cast<std::size_t>(i)], static_cast<unsigned char>(text[static_cast<std::size_t>(i) + 1]));
+    EXPECT_EQ(tgt[static_cast<std::size_t>(i)],
+              static_cast<unsigned char>(text[static_cast<std::size_t>(i) + 1]));
   }
 }
 
@@ -62,7 +63,8 @@ TEST(TokenData, SamplingIsAPureFunctionOfSeedAndIndex) {
   b.sequence(7, 42, x2, y2);
   EXPECT_EQ(x, x2);
   EXPECT_EQ(y, y2);
-  for (int i = 0; i + 1 < 16; ++i) EXPECT_EQ(y[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i) + 1]);
+  for (int i = 0; i + 1 < 16; ++i)
+    EXPECT_EQ(y[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i) + 1]);
   int differ = 0;
   for (int k = 0; k < 8; ++k) {
     a.sequence(7, k, x2, y2);
@@ -151,7 +153,8 @@ TEST_F(MultiFileData, SampledSequencesFollowTheDocumentedStartsAndNeverStraddleF
   int per_file[3] = {0, 0, 0};
   for (std::int64_t k = 0; k < 200; ++k) {
     data.sequence(3, k, in, tgt);
-    std::int64_t u = static_cast<std::int64_t>(splitmix64(splitmix64(3) + static_cast<std::uint64_t>(k)) % static_cast<std::uint64_t>(total));
+    std::int64_t u = static_cast<std::int64_t>(splitmix64(splitmix64(3) + static_cast<std::uint64_t>(k)) %
+                                               static_cast<std::uint64_t>(total));
     int f = 0;
     while (u >= starts[f]) u -= starts[f++];
     ++per_file[f];
@@ -167,7 +170,8 @@ TEST_F(MultiFileData, WindowsAreEachFilesNonOverlappingSequencesInFileOrder) {
   const TokenData data({dir_ / "shards/0.bin", dir_ / "shards/1.bin", dir_ / "shards/2.bin"}, 4096, 8);
   // floor((n_f - 1) / 8) windows per file: 4 + 3 + 7.
   ASSERT_EQ(data.windows(), 14);
-  const std::pair<int, int> expected[] = {{0, 0}, {0, 8}, {0, 16}, {0, 24}, {1, 0}, {1, 8}, {1, 16}, {2, 0}, {2, 48}};
+  const std::pair<int, int> expected[] = {{0, 0}, {0, 8},  {0, 16}, {0, 24}, {1, 0},
+                                          {1, 8}, {1, 16}, {2, 0},  {2, 48}};
   const int index[] = {0, 1, 2, 3, 4, 5, 6, 7, 13};
   std::vector<std::int32_t> in(8), tgt(8);
   for (int e = 0; e < 9; ++e) {
@@ -184,7 +188,9 @@ TEST_F(MultiFileData, AFileShorterThanOneSequenceIsNamed) {
     TokenData data({dir_ / "shards"}, 4096, 8);
     FAIL() << "accepted a file shorter than one sequence";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("3.bin: 5 tokens, fewer than one training sequence needs (9)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3.bin: 5 tokens, fewer than one training sequence needs (9)"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -208,8 +214,10 @@ TEST(TokenData, AFileIsNotReadWholeAtOpenOnlyTheSequencesDrawn) {
     data.window(last, in, tgt);
     FAIL() << "drew a token outside the vocab";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("t.bin: token 999 at position 3970 is outside the model's vocabulary of 256"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "t.bin: token 999 at position 3970 is outside the model's vocabulary of 256"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -81,7 +81,8 @@ TEST(PrepareData, ParallelOutputIsByteIdenticalToSerial) {
   TempDir dir;
   const std::string model = test::train_tiny_tokenizer(dir, 320);
   std::filesystem::create_directory(dir / "in");
-  for (int f = 0; f < 3; ++f) test::write_file(dir / ("in/f" + std::to_string(f) + ".txt"), test::tokenizer_corpus(60 + 40 * f));
+  for (int f = 0; f < 3; ++f)
+    test::write_file(dir / ("in/f" + std::to_string(f) + ".txt"), test::tokenizer_corpus(60 + 40 * f));
   PrepareDataOptions o;
   o.inputs = {dir / "in"};
   o.tokenizer = model;
@@ -113,7 +114,9 @@ TEST(PrepareData, TokenizerLargerThanTheModelsVocabIsRefusedWithTheNumbers) {
   o.tokenizer = test::train_tiny_tokenizer(dir, 320);
   o.model = find_preset("tiny");  // vocab 256
   const std::string what = error_of([&] { prepare_data(o); });
-  EXPECT_NE(what.find("vocabulary of 320 tokens is larger than --model tiny's vocab of 256"), std::string::npos) << what;
+  EXPECT_NE(what.find("vocabulary of 320 tokens is larger than --model tiny's vocab of 256"),
+            std::string::npos)
+      << what;
   EXPECT_FALSE(std::filesystem::exists(dir / "t.bin"));
 }
 
@@ -142,7 +145,9 @@ TEST(PrepareData, DataOfALargerTokenizerIsRefusedAtTrainingTimeWithTheNumbers) {
   o.tokenizer = test::train_tiny_tokenizer(dir, 320);
   prepare_data(o);
   const std::string what = error_of([&] { TokenData(std::vector<std::string>{o.out}, 256, 16); });
-  EXPECT_NE(what.find("--data " + o.out + ": was tokenized with a vocabulary of 320 tokens"), std::string::npos) << what;
+  EXPECT_NE(what.find("--data " + o.out + ": was tokenized with a vocabulary of 320 tokens"),
+            std::string::npos)
+      << what;
   EXPECT_NE(what.find("the model's vocabulary is 256"), std::string::npos) << what;
   EXPECT_NO_THROW(TokenData(std::vector<std::string>{o.out}, 320, 16));
 }

@@ -54,7 +54,8 @@ TEST(TrainingWeightDecay, NormGainsAreNotDecayedWhileMatricesAre) {
   o.lr = LrSchedule{1e-3, 1e-3, 0, 0};
   o.threads = 2;
   o.blas_threads = 1;
-  o.plan = test::two_tier_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(), dir / "a", dir / "b");
+  o.plan = test::two_tier_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(), dir / "a",
+                               dir / "b");
   std::filesystem::create_directories(dir / "a");
   std::filesystem::create_directories(dir / "b");
   o.weight_decay = 0.0f;
@@ -86,7 +87,8 @@ TEST(TrainingWeightDecay, MaskHoldsEveryNormGainOfTheShardAndNothingElse) {
     const auto shard = offload::shard_for(layout.total(), 3, r);
     const auto mask = weight_decay_mask(WeightDecayScope::matrices, layout, shard);
     for (const auto& e : mask.exempt())
-      for (std::int64_t i = e.begin; i < e.end; ++i) EXPECT_TRUE(layout.entry_at(shard.global_begin + i).is_norm);
+      for (std::int64_t i = e.begin; i < e.end; ++i)
+        EXPECT_TRUE(layout.entry_at(shard.global_begin + i).is_norm);
     covered += mask.exempt_elements();
     EXPECT_TRUE(weight_decay_mask(WeightDecayScope::all, layout, shard).exempt().empty());
   }

@@ -72,7 +72,8 @@ class ZeroTraining : public ::testing::Test {
 #if !MLPO_HAVE_MPI
     GTEST_SKIP() << "built with -DMLPO_MPI=OFF: no multi-rank training to test";
 #else
-    ASSERT_EQ(access(MLPO_MPIEXEC, X_OK), 0) << MLPO_MPIEXEC << " is missing: run scripts/setup.sh (openmpi-bin)";
+    ASSERT_EQ(access(MLPO_MPIEXEC, X_OK), 0)
+        << MLPO_MPIEXEC << " is missing: run scripts/setup.sh (openmpi-bin)";
     ASSERT_EQ(reference_->exit_status, 0) << reference_->output;
     ASSERT_EQ(reference_->losses.size(), static_cast<std::size_t>(kSteps)) << reference_->output;
 #endif
@@ -80,27 +81,52 @@ class ZeroTraining : public ::testing::Test {
 
   // The command line of a run with `ranks` ranks (0: one process without mpirun) writing into
   // dir/<name>/.
-  static std::vector<std::string> command(int ranks, const std::string& name, const std::vector<std::string>& extra,
-                                          int steps = kSteps) {
+  static std::vector<std::string> command(int ranks, const std::string& name,
+                                          const std::vector<std::string>& extra, int steps = kSteps) {
     const std::string out = *dir_ / name;
     fs::create_directories(out);
     std::vector<std::string> argv;
-    if (ranks > 0) argv = {"/usr/bin/timeout", "-k", "5", "120", MLPO_MPIEXEC, "--oversubscribe", "-np", std::to_string(ranks)};
+    if (ranks > 0)
+      argv = {"/usr/bin/timeout",   "-k", "5", "120", MLPO_MPIEXEC, "--oversubscribe", "-np",
+              std::to_string(ranks)};
     const int accum = kGlobalMicroBatches / std::max(ranks, 1);
-    for (const std::string& a : {std::string(MLPO_RUN_BIN), std::string("--model"), std::string("tiny"), std::string("--seq-len"),
-                                 std::string("32"), std::string("--micro-batch"), std::string("2"), std::string("--grad-accum"),
-                                 std::to_string(accum), std::string("--data"), *data_, std::string("--steps"),
-                                 std::to_string(steps), std::string("--lr-decay-steps"), std::to_string(kSteps),
-                                 std::string("--seed"), std::string("5"), std::string("--lr"), std::string("3e-3"),
-                                 std::string("--warmup-steps"), std::string("2"), std::string("--max-grad-norm"),
-                                 std::string("0.5"), std::string("--threads"), std::string("1"), std::string("--blas-threads"),
-                                 std::string("1"), std::string("--quiet"), std::string("--log"), out + "/log.jsonl"})
+    for (const std::string& a : {std::string(MLPO_RUN_BIN),
+                                 std::string("--model"),
+                                 std::string("tiny"),
+                                 std::string("--seq-len"),
+                                 std::string("32"),
+                                 std::string("--micro-batch"),
+                                 std::string("2"),
+                                 std::string("--grad-accum"),
+                                 std::to_string(accum),
+                                 std::string("--data"),
+                                 *data_,
+                                 std::string("--steps"),
+                                 std::to_string(steps),
+                                 std::string("--lr-decay-steps"),
+                                 std::to_string(kSteps),
+                                 std::string("--seed"),
+                                 std::string("5"),
+                                 std::string("--lr"),
+                                 std::string("3e-3"),
+                                 std::string("--warmup-steps"),
+                                 std::string("2"),
+                                 std::string("--max-grad-norm"),
+                                 std::string("0.5"),
+                                 std::string("--threads"),
+                                 std::string("1"),
+                                 std::string("--blas-threads"),
+                                 std::string("1"),
+                                 std::string("--quiet"),
+                                 std::string("--log"),
+                                 out + "/log.jsonl"})
       argv.push_back(a);
     if (std::find(extra.begin(), extra.end(), "--export-safetensors") == extra.end())
       argv.insert(argv.end(), {"--export-safetensors", out + "/final.safetensors"});
     argv.insert(argv.end(), extra.begin(), extra.end());
     // The default plan's directory; a --plan gives its own tiers (both together are an error).
-    if (std::find(extra.begin(), extra.end(), "--plan") == extra.end()) argv.insert(argv.end(), {"--state-dir", out + "/state"});
+    if (std::find(extra.begin(), extra.end(), "--plan") == extra.end())
+      argv.insert(argv.end(), {"--state-dir", out + "/state"});
     return argv;
   }
 
@@ -114,7 +140,8 @@ class ZeroTraining : public ::testing::Test {
     return r;
   }
 
-  static JobOutcome run_job(int ranks, const std::string& name, const std::vector<std::string>& extra, int steps = kSteps) {
+  static JobOutcome run_job(int ranks, const std::string& name, const std::vector<std::string>& extra,
+                            int steps = kSteps) {
     const std::vector<std::string> argv = command(ranks, name, extra, steps);
     test::Child child(argv, {}, *dir_ / name + "/output.txt");
     return finish(name, child.wait());
@@ -138,8 +165,8 @@ TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
   fs::create_directories(*dir_ / "tier-a");
   fs::create_directories(*dir_ / "tier-b");
   for (int ranks : {2, 4}) {
-    Plan plan = test::two_tier_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(), *dir_ / "tier-a",
-                                    *dir_ / "tier-b");
+    Plan plan = test::two_tier_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(),
+                                    *dir_ / "tier-a", *dir_ / "tier-b");
     plan.cluster.gpus_per_node = ranks;
     const std::string plan_path = *dir_ / ("plan" + std::to_string(ranks) + ".json");
     save_plan(plan, plan_path);
@@ -147,7 +174,8 @@ TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
     ASSERT_EQ(job.exit_status, 0) << ranks << " ranks:\n" << job.output;
     EXPECT_EQ(job.losses, reference_->losses) << ranks << " ranks: per-step losses differ from one process's";
     EXPECT_FALSE(job.weights.empty());
-    EXPECT_TRUE(job.weights == reference_->weights) << ranks << " ranks: exported safetensors differ from one process's";
+    EXPECT_TRUE(job.weights == reference_->weights)
+        << ranks << " ranks: exported safetensors differ from one process's";
     // Rank 0 alone prints: one summary line.
     EXPECT_EQ(job.output.find("summary:"), job.output.rfind("summary:")) << job.output;
   }
@@ -158,7 +186,8 @@ std::vector<double> eval_losses_of(const std::string& log) {
   std::vector<double> losses;
   std::istringstream in(test::read_file(log));
   for (std::string line; std::getline(in, line);)
-    if (!line.empty() && Json::parse(line).contains("eval_loss")) losses.push_back(Json::parse(line).at("eval_loss").get<double>());
+    if (!line.empty() && Json::parse(line).contains("eval_loss"))
+      losses.push_back(Json::parse(line).at("eval_loss").get<double>());
   return losses;
 }
 
@@ -166,10 +195,12 @@ std::vector<double> eval_losses_of(const std::string& log) {
 // with a forward it drops) is bitwise one process's on 2 ranks, and training is unchanged.
 TEST_F(ZeroTraining, TwoRanksGiveTheEvalLossOfOneProcessBitwise) {
   std::string held_out;
-  for (int i = 0; i < 60; ++i) held_out += "while (j < m) total += y[j] * v[j++]; // " + std::to_string(i) + "\n";
+  for (int i = 0; i < 60; ++i)
+    held_out += "while (j < m) total += y[j] * v[j++]; // " + std::to_string(i) + "\n";
   test::write_file(*dir_ / "val.txt", held_out);
   prepare_data({*dir_ / "val.txt"}, *dir_ / "val.bin");
-  const std::vector<std::string> eval = {"--eval-data", *dir_ / "val.bin", "--eval-every", "2", "--eval-tokens", "192"};
+  const std::vector<std::string> eval = {"--eval-data", *dir_ / "val.bin", "--eval-every",
+                                         "2",           "--eval-tokens",   "192"};
   const JobOutcome one = run_job(0, "eval-one", eval);
   const JobOutcome two = run_job(2, "eval-two", eval);
   ASSERT_EQ(one.exit_status, 0) << one.output;
@@ -193,25 +224,30 @@ TEST_F(ZeroTraining, TwoRankCheckpointResumesOnOneAndOnFourRanks) {
     const std::string ckpt = *dir_ / ("ckpt2-on-" + std::to_string(ranks));
     fs::copy(*dir_ / "ckpt2", ckpt, fs::copy_options::recursive);
     const JobOutcome rest = run_job(ranks == 1 ? 0 : ranks, "resumed-on-" + std::to_string(ranks),
-                             {"--checkpoint-dir", ckpt, "--resume"});
+                                    {"--checkpoint-dir", ckpt, "--resume"});
     ASSERT_EQ(rest.exit_status, 0) << rest.output;
     EXPECT_NE(rest.output.find("written by 2 ranks"), std::string::npos) << rest.output;
     EXPECT_EQ(rest.output.find("warning"), std::string::npos) << rest.output;
-    EXPECT_EQ(rest.losses, std::vector<double>(reference_->losses.begin() + 3, reference_->losses.end())) << ranks << " ranks";
-    EXPECT_TRUE(rest.weights == reference_->weights) << "resumed on " << ranks << " ranks: weights differ from the uninterrupted run's";
+    EXPECT_EQ(rest.losses, std::vector<double>(reference_->losses.begin() + 3, reference_->losses.end()))
+        << ranks << " ranks";
+    EXPECT_TRUE(rest.weights == reference_->weights)
+        << "resumed on " << ranks << " ranks: weights differ from the uninterrupted run's";
   }
 }
 
 TEST_F(ZeroTraining, KillingOneRankEndsTheJobNamingTheRankAndTheLastCheckpointResumes) {
   const std::string name = "killed", trace = *dir_ / "killed/trace";
-  const std::vector<std::string> argv = command(2, name, {"--checkpoint-dir", *dir_ / "killed/ckpt", "--checkpoint-every", "1"});
+  const std::vector<std::string> argv =
+      command(2, name, {"--checkpoint-dir", *dir_ / "killed/ckpt", "--checkpoint-every", "1"});
   test::Child job(argv, {"MLPO_TRACE_PHASES=" + trace}, *dir_ / "killed/output.txt");
 
   // Rank 1 writes its pid first; wait until it has begun step 3 (checkpoints 1 and 2 exist).
   const auto deadline = Clock::now() + std::chrono::seconds(90);
-  while (!job.exited() && test::read_file(trace + ".rank1").find("step-begin 3") == std::string::npos && Clock::now() < deadline)
+  while (!job.exited() && test::read_file(trace + ".rank1").find("step-begin 3") == std::string::npos &&
+         Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_FALSE(job.exited()) << "the job ended before it could be killed:\n" << test::read_file(*dir_ / "killed/output.txt");
+  ASSERT_FALSE(job.exited()) << "the job ended before it could be killed:\n"
+                             << test::read_file(*dir_ / "killed/output.txt");
   const std::string rank1 = test::read_file(trace + ".rank1");
   ASSERT_EQ(rank1.rfind("pid ", 0), 0u) << rank1;
   const pid_t pid = static_cast<pid_t>(std::stol(rank1.substr(4)));
@@ -232,9 +268,11 @@ TEST_F(ZeroTraining, KillingOneRankEndsTheJobNamingTheRankAndTheLastCheckpointRe
   EXPECT_TRUE(latest == "ckpt-2\n" || latest == "ckpt-3\n") << latest;
 
   // The last checkpoint resumes and the run ends as if never interrupted.
-  const JobOutcome resumed = run_job(2, "killed", {"--checkpoint-dir", *dir_ / "killed/ckpt", "--checkpoint-every", "1", "--resume"});
+  const JobOutcome resumed = run_job(
+      2, "killed", {"--checkpoint-dir", *dir_ / "killed/ckpt", "--checkpoint-every", "1", "--resume"});
   ASSERT_EQ(resumed.exit_status, 0) << resumed.output;
-  EXPECT_TRUE(resumed.weights == reference_->weights) << "resumed after the kill: weights differ from the uninterrupted run's";
+  EXPECT_TRUE(resumed.weights == reference_->weights)
+      << "resumed after the kill: weights differ from the uninterrupted run's";
 }
 
 // The Hugging Face directory export gathers the ranks' shards as the single file does — here
@@ -242,8 +280,9 @@ TEST_F(ZeroTraining, KillingOneRankEndsTheJobNamingTheRankAndTheLastCheckpointRe
 // loads each rank's range of it: 2 ranks give one process's files and losses.
 TEST_F(ZeroTraining, HfDirectoryExportAndInitFromOnTwoRanksMatchOneProcess) {
   auto exporting = [&](const std::string& name) {
-    return std::vector<std::string>{"--export-dtype", "fp32", "--export-shard-size", "500KB", "--export-safetensors",
-                                    *dir_ / name + "/hf"};
+    return std::vector<std::string>{"--export-dtype",       "fp32",
+                                    "--export-shard-size",  "500KB",
+                                    "--export-safetensors", *dir_ / name + "/hf"};
   };
   const JobOutcome one = run_job(0, "hf-one", exporting("hf-one"), 2);
   ASSERT_EQ(one.exit_status, 0) << one.output;
@@ -253,7 +292,8 @@ TEST_F(ZeroTraining, HfDirectoryExportAndInitFromOnTwoRanksMatchOneProcess) {
   std::size_t files = 0;
   for (const auto& entry : fs::directory_iterator(*dir_ / "hf-one/hf")) {
     const std::string name = entry.path().filename().string();
-    EXPECT_TRUE(test::read_file(entry.path()) == test::read_file(*dir_ / "hf-two/hf/" + name)) << name << " differs";
+    EXPECT_TRUE(test::read_file(entry.path()) == test::read_file(*dir_ / "hf-two/hf/" + name))
+        << name << " differs";
     ++files;
   }
   EXPECT_GT(files, 3u) << "config.json, the index and several shards";
@@ -281,9 +321,11 @@ TEST_F(ZeroTraining, PlanForAnotherWorldShapeStopsEveryRankAtStart) {
   save_plan(plan, *dir_ / "one-rank-plan.json");
   const JobOutcome job = run_job(2, "mismatch", {"--plan", *dir_ / "one-rank-plan.json"});
   EXPECT_EQ(job.exit_status, 2) << job.output;
-  EXPECT_NE(job.output.find("plan cluster: the plan is for 1 node x 1 ranks per node = 1 ranks, but the job was launched as "
-                            "1 node x 2 ranks per node = 2 ranks"),
-            std::string::npos)
+  EXPECT_NE(
+      job.output.find(
+          "plan cluster: the plan is for 1 node x 1 ranks per node = 1 ranks, but the job was launched as "
+          "1 node x 2 ranks per node = 2 ranks"),
+      std::string::npos)
       << job.output;
   EXPECT_FALSE(fs::exists(*dir_ / "mismatch/final.safetensors"));
 }

@@ -56,7 +56,8 @@ TEST(CandidateSearch, FindsTheExhaustiveSearchsBestPlanOnSmallCases) {
     EXPECT_NEAR(found.best.front().score / all.score, 1.0, 1e-9) << "case " << n;
     EXPECT_LT(static_cast<double>(found.scored), found.space) << "case " << n;
     // Refining never loses the grid's best.
-    EXPECT_LE(search_candidates(a, req, 8, true).best.front().score, found.best.front().score * (1 + 1e-12)) << "case " << n;
+    EXPECT_LE(search_candidates(a, req, 8, true).best.front().score, found.best.front().score * (1 + 1e-12))
+        << "case " << n;
     ++n;
   }
 }

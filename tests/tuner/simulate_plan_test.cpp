@@ -13,8 +13,9 @@ namespace {
 Plan off_grid_plan(const Profile& profile, const Accounting& a) {
   // None of these values is on the search's grid: 3 000 320-element subgroups, 7 cached, 5 buffers,
   // prefetch 3, a limit of 3 on two ranks, separate slots, 30/70 split.
-  Plan p = mlpo::testing::plan_for("1b", a.params.total, 1, 2,
-                                   {mlpo::testing::plan_tier(profile, "nvme", 0.7, 3), mlpo::testing::plan_tier(profile, "pfs", 0.3, 1)});
+  Plan p = mlpo::testing::plan_for(
+      "1b", a.params.total, 1, 2,
+      {mlpo::testing::plan_tier(profile, "nvme", 0.7, 3), mlpo::testing::plan_tier(profile, "pfs", 0.3, 1)});
   p.subgroup_elements = 3'000'320;
   p.host_cache_subgroups = 7;
   p.buffers = 5;

@@ -13,8 +13,10 @@ std::size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(TimelineSvg, OneLanePerRankAndTierInAWellFormedDocument) {
-  const std::vector<sim::TimelineEvent> events{{"rank 0", "adam", 0.0, 1.0},      {"rank 1", "stall", 0.0, 0.5},
-                                               {"tier nvme", "read", 0.0, 0.9},   {"tier nvme", "write", 1.0, 2.0},
+  const std::vector<sim::TimelineEvent> events{{"rank 0", "adam", 0.0, 1.0},
+                                               {"rank 1", "stall", 0.0, 0.5},
+                                               {"tier nvme", "read", 0.0, 0.9},
+                                               {"tier nvme", "write", 1.0, 2.0},
                                                {"tier a<b&c", "read", 0.2, 0.4}};
   const std::string svg = timeline_svg(events, "test");
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);

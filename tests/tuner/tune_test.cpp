@@ -71,7 +71,8 @@ TEST(Tune, PlanFileCarriesPredictionBaselineAlternativesAndReasons) {
   for (const auto& alt : back.alternatives)
     EXPECT_GE(alt["prediction"]["iteration_s"].get<double>(), back.prediction->iteration_s);
   const std::string text = explain(r, req.profile);
-  for (const char* part : {"what bounds each phase", "tier split versus bandwidth", "what each principle saves", "predicted speedup"})
+  for (const char* part : {"what bounds each phase", "tier split versus bandwidth",
+                           "what each principle saves", "predicted speedup"})
     EXPECT_NE(text.find(part), std::string::npos) << part;
 }
 
@@ -130,13 +131,15 @@ TEST(GpuMemory, HundredBillionModelOnFourEightyGigabyteGpusFitsAtMicroBatchOne) 
   ASSERT_GT(a.params.total, 95'000'000'000);
   const GpuMemoryNeed need = gpu_memory_need(a, false);
   EXPECT_LT(need.total(), 80.0 * (1 << 30)) << need.detail();
-  EXPECT_LT(need.weights, 0.05 * static_cast<double>(a.weights_bf16_bytes_per_rank));  // one layer, not the shard
+  EXPECT_LT(need.weights,
+            0.05 * static_cast<double>(a.weights_bf16_bytes_per_rank));  // one layer, not the shard
   TuneRequest req;
   req.model = model_100b();
   req.shape = ClusterShape{1, 4, 1, 0, 1};
   req.profile = io_bound_profile();
   req.profile.gpus.push_back(mlpo::testing::gpu(4));
-  Plan plan = mlpo::testing::plan_for("test-100b", a.params.total, 1, 4, {mlpo::testing::plan_tier(req.profile, "nvme", 1.0)});
+  Plan plan = mlpo::testing::plan_for("test-100b", a.params.total, 1, 4,
+                                      {mlpo::testing::plan_tier(req.profile, "nvme", 1.0)});
   req.profile.tiers[1].free_bytes = req.profile.tiers[1].capacity_bytes = std::int64_t{1} << 42;
   req.host_memory_budget = std::int64_t{2} << 40;
   const auto short_of = check_fits(a, plan, req);
@@ -169,7 +172,8 @@ TEST(GpuMemory, UpdateOnlySaysItSkipsTheCheck) {
   req.options.update_only = true;
   const TuneResult r = tune(req);
   bool said = false;
-  for (const auto& w : r.warnings) said |= w.find("--update-only skips the GPU memory check") != std::string::npos;
+  for (const auto& w : r.warnings)
+    said |= w.find("--update-only skips the GPU memory check") != std::string::npos;
   EXPECT_TRUE(said);
 }
 
@@ -219,12 +223,14 @@ TEST(PlanSpace, FractionsFollowBandwidthAndCapacityCapsThem) {
     break;
   }
   // Cap nvme at a quarter of the state: it gets exactly that, pfs the rest.
-  req.profile.tiers[0].free_bytes = static_cast<std::int64_t>(0.25 * 2 * 12.0 * static_cast<double>(a.params_per_rank));
+  req.profile.tiers[0].free_bytes =
+      static_cast<std::int64_t>(0.25 * 2 * 12.0 * static_cast<double>(a.params_per_rank));
   bool seen = false;
   for (const Plan& plan : candidate_plans(a, req)) {
     if (plan.tiers.size() != 2 || plan.gradients != GradientPolicy::delayed) continue;
     EXPECT_NEAR(plan.tiers[0].fraction, 0.25, 1e-6);
-    EXPECT_FALSE(check_fits(a, plan, req).has_value() && check_fits(a, plan, req)->resource.find("capacity") != std::string::npos);
+    EXPECT_FALSE(check_fits(a, plan, req).has_value() &&
+                 check_fits(a, plan, req)->resource.find("capacity") != std::string::npos);
     seen = true;
   }
   EXPECT_TRUE(seen);
@@ -280,7 +286,8 @@ TEST(Tune, HostTierHoldsWhatHostMemoryAllowsAndMovesNothing) {
   EXPECT_GT(pred.tiers[1].read_bytes, 0);
   // Cache and /dev/shm share what the budget leaves: together they fill it.
   const Accounting a = account(req.model, req.shape);
-  EXPECT_NEAR(host_memory_need(a, r.chosen.plan).total() / static_cast<double>(req.host_memory_budget), 1.0, 1e-6);
+  EXPECT_NEAR(host_memory_need(a, r.chosen.plan).total() / static_cast<double>(req.host_memory_budget), 1.0,
+              1e-6);
 }
 
 TEST(PlanSpace, BaselineStreamsFromStorageEvenWhereAHostTierCouldHoldIt) {

@@ -22,8 +22,10 @@ std::string write_log(const std::string& name, const std::vector<std::string>& l
 
 std::string step(int n, double update, double read_bytes, double backward = 0) {
   return R"({"step":)" + std::to_string(n) + R"(,"loss":null,"update_s":)" + std::to_string(update) +
-         R"(,"forward_s":0,"backward_s":)" + std::to_string(backward) + R"(,"tiers":[{"name":"nvme","read_bytes":)" + std::to_string(read_bytes) +
-         R"(,"write_bytes":1000,"busy_s":1.0,"slot_wait_s":0.1,"queue":"x"}],"cache_hits":0,"prefetch_stall_s":0.5,"bound_s":1.0,"extra":{"a":1}})";
+         R"(,"forward_s":0,"backward_s":)" + std::to_string(backward) +
+         R"(,"tiers":[{"name":"nvme","read_bytes":)" + std::to_string(read_bytes) +
+         R"(,"write_bytes":1000,"busy_s":1.0,"slot_wait_s":0.1,"queue":"x"}],"cache_hits":0,)"
+         R"("prefetch_stall_s":0.5,"bound_s":1.0,"extra":{"a":1}})";
 }
 
 TEST(ValidateRun, SkipsTheWarmUpStepAndAveragesTheRest) {
@@ -51,15 +53,18 @@ TEST(ValidateRun, ComparesUpdateOnlyRunWithTheSimulatedUpdate) {
   const Profile profile = mlpo::testing::io_bound_profile();
   const ModelSpec spec = find_preset("small");
   const Accounting a = account(spec, ClusterShape{});
-  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1, {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
+                                      {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
   plan.subgroup_elements = 1 << 16;
   // What the simulator predicts, measured 10 % slower.
   const double predicted = 24.0 * static_cast<double>(a.params_per_rank) / 2e9;
   const double measured = predicted * 1.1;
-  const std::string path = write_log("run3.jsonl", {step(0, 9, 0), step(1, measured, 0), step(2, measured, 0)});
+  const std::string path =
+      write_log("run3.jsonl", {step(0, 9, 0), step(1, measured, 0), step(2, measured, 0)});
   const ValidationReport r = validate_run(path, plan, profile, spec);
   EXPECT_TRUE(r.update_only);
-  const auto row = std::find_if(r.rows.begin(), r.rows.end(), [](const Comparison& c) { return c.quantity == "update_s"; });
+  const auto row = std::find_if(r.rows.begin(), r.rows.end(),
+                                [](const Comparison& c) { return c.quantity == "update_s"; });
   ASSERT_NE(row, r.rows.end());
   EXPECT_NEAR(row->relative_error(), 1 / 1.1 - 1, 0.03);
   const std::string text = format_report(r);
@@ -74,10 +79,12 @@ TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {
   const Profile profile = mlpo::testing::io_bound_profile();
   const ModelSpec spec = find_preset("small");
   const Accounting a = account(spec, ClusterShape{});
-  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1, {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
+                                      {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
   plan.subgroup_elements = 1 << 16;
   plan = mlpo::testing::baseline_of(plan, plan.tiers[0]);
-  const std::string path = write_log("run5.jsonl", {step(0, 9, 0, 3.0), step(1, 1, 0, 3.0), step(2, 1, 0, 3.0)});
+  const std::string path =
+      write_log("run5.jsonl", {step(0, 9, 0, 3.0), step(1, 1, 0, 3.0), step(2, 1, 0, 3.0)});
   const ValidationReport r = validate_run(path, plan, profile, spec);
   EXPECT_TRUE(r.update_only);
   ASSERT_EQ(r.predicted.prediction.tiers.size(), 1u);
