@@ -18,6 +18,9 @@ packages=(
   libopenmpi-dev        # multi-rank runs: the MPI communicator (executor/comm)
   openmpi-bin           # mpirun, for multi-rank runs and their tests
   python3               # small helper scripts (no PyPI packages)
+  clang-format          # house style (.clang-format), checked by scripts/check-style.sh
+  clang-tidy            # function-size rule, checked by scripts/check-style.sh
+  ccache                # cheap rebuilds in fresh build folders and git worktrees
 )
 
 missing=()

@@ -15,13 +15,23 @@ namespace mlpo::gpu {
 
 struct CublasLtApi {
 #define MLPO_CUBLASLT_FUNCTION(name) decltype(&::name) name = nullptr;
-#define MLPO_CUBLASLT_FUNCTIONS(X)                                                                           \
-  X(cublasLtCreate)                                                                                          \
-  X(cublasLtDestroy)                                                                                         \
-  X(cublasLtGetStatusString) X(cublasLtMatmul) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulDescCreate) \
-      X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatmulPreferenceCreate)       \
-          X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)                         \
-              X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)
+// One function a line: clang-format does not keep an X-macro list stable.
+// clang-format off
+#define MLPO_CUBLASLT_FUNCTIONS(X) \
+  X(cublasLtCreate) \
+  X(cublasLtDestroy) \
+  X(cublasLtGetStatusString) \
+  X(cublasLtMatmul) \
+  X(cublasLtMatmulAlgoGetHeuristic) \
+  X(cublasLtMatmulDescCreate) \
+  X(cublasLtMatmulDescDestroy) \
+  X(cublasLtMatmulDescSetAttribute) \
+  X(cublasLtMatmulPreferenceCreate) \
+  X(cublasLtMatmulPreferenceDestroy) \
+  X(cublasLtMatmulPreferenceSetAttribute) \
+  X(cublasLtMatrixLayoutCreate) \
+  X(cublasLtMatrixLayoutDestroy)
+  // clang-format on
   MLPO_CUBLASLT_FUNCTIONS(MLPO_CUBLASLT_FUNCTION)
 #undef MLPO_CUBLASLT_FUNCTION
 };
