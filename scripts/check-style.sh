@@ -44,5 +44,7 @@ if [ "$functions" = 1 ]; then
   fi
 fi
 
-if [ "$bad" = 0 ]; then echo "check-style: clang-format, 110 columns${functions:+, functions <= 120 lines}: all ${#sources[@]} files keep the house rules"; fi
+rules="clang-format, 110 columns"
+[ "$functions" = 1 ] && rules="$rules, functions <= 120 lines"
+if [ "$bad" = 0 ]; then echo "check-style: $rules: all ${#sources[@]} files keep the house rules"; fi
 exit "$bad"
