@@ -30,7 +30,7 @@ double seconds_since(Clock::time_point t0) {
 
 int main(int argc, char** argv) try {
   CLI::App app{"forward+backward throughput and MFU of the CUDA backend on a GPU-resident model"};
-  mlpo::ModelShape shape;
+  mlpo::model::ModelShape shape;
   shape.hidden = 2048;
   shape.layers = 16;
   shape.heads = 16;
@@ -56,17 +56,17 @@ int main(int argc, char** argv) try {
   const mlpo::CudaAvailability gpu = mlpo::cuda_available();
   if (!gpu.available) throw mlpo::Error(gpu.reason);
   mlpo::CudaBackend backend;
-  const mlpo::TransformerOptions options{batch, mlpo::DType::bf16};
+  const mlpo::model::TransformerOptions options{batch, mlpo::DType::bf16};
   const std::int64_t N = static_cast<std::int64_t>(batch) * shape.seq_len;
-  const mlpo::DeviceMemoryNeed need = mlpo::model_device_memory(
+  const mlpo::model::DeviceMemoryNeed need = mlpo::model::model_device_memory(
       shape, options,
       static_cast<std::int64_t>(mlpo::CudaBackend::scratch_bound(
           shape.hidden, static_cast<std::int64_t>(batch) * shape.heads * shape.seq_len)));
   const mlpo::gpu::DeviceMemory mem = mlpo::gpu::device_memory();
-  mlpo::require_device_memory(need, mem.free, mem.total, backend.name());
+  mlpo::model::require_device_memory(need, mem.free, mem.total, backend.name());
   std::printf("device: %s; needs %s\n", gpu.reason.c_str(), need.describe().c_str());
 
-  mlpo::TransformerModel model(backend, shape, options);
+  mlpo::model::TransformerModel model(backend, shape, options);
   model.init_weights(1234);
   std::mt19937_64 rng(5);
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("--blas-threads", blas_threads, "OpenBLAS threads (0 = all cores)");
   CLI11_PARSE(app, argc, argv);
 
-  mlpo::ModelShape shape;  // "small": byte-level vocabulary
+  mlpo::model::ModelShape shape;  // "small": byte-level vocabulary
   shape.vocab = 256;
   shape.hidden = 384;
   shape.layers = layers;
@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(N), shape.hidden, shape.ffn_hidden, shape.hidden,
               gemm_rate(backend, mlpo::DType::bf16, N, shape.hidden, shape.ffn_hidden));
 
-  mlpo::TransformerModel model(backend, shape, {batch, mlpo::DType::bf16});
+  mlpo::model::TransformerModel model(backend, shape, {batch, mlpo::DType::bf16});
   model.init_weights(1234);
   std::mt19937_64 rng(5);
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());

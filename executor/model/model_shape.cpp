@@ -3,8 +3,9 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/model_spec.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 std::int64_t ModelShape::parameter_count() const {
   const std::int64_t V = vocab, h = hidden, kv = kv_dim(), f = ffn_hidden;
@@ -37,4 +38,19 @@ void ModelShape::validate() const {
   if (!(norm_eps > 0.0f)) throw Error("model shape: norm_eps must be positive");
 }
 
-}  // namespace mlpo
+ModelShape shape_of(const ModelSpec& s) {
+  ModelShape m;
+  m.vocab = static_cast<int>(s.vocab);
+  m.hidden = static_cast<int>(s.hidden);
+  m.layers = static_cast<int>(s.layers);
+  m.heads = static_cast<int>(s.heads);
+  m.kv_heads = static_cast<int>(s.kv_heads);
+  m.ffn_hidden = static_cast<int>(s.ffn_hidden);
+  m.seq_len = static_cast<int>(s.seq_len);
+  m.rope_theta = static_cast<float>(s.rope_theta);
+  m.norm_eps = static_cast<float>(s.norm_eps);
+  m.tied_embeddings = s.tied_embeddings;
+  return m;
+}
+
+}  // namespace mlpo::model

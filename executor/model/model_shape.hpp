@@ -1,11 +1,15 @@
 #pragma once
-// ModelShape: the numbers that fix a LLaMA-style decoder's tensors. It is the model's own
-// minimal view of core's ModelSpec (which converts to it), so executor/model does not depend
-// on the spec's file format.
+// ModelShape: the numbers that fix a LLaMA-style decoder's tensors, in the types the model
+// uses (int sizes, float constants). It is the model's view of core's ModelSpec: shape_of()
+// below is the one conversion.
 
 #include <cstdint>
 
 namespace mlpo {
+struct ModelSpec;
+}  // namespace mlpo
+
+namespace mlpo::model {
 
 struct ModelShape {
   int vocab = 0;
@@ -31,4 +35,8 @@ struct ModelShape {
   void validate() const;
 };
 
-}  // namespace mlpo
+// The model's view of a spec: the same numbers, narrowed to the model's types. The spec is
+// validated by core already (load_model, model_from_json, the presets).
+ModelShape shape_of(const ModelSpec& spec);
+
+}  // namespace mlpo::model

@@ -13,6 +13,7 @@
 #include "executor/comm/layer_exchange.hpp"
 #include "executor/comm/single_process_communicator.hpp"
 #include "executor/comm/zero_partition.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/model/parameter_init.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "executor/offload/gradient_norm.hpp"
@@ -30,7 +31,6 @@
 #include "executor/train/phase_trace.hpp"
 #include "executor/train/rank_weights.hpp"
 #include "executor/train/resume_settings.hpp"
-#include "executor/train/spec_shape.hpp"
 #include "executor/train/step_collectives.hpp"
 #include "executor/train/step_record.hpp"
 #include "executor/train/train_input_checks.hpp"
@@ -83,8 +83,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   std::vector<std::string> input_notes;
   auto input_note = [&](const std::string& line) { input_notes.push_back(line); };
   validate(o.model);
-  const ModelShape shape = shape_of(o.model);
-  const ParameterLayout layout(shape);
+  const model::ModelShape shape = model::shape_of(o.model);
+  const model::ParameterLayout layout(shape);
   const std::int64_t params = layout.total();
   const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
   const WeightDecayScope decay_scope = parse_weight_decay_scope(o.weight_decay_on, "--weight-decay-on");
@@ -176,8 +176,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   GradientHandover grads(backend, layout, partition, exchange.get());
   // Gathered from the shards (ZeRO-3), streamed from host memory (--param-offload) or resident.
   RankWeights model_weights(backend, layout, weights, exchange.get(), footprint);
-  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)},
-                         model_weights.provider());
+  model::TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)},
+                                model_weights.provider());
 
   // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) ---
   TrainingPosition pos{0, o.seed, 0};
@@ -209,8 +209,9 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
       threads.parallel_for(
           static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
-            initial_values(layout, o.seed, mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),
-                           std::span<float>(p + begin, end - begin));
+            model::initial_values(layout, o.seed,
+                                  mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),
+                                  std::span<float>(p + begin, end - begin));
             fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin),
                          end - begin);
           });
@@ -277,7 +278,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
         my_losses[static_cast<std::size_t>(j)] = model.forward(inputs, targets);
         forward_s += seconds_since(t0);
         t0 = Clock::now();
-        model.backward(loss_scale, [&](const GradientSegment& seg) {
+        model.backward(loss_scale, [&](const model::GradientSegment& seg) {
           const Tensor summed = gradient_sum ? gradient_sum->add(j, seg.range) : seg.gradient;
           if (j == a - 1) grads.range_final(seg.range, summed);
         });
