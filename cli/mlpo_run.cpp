@@ -2,7 +2,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 
 #include "cli/cli_main.hpp"
@@ -473,9 +472,6 @@ int main(int argc, char** argv) {
     t.threads = threads;
     if (!gpu_memory_limit.empty())
       t.gpu_memory_limit = mlpo::parse_bytes(gpu_memory_limit, "--gpu-memory-limit");
-    if (const char* ms = std::getenv("MLPO_TEST_SLOW_CHECKPOINT_MS"))
-      t.checkpoint_pause = std::chrono::milliseconds(std::atoll(ms));
-    if (const char* path = std::getenv("MLPO_TRACE_PHASES")) t.trace_path = path;
 
     // Every rank runs the same program; rank 0 prints. With several ranks, any rank's error
     // ends the whole job with that rank's message (run_ranked), never a hang.
