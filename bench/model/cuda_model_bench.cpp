@@ -4,8 +4,10 @@
 //   build/release/bench/model/cuda_model_bench [--hidden 2048] [--layers 16] [--heads 16]
 //       [--kv-heads 8] [--ffn 5632] [--vocab 32000] [--seq 2048] [--batch 4] [--steps 5]
 //       [--peak-tflops 989]
+//   build/release/bench/model/cuda_model_bench --model 1b [--seq 1024] [--batch 4] ...
 //
-// Defaults: a ~0.9B-parameter model (LLaMA-like widths), 8192 tokens per step. FLOPs counted
+// Defaults: a ~0.9B-parameter model (LLaMA-like widths), 8192 tokens per step. --model takes
+// a preset or a model file instead of the shape flags (--seq still sets the sequence length). FLOPs counted
 // as in model_bench: 6 x matmul parameters per token + causal attention (6 x layers x T x
 // hidden per token); the recomputed forward of activation checkpointing is not counted, so
 // MFU = model FLOP/s / peak (H100/H200 SXM dense bf16 peak: 989 TFLOP/s).
@@ -14,10 +16,14 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/model_spec.hpp"
 #include "executor/model/device_memory.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
@@ -40,17 +46,25 @@ int main(int argc, char** argv) try {
   shape.seq_len = 2048;
   int batch = 4, steps = 5;
   double peak_tflops = 989.0;
-  app.add_option("--hidden", shape.hidden);
-  app.add_option("--layers", shape.layers);
-  app.add_option("--heads", shape.heads);
-  app.add_option("--kv-heads", shape.kv_heads);
-  app.add_option("--ffn", shape.ffn_hidden);
-  app.add_option("--vocab", shape.vocab);
+  std::string model_name;
+  auto* model_flag = app.add_option("--model", model_name, "preset (1b, llama2-7b, ...) or model file");
+  for (auto [flag, field] : {std::pair{"--hidden", &shape.hidden},
+                             {"--layers", &shape.layers},
+                             {"--heads", &shape.heads},
+                             {"--kv-heads", &shape.kv_heads},
+                             {"--ffn", &shape.ffn_hidden},
+                             {"--vocab", &shape.vocab}})
+    app.add_option(flag, *field)->excludes(model_flag);
   app.add_option("--seq", shape.seq_len);
   app.add_option("--batch", batch, "sequences per step");
   app.add_option("--steps", steps, "timed forward+backward steps");
   app.add_option("--peak-tflops", peak_tflops, "the GPU's dense bf16 peak, for MFU");
   CLI11_PARSE(app, argc, argv);
+  if (!model_name.empty()) {
+    const int seq_len = shape.seq_len;
+    shape = mlpo::model::shape_of(mlpo::load_model(model_name));
+    if (app.count("--seq")) shape.seq_len = seq_len;
+  }
   shape.validate();
 
   const mlpo::CudaAvailability gpu = mlpo::cuda_available();
