@@ -1,13 +1,19 @@
 // mlpo-run: execute pre-training (or the update phase alone) under a plan.
+//
+// Four modes, each with its own flags: training (train::train), --update-only
+// (offload::run_update_only), prepare-data (train::prepare_data) and report
+// (train::write_run_report). main() declares the flags, checks that the chosen mode reads every
+// flag given (FlagModes), and hands the mode its flags: each mode validates them, calls its one
+// library function and prints. The --help text is cli/mlpo_run_help.hpp.
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 
 #include "cli/cli_main.hpp"
 #include "cli/flag_modes.hpp"
 #include "cli/flag_values.hpp"
+#include "cli/mlpo_run_help.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
 #include "core/path_checks.hpp"
@@ -26,94 +32,55 @@
 
 namespace {
 
-std::string eta_text(double seconds) {
-  const auto s = static_cast<long long>(seconds + 0.5);
-  char buf[32];
-  if (s >= 3600)
-    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
-  else
-    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-  return buf;
-}
+using mlpo::cli::Precision;
 
-}  // namespace
+// ---- Each mode's flags ----------------------------------------------------------------
 
-int main(int argc, char** argv) {
-  using mlpo::cli::Precision;
-  CLI::App app{
-      "mlpo-run: pre-train a LLaMA-style model with its optimizer state offloaded under a plan from\n"
-      "mlpo-tune: forward and backward on the compute device (--backend cpu, or cuda: a GPU), each\n"
-      "layer's bf16 gradients handed to host memory as backward finishes it, gradient accumulation\n"
-      "over micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v)\n"
-      "from every storage tier, and the new bf16 weights back to the device.\n\n"
-      "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin [--tokenizer tokenizer.model] [--model "
-      "M]\n"
-      "  mlpo-run report run.jsonl --out report.svg|report.html [--title TEXT]\n"
-      "  mlpo-run --model NAME|FILE --data FILE|DIR... [--plan plan.json] [--steps N] [--micro-batch B]\n"
-      "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
-      "           [--checkpoint-every K] [--resume] [--init-from HF_DIR] [--export-safetensors DIR|FILE]\n"
-      "           [--export-dtype bf16|fp32] [--export-shard-size SIZE] [--export-tokenizer FILE...] "
-      "[--param-offload]\n"
-      "           [--backend cpu|cuda|cuda:N] [--gpu-memory-limit SIZE] [--tokenizer tokenizer.model]\n"
-      "           [--eval-data FILE|DIR... [--eval-every N] [--eval-tokens T]]\n"
-      "  mpirun -np R mlpo-run --model ... [--comm auto|mpi|single|nccl]\n"
-      "  mlpo-run --update-only --params N --plan plan.json [--ranks R] [--state-hash]\n\n"
-      "Data: token files made by prepare-data (byte-level, vocab 256, or a SentencePiece --tokenizer), flat\n"
-      "uint16/uint32 files (--token-bytes) or llm.c shards (256 int32 header, magic 20240520); several "
-      "files\n"
-      "or directories of them are one data set, memory-mapped. Sequences are sampled at positions drawn\n"
-      "from --seed and never straddle files; tokens >= the model's vocab are an error, as is data made\n"
-      "with a larger tokenizer than the model's vocab. --eval-data: validation loss (forward only) on\n"
-      "its first --eval-tokens tokens as fixed sequences, every --eval-every steps and after the last.\n"
-      "No --plan: a default plan is made and printed (one disk tier under --state-dir, ./mlpo-state).\n"
-      "Schedule: linear warm-up over --warmup-steps to --lr, cosine decay to --min-lr at\n"
-      "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay on every matrix, not on the\n"
-      "RMSNorm gains; --weight-decay-on all decays those too).\n"
-      "Checkpoints (--checkpoint-dir): every --checkpoint-every steps and at the end: HF-named\n"
-      "safetensors + fp32 p, m, v (one file set per rank, each a range of the global order) +\n"
-      "step, seed and data position, written to a temp directory, fsync'd, renamed; the previous\n"
-      "one is kept until the new one is complete.\n"
-      "--resume continues bitwise as if never interrupted, under any plan and on any number of ranks;\n"
-      "without `latest` it takes the newest complete ckpt-N; with no checkpoint yet it starts from\n"
-      "step 0. The manifest and every file are checked (CRC32C): a damaged checkpoint exits 2.\n"
-      "Same results need the same --blas-threads\n"
-      "(OpenBLAS thread count).\n"
-      "Data parallelism (ZeRO-3): launch with mpirun or srun (`mpirun -np 4 mlpo-run ...`); each rank\n"
-      "owns 1/ranks of the weights, gradients and optimizer state, gathers each layer's weights when\n"
-      "needed and reduce-scatters its gradients; --grad-accum is per rank, so a step holds ranks x\n"
-      "--grad-accum micro-batches. With 1, 2, 4, ... ranks the losses and weights are bitwise those of\n"
-      "one process with the same global batch. The plan must be for the launched shape (mlpo-tune\n"
-      "--nodes --gpus-per-node); checkpoints (one file set per rank + a manifest) resume on any\n"
-      "number of ranks; rank 0 prints. --param-offload keeps a single process's weights in host\n"
-      "memory and streams them to the device one part at a time (bitwise the same results).\n"
-      "GPU (--backend cuda): bf16 compute on the GPU (cuBLASLt, fused kernels); transfers overlap it on\n"
-      "copy streams from pinned host memory. The GPU memory the run needs is checked before anything\n"
-      "is allocated (a shortfall names bytes needed and available, and suggests --param-offload, which\n"
-      "keeps only two layers' weights and, with --grad-accum 1, one layer's gradient on the GPU).\n"
-      "Without a usable GPU --backend cuda exits 2 naming CUDA's reason. docs/cuda.md.\n"
-      "Hugging Face: --init-from DIR starts from a LLaMA checkpoint directory (config.json + "
-      "model.safetensors or\n"
-      "index + shards; bf16, fp16 or fp32), streamed tensor by tensor into each rank's tiers; "
-      "--export-safetensors\n"
-      "DIR writes one that transformers' LlamaForCausalLM.from_pretrained loads (docs/formats.md).\n"
-      "Per step it prints step, loss, tokens/s, phase times and ETA, and --log writes one JSON object\n"
-      "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing: every number\n"
-      "is checked against the range --help shows (FLOAT:>0 ...; NaN and inf never pass), and a flag the\n"
-      "mode does not read (--data with --update-only, --checkpoint-every without --checkpoint-dir) is an\n"
-      "error, as is --mode baseline without --plan.\n\n"
-      "--update-only runs the real update phase without a model: synthetic bf16 gradients (a pure\n"
-      "function of seed, step and element index), real tier files and io_uring, the plan's cache,\n"
-      "order and concurrency limits, fused AdamW. --ranks R forks R rank processes that share the\n"
-      "tiers, each owning 1/R of the state. --state-hash prints a digest of the final optimizer\n"
-      "state that is the same under every plan. See docs/training.md.",
-      "mlpo-run"};
-  mlpo::cli::add_version_flag(app);
+// prepare-data.
+struct PrepareDataFlags {
+  mlpo::train::PrepareDataOptions options;
+  std::string model;  // preset or file the data is for
+};
 
-  // prepare-data
+// report.
+struct ReportFlags {
+  std::string log, out, title;
+};
+
+// The flags of the modes that run steps: training and --update-only.
+struct StepFlags {
+  std::string plan_path, log_path;
+  std::int64_t steps = 0;  // 0: the mode's default
+  std::uint64_t seed = 1;
+  double lr = 0, max_grad_norm = 1.0;  // lr 0: the mode's default
+  unsigned threads = 0;
+  bool quiet = false;
+  std::string mode = "mlp";  // or baseline
+};
+
+// Training: most flags go straight into the options; these need converting first.
+struct TrainingFlags {
+  mlpo::train::TrainOptions options;
+  std::string model_name;
+  std::int64_t seq_len = 0;  // 0: the model's
+  std::string export_shard_size = "5GB";
+  std::string comm_name = "auto";
+  std::string gpu_memory_limit;  // "": the GPU's free memory
+};
+
+// --update-only (its AdamW flags are training's: --beta1, --beta2, --eps, --weight-decay).
+struct UpdateOnlyFlags {
+  bool update_only = false;
+  std::string params_text, profile_path;
+  mlpo::offload::UpdateOnlyOptions options;
+};
+
+// ---- Declaring the flags, in --help order -----------------------------------------------
+
+CLI::App* add_prepare_data(CLI::App& app, PrepareDataFlags& f) {
   auto* prepare = app.add_subcommand(
       "prepare-data", "Tokenize files (byte-level, or a SentencePiece --tokenizer) into an llm.c shard");
-  mlpo::train::PrepareDataOptions p;
-  std::string prepare_model;
+  mlpo::train::PrepareDataOptions& p = f.options;
   prepare
       ->add_option("--input", p.inputs,
                    "Files or directories (recursively, sorted by path), concatenated in order")
@@ -126,55 +93,52 @@ int main(int argc, char** argv) {
   prepare->add_option(
       "--tokenizer", p.tokenizer,
       "SentencePiece model (tokenizer.model; spm_train makes one); default: byte-level, vocab 256");
-  prepare->add_option("--model", prepare_model,
+  prepare->add_option("--model", f.model,
                       "Model preset or file the data is for: its vocab must hold the tokenizer's");
   prepare
       ->add_option("--threads", p.threads,
                    "Tokenizer threads (default: all cores); the output is the same for any count")
       ->check(mlpo::cli::whole_in(1, 4096));
+  return prepare;
+}
 
-  // report
+CLI::App* add_report(CLI::App& app, ReportFlags& f) {
   auto* report = app.add_subcommand(
       "report",
       "Draw a run log as one chart: loss (and eval_loss), tokens/s, phase seconds, tier GB and GB/s");
-  std::string report_log, report_out, report_title;
-  report->add_option("log", report_log, "Run log: the JSON-lines file of mlpo-run --log")->required();
-  report->add_option("--out", report_out, "Report to write: .svg, or .html (the SVG in a page)")->required();
-  report->add_option("--title", report_title,
+  report->add_option("log", f.log, "Run log: the JSON-lines file of mlpo-run --log")->required();
+  report->add_option("--out", f.out, "Report to write: .svg, or .html (the SVG in a page)")->required();
+  report->add_option("--title", f.title,
                      "Title line, e.g. the model and plan (default: the log's file name)");
+  return report;
+}
 
-  // shared
-  std::string plan_path, log_path;
-  std::int64_t steps = 0;
-  std::uint64_t seed = 1;
-  double lr = 0, max_grad_norm = 1.0;
-  unsigned threads = 0;
-  bool quiet = false;
-  app.add_option("--plan", plan_path,
+void add_step_flags(CLI::App& app, StepFlags& s) {
+  app.add_option("--plan", s.plan_path,
                  "Plan file (mlpo.plan/1) from mlpo-tune or written by hand; training without it makes a "
                  "default plan")
       ->check(CLI::ExistingFile);
-  app.add_option("--steps", steps, "Optimizer steps (default: 100 training, 10 update-only)")
+  app.add_option("--steps", s.steps, "Optimizer steps (default: 100 training, 10 update-only)")
       ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 30));
-  app.add_option("--seed", seed,
+  app.add_option("--seed", s.seed,
                  "Seed of the model's initial weights and of data sampling (update-only: synthetic data)")
       ->capture_default_str()
       ->check(mlpo::cli::unsigned_whole());
-  app.add_option("--lr", lr, "Peak AdamW learning rate (default: 1e-3 training, 1e-4 update-only)")
+  app.add_option("--lr", s.lr, "Peak AdamW learning rate (default: 1e-3 training, 1e-4 update-only)")
       ->check(mlpo::cli::positive_real(Precision::fp32));
-  app.add_option("--max-grad-norm", max_grad_norm, "Global gradient-norm clipping threshold (0 = off)")
+  app.add_option("--max-grad-norm", s.max_grad_norm, "Global gradient-norm clipping threshold (0 = off)")
       ->capture_default_str()
       ->check(mlpo::cli::non_negative_real());
-  app.add_option("--threads", threads, "CPU threads for the compute ops and AdamW (default: all cores)")
+  app.add_option("--threads", s.threads, "CPU threads for the compute ops and AdamW (default: all cores)")
       ->check(mlpo::cli::whole_in(1, 4096));
-  app.add_option("--log", log_path, "Write one JSON object per step to this file (JSON lines)");
-  app.add_flag("--quiet", quiet, "Print only notes and the summary");
+  app.add_option("--log", s.log_path, "Write one JSON object per step to this file (JSON lines)");
+  app.add_flag("--quiet", s.quiet, "Print only notes and the summary");
+}
 
-  // training
-  mlpo::train::TrainOptions t;
-  std::string model_name;
-  std::int64_t seq_len = 0;
-  app.add_option("--model", model_name, "Model preset (tiny, small, 1b, ...) or mlpo.model/1 JSON file");
+// The model, the data, the batch and the optimizer.
+void add_training_flags(CLI::App& app, TrainingFlags& f) {
+  mlpo::train::TrainOptions& t = f.options;
+  app.add_option("--model", f.model_name, "Model preset (tiny, small, 1b, ...) or mlpo.model/1 JSON file");
   app.add_option(
       "--data", t.data,
       "Token files or directories of them (prepare-data's, flat uint16/uint32, llm.c shards): one data set");
@@ -193,7 +157,7 @@ int main(int argc, char** argv) {
   app.add_option("--token-bytes", t.token_bytes, "Width of a flat (headerless) token file's tokens")
       ->capture_default_str()
       ->check(CLI::IsMember({2, 4}));
-  app.add_option("--seq-len", seq_len, "Training sequence length (default: the model's seq_len)")
+  app.add_option("--seq-len", f.seq_len, "Training sequence length (default: the model's seq_len)")
       ->check(mlpo::cli::whole_in(2, std::int64_t{1} << 20));
   app.add_option("--micro-batch", t.micro_batch, "Sequences per forward/backward")
       ->capture_default_str()
@@ -228,6 +192,11 @@ int main(int argc, char** argv) {
                  "Megatron) or all")
       ->capture_default_str()
       ->check(CLI::IsMember({"matrices", "all"}));
+}
+
+// Checkpoints, the export, the initial weights and where the run computes.
+void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
+  mlpo::train::TrainOptions& t = f.options;
   app.add_option("--checkpoint-dir", t.checkpoint_dir,
                  "Directory of checkpoints (ckpt-<step>/ and a `latest` pointer)");
   app.add_option("--checkpoint-every", t.checkpoint_every, "Checkpoint every K steps (0 = only at the end)")
@@ -239,12 +208,11 @@ int main(int argc, char** argv) {
       "--export-safetensors", t.export_safetensors,
       "Write the final weights: DIR = a Hugging Face LLaMA directory (config.json, safetensors shards + "
       "index, tokenizer files); a path ending in .safetensors = one file of bf16 weights (HF names)");
-  std::string export_shard_size = "5GB";
   app.add_option("--export-dtype", t.export_dtype,
                  "Directory export: bf16 (the weights trained with) or fp32 (the master weights)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp32"}));
-  app.add_option("--export-shard-size", export_shard_size,
+  app.add_option("--export-shard-size", f.export_shard_size,
                  "Directory export: tensor bytes per safetensors shard at most (GB = 1e9, GiB = 2^30)")
       ->capture_default_str();
   app.add_option("--export-tokenizer", t.export_tokenizer_files,
@@ -261,8 +229,7 @@ int main(int argc, char** argv) {
   app.add_option("--blas-threads", t.blas_threads,
                  "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count")
       ->check(mlpo::cli::whole_in(1, 4096));
-  std::string comm_name = "auto";
-  app.add_option("--comm", comm_name,
+  app.add_option("--comm", f.comm_name,
                  "Communicator between data-parallel ranks: auto (MPI when launched by mpirun/srun, else one "
                  "process), mpi, single (one process; an error under a launcher of several ranks), nccl (GPU "
                  "buffers: "
@@ -274,8 +241,7 @@ int main(int argc, char** argv) {
          "Compute backend: cpu, cuda (this process's GPU: device 0, or the local rank's under a launcher) or "
          "cuda:N (GPU N). Results differ between cpu and cuda within bf16 rounding (docs/cuda.md)")
       ->capture_default_str();
-  std::string gpu_memory_limit;
-  app.add_option("--gpu-memory-limit", gpu_memory_limit,
+  app.add_option("--gpu-memory-limit", f.gpu_memory_limit,
                  "--backend cuda: plan for at most this much GPU memory (e.g. 8GiB) instead of the device's "
                  "free memory; "
                  "the up-front check then refuses a run that would need more (to try parameter offload on a "
@@ -287,13 +253,14 @@ int main(int argc, char** argv) {
       "a time, two parts resident (parameter offload); with --grad-accum 1 the gradients also leave the "
       "device "
       "layer by layer as backward produces them; results are bitwise those without it");
+}
 
-  // update-only
-  bool update_only = false;
-  std::string params_text, profile_path, mode = "mlp";
-  mlpo::offload::UpdateOnlyOptions u;
-  app.add_flag("--update-only", update_only, "Run only the offloaded update phase, with synthetic gradients");
-  app.add_option("--params", params_text, "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)")
+void add_update_only_flags(CLI::App& app, UpdateOnlyFlags& f, std::string& mode) {
+  mlpo::offload::UpdateOnlyOptions& u = f.options;
+  app.add_flag("--update-only", f.update_only,
+               "Run only the offloaded update phase, with synthetic gradients");
+  app.add_option("--params", f.params_text,
+                 "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)")
       ->check(mlpo::cli::count_at_least(1));
   app.add_option("--ranks", u.ranks, "Update-only: rank processes on this node, sharing the tiers")
       ->capture_default_str()
@@ -303,16 +270,19 @@ int main(int argc, char** argv) {
                  "gradients flushed, ascending, no cache, no limit)")
       ->capture_default_str()
       ->check(CLI::IsMember({"mlp", "baseline"}));
-  app.add_option("--profile", profile_path,
+  app.add_option("--profile", f.profile_path,
                  "Update-only: profile (mlpo.profile/1) for the physical bound of each step")
       ->check(CLI::ExistingFile);
   app.add_flag("--state-hash", u.state_hash,
                "Update-only: print state-sha256: <hex> over all ranks' final p, m, v");
+}
 
-  // Which mode reads which flag: one the chosen mode would ignore is an error naming the mode
-  // (cli/flag_modes.hpp). Every flag has a row.
-  enum : unsigned { kTraining = 1, kUpdateOnly = 2, kPrepareData = 4, kReport = 8 };
-  const mlpo::cli::FlagModes flag_modes(
+// Which mode reads which flag: one the chosen mode would ignore is an error naming the mode
+// (cli/flag_modes.hpp). Every flag has a row.
+enum : unsigned { kTraining = 1, kUpdateOnly = 2, kPrepareData = 4, kReport = 8 };
+
+mlpo::cli::FlagModes run_flag_modes() {
+  return mlpo::cli::FlagModes(
       {{kTraining, "training"},
        {kUpdateOnly, "--update-only"},
        {kPrepareData, "prepare-data"},
@@ -374,158 +344,223 @@ int main(int argc, char** argv) {
           {"--export-shard-size", "--export-safetensors", "the export directory"},
           {"--export-tokenizer", "--export-safetensors", "the export directory"},
       });
+}
+
+// ---- Running each mode ------------------------------------------------------------------
+
+int run_prepare_data(PrepareDataFlags& f) {
+  mlpo::train::PrepareDataOptions& p = f.options;
+  if (!f.model.empty()) p.model = mlpo::load_model(f.model);
+  if (::isatty(STDERR_FILENO))
+    p.progress = [](std::uint64_t done, std::uint64_t total) {
+      std::fprintf(stderr, "\r\033[Kprepare-data: %.1f of %.1f MB (%.0f %%)", static_cast<double>(done) / 1e6,
+                   static_cast<double>(total) / 1e6,
+                   100.0 * static_cast<double>(done) / static_cast<double>(total));
+    };
+  auto r = mlpo::train::prepare_data(p);
+  if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
+  std::printf("prepare-data: %lld files, %lld tokens (%s) -> %s\n", static_cast<long long>(r.files),
+              static_cast<long long>(r.tokens), r.tokenizer.c_str(), p.out.c_str());
+  return 0;
+}
+
+int run_report(const ReportFlags& f) {
+  mlpo::train::write_run_report(f.log, f.out, f.title);
+  std::printf("report: %s\n", f.out.c_str());
+  return 0;
+}
+
+// The update-only options from the flags; `adamw` holds training's AdamW flags.
+mlpo::offload::UpdateOnlyOptions update_only_options(const StepFlags& s, const UpdateOnlyFlags& f,
+                                                     const mlpo::train::TrainOptions& adamw) {
+  if (f.params_text.empty()) throw mlpo::Error("--update-only needs --params (total parameters, e.g. 1e9)");
+  if (s.plan_path.empty()) throw mlpo::Error("--update-only needs --plan (a plan file from mlpo-tune)");
+  mlpo::offload::UpdateOnlyOptions u = f.options;
+  u.params = static_cast<std::int64_t>(mlpo::parse_count(f.params_text, "--params"));
+  u.plan = mlpo::load_plan(s.plan_path);
+  if (s.mode == "baseline") u.plan = mlpo::baseline_of(u.plan);
+  if (!f.profile_path.empty()) u.profile = mlpo::load_profile(f.profile_path);
+  u.steps = s.steps ? s.steps : 10;
+  u.seed = s.seed;
+  u.threads = s.threads;
+  u.max_grad_norm = s.max_grad_norm;
+  if (s.lr > 0) u.adam.lr = static_cast<float>(s.lr);
+  u.adam.beta1 = adamw.beta1;
+  u.adam.beta2 = adamw.beta2;
+  u.adam.eps = adamw.eps;
+  u.adam.weight_decay = adamw.weight_decay;
+  return u;
+}
+
+int run_update_only(const StepFlags& s, const mlpo::offload::UpdateOnlyOptions& u) {
+  const bool tty = ::isatty(STDOUT_FILENO) && !s.quiet;
+  mlpo::train::RunLog log(s.log_path, false);
+  auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
+    log.write(rec);
+    if (s.quiet) return;
+    std::printf("step %lld/%lld  update %.3f s  backward %.3f s  stall %.3f s  hits %lld",
+                rec["step"].get<long long>(), static_cast<long long>(u.steps), rec["update_s"].get<double>(),
+                rec["backward_s"].get<double>(), rec["prefetch_stall_s"].get<double>(),
+                rec["cache_hits"].get<long long>());
+    if (rec.contains("bound_s"))
+      std::printf("  bound %.3f s (x%.2f)", rec["bound_s"].get<double>(),
+                  rec["achieved_over_bound"].get<double>());
+    std::printf("\n");
+    if (tty) std::fflush(stdout);
+  });
+  std::printf("summary: %s\n", result.summary.dump().c_str());
+  if (u.state_hash) std::printf("state-sha256: %s\n", result.state_sha256.c_str());
+  return 0;
+}
+
+// The training options from the flags (every check before anything is opened).
+mlpo::train::TrainOptions training_options(const CLI::App& app, const StepFlags& s, const TrainingFlags& f) {
+  mlpo::train::TrainOptions t = f.options;
+  if (f.model_name.empty() && t.init_from.empty())
+    throw mlpo::Error(
+        "--model is required (a preset such as tiny or small, a model JSON file or a Hugging Face "
+        "config.json), "
+        "unless --init-from names a checkpoint; see --help");
+  if (t.data.empty())
+    throw mlpo::Error("--data is required (a token file; make one with `mlpo-run prepare-data`)");
+  if (!s.plan_path.empty() && mlpo::cli::given(app, "--state-dir"))
+    throw mlpo::Error(
+        "--state-dir: is the tier directory of the default plan, but --plan gives the tiers; drop "
+        "--state-dir "
+        "(or --plan)");
+  if (!f.gpu_memory_limit.empty() && t.backend.rfind("cuda", 0) != 0)
+    throw mlpo::Error("--gpu-memory-limit: limits GPU memory, but --backend is " + t.backend +
+                      "; add --backend cuda or drop --gpu-memory-limit");
+  t.model = f.model_name.empty() ? mlpo::train::read_hf_model(t.init_from) : mlpo::load_model(f.model_name);
+  t.export_shard_bytes = mlpo::parse_bytes(f.export_shard_size, "--export-shard-size");
+  if (f.seq_len > 0) t.model.seq_len = f.seq_len;
+  if (!s.plan_path.empty()) {
+    t.plan = mlpo::load_plan(s.plan_path);
+    if (s.mode == "baseline") t.plan = mlpo::baseline_of(*t.plan);
+  }
+  t.steps = s.steps ? s.steps : 100;
+  t.seed = s.seed;
+  if (s.lr > 0) t.lr.max_lr = s.lr;
+  t.max_grad_norm = s.max_grad_norm;
+  t.threads = s.threads;
+  if (!f.gpu_memory_limit.empty())
+    t.gpu_memory_limit = mlpo::parse_bytes(f.gpu_memory_limit, "--gpu-memory-limit");
+  return t;
+}
+
+std::string eta_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char buf[32];
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  return buf;
+}
+
+// Notes as they come (warnings to stderr); each step to the log and, unless quiet, as a line
+// with its ETA.
+mlpo::train::TrainEvents print_events(const mlpo::train::TrainOptions& t, bool quiet,
+                                      mlpo::train::RunLog& log, double& elapsed, std::int64_t& done) {
+  mlpo::train::TrainEvents events;
+  events.note = [](const std::string& line) {  // warnings (a resume without `latest`, ...) to stderr
+    std::FILE* to = line.rfind("warning:", 0) == 0 ? stderr : stdout;
+    std::fprintf(to, "%s\n", line.c_str());
+    std::fflush(to);
+  };
+  events.step = [&t, quiet, &log, &elapsed, &done](const mlpo::Json& rec) {
+    log.write(rec);
+    elapsed += rec["step_s"].get<double>();
+    ++done;
+    if (quiet) return;
+    const long long step = rec["step"].get<long long>();
+    const double eta = elapsed / static_cast<double>(done) * static_cast<double>(t.steps - step);
+    // Two significant digits below 10 tok/s (a 2B model on a CPU runs at ~0.5), whole numbers above.
+    const double tps = rec["tokens_per_s"].get<double>();
+    std::printf(
+        "step %lld/%lld  loss %.4f  lr %.2e  %.*f tok/s  fwd %.2f s  bwd %.2f s  upd %.2f s  ckpt %.2f s "
+        " ETA %s",
+        step, static_cast<long long>(t.steps), rec["loss"].get<double>(), rec["lr"].get<double>(),
+        tps < 10 ? 2 : 0, tps, rec["forward_s"].get<double>(), rec["backward_s"].get<double>(),
+        rec["update_s"].get<double>(), rec["checkpoint_s"].get<double>(), eta_text(eta).c_str());
+    if (rec.contains("eval_loss"))
+      std::printf("  eval_loss %.4f (%.2f s)", rec["eval_loss"].get<double>(), rec["eval_s"].get<double>());
+    std::printf("\n");
+    std::fflush(stdout);
+  };
+  return events;
+}
+
+void print_summary(const mlpo::Json& summary) {
+  if (summary.contains("first_loss"))
+    std::printf("loss %.4f (step %lld) -> %.4f (step %lld)\n", summary["first_loss"].get<double>(),
+                summary["first_step"].get<long long>(), summary["last_loss"].get<double>(),
+                summary["last_step"].get<long long>());
+  if (summary.contains("last_eval_loss"))
+    std::printf("eval_loss %.4f (step %lld)\n", summary["last_eval_loss"].get<double>(),
+                summary["last_step"].get<long long>());
+  std::printf("summary: %s\n", summary.dump().c_str());
+}
+
+// Every rank runs the same program; rank 0 prints. With several ranks, any rank's error ends
+// the whole job with that rank's message (run_ranked), never a hang.
+int run_training(mlpo::train::TrainOptions& t, const std::string& comm_name, const StepFlags& s) {
+  auto comm = mlpo::comm::open_communicator(mlpo::comm::launch_env(),
+                                            mlpo::comm::parse_comm_backend(comm_name, "--comm"));
+  t.comm = comm.get();
+  const bool rank0 = comm->rank() == 0;
+  auto body = [&] {
+    mlpo::train::RunLog log(rank0 ? s.log_path : std::string(), t.resume);
+    double elapsed = 0;
+    std::int64_t done = 0;
+    const mlpo::train::TrainEvents events = print_events(t, s.quiet, log, elapsed, done);
+    auto result = mlpo::train::train(t, events);
+    if (!rank0) return 0;
+    print_summary(result.summary);
+    return 0;
+  };
+  return comm->size() > 1 ? mlpo::comm::run_ranked(*comm, body) : body();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{mlpo::cli::kRunHelp, "mlpo-run"};
+  mlpo::cli::add_version_flag(app);
+  PrepareDataFlags prepare_flags;
+  ReportFlags report_flags;
+  StepFlags step_flags;
+  TrainingFlags training_flags;
+  UpdateOnlyFlags update_only_flags;
+  CLI::App* prepare = add_prepare_data(app, prepare_flags);
+  CLI::App* report = add_report(app, report_flags);
+  add_step_flags(app, step_flags);
+  add_training_flags(app, training_flags);
+  add_training_run_flags(app, training_flags);
+  add_update_only_flags(app, update_only_flags, step_flags.mode);
+  const mlpo::cli::FlagModes flag_modes = run_flag_modes();
 
   return mlpo::cli::run(app, argc, argv, [&] {
-    flag_modes.check(app, prepare->parsed()  ? kPrepareData
-                          : report->parsed() ? kReport
-                          : update_only      ? kUpdateOnly
-                                             : kTraining);
-    if (mode == "baseline" && plan_path.empty())
+    const unsigned mode = prepare->parsed()               ? kPrepareData
+                          : report->parsed()              ? kReport
+                          : update_only_flags.update_only ? kUpdateOnly
+                                                          : kTraining;
+    flag_modes.check(app, mode);
+    if (step_flags.mode == "baseline" && step_flags.plan_path.empty())
       throw mlpo::Error(
           "--mode baseline: needs --plan (the baseline is made from a plan: its first tier, fp32 gradients "
           "flushed, ascending order); add --plan plan.json");
-    if (!log_path.empty()) mlpo::check_output_file(log_path, "--log");
-    if (prepare->parsed()) {
-      if (!prepare_model.empty()) p.model = mlpo::load_model(prepare_model);
-      if (::isatty(STDERR_FILENO))
-        p.progress = [](std::uint64_t done, std::uint64_t total) {
-          std::fprintf(stderr, "\r\033[Kprepare-data: %.1f of %.1f MB (%.0f %%)",
-                       static_cast<double>(done) / 1e6, static_cast<double>(total) / 1e6,
-                       100.0 * static_cast<double>(done) / static_cast<double>(total));
-        };
-      auto r = mlpo::train::prepare_data(p);
-      if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
-      std::printf("prepare-data: %lld files, %lld tokens (%s) -> %s\n", static_cast<long long>(r.files),
-                  static_cast<long long>(r.tokens), r.tokenizer.c_str(), p.out.c_str());
-      return 0;
+    if (!step_flags.log_path.empty()) mlpo::check_output_file(step_flags.log_path, "--log");
+    if (mode == kPrepareData) return run_prepare_data(prepare_flags);
+    if (mode == kReport) return run_report(report_flags);
+    if (mode == kUpdateOnly) {
+      if (mlpo::comm::launch_env().multi_rank())
+        throw mlpo::Error(
+            "--update-only starts its rank processes itself (--ranks R); run it without mpirun/srun");
+      return run_update_only(step_flags,
+                             update_only_options(step_flags, update_only_flags, training_flags.options));
     }
-    if (report->parsed()) {
-      mlpo::train::write_run_report(report_log, report_out, report_title);
-      std::printf("report: %s\n", report_out.c_str());
-      return 0;
-    }
-    const bool tty = ::isatty(STDOUT_FILENO) && !quiet;
-    if (update_only && mlpo::comm::launch_env().multi_rank())
-      throw mlpo::Error(
-          "--update-only starts its rank processes itself (--ranks R); run it without mpirun/srun");
-    if (update_only) {
-      if (params_text.empty()) throw mlpo::Error("--update-only needs --params (total parameters, e.g. 1e9)");
-      if (plan_path.empty()) throw mlpo::Error("--update-only needs --plan (a plan file from mlpo-tune)");
-      u.params = static_cast<std::int64_t>(mlpo::parse_count(params_text, "--params"));
-      u.plan = mlpo::load_plan(plan_path);
-      if (mode == "baseline") u.plan = mlpo::baseline_of(u.plan);
-      if (!profile_path.empty()) u.profile = mlpo::load_profile(profile_path);
-      u.steps = steps ? steps : 10;
-      u.seed = seed;
-      u.threads = threads;
-      u.max_grad_norm = max_grad_norm;
-      if (lr > 0) u.adam.lr = static_cast<float>(lr);
-      u.adam.beta1 = t.beta1;
-      u.adam.beta2 = t.beta2;
-      u.adam.eps = t.eps;
-      u.adam.weight_decay = t.weight_decay;
-      mlpo::train::RunLog log(log_path, false);
-      auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
-        log.write(rec);
-        if (!quiet) {
-          std::printf("step %lld/%lld  update %.3f s  backward %.3f s  stall %.3f s  hits %lld",
-                      rec["step"].get<long long>(), static_cast<long long>(u.steps),
-                      rec["update_s"].get<double>(), rec["backward_s"].get<double>(),
-                      rec["prefetch_stall_s"].get<double>(), rec["cache_hits"].get<long long>());
-          if (rec.contains("bound_s"))
-            std::printf("  bound %.3f s (x%.2f)", rec["bound_s"].get<double>(),
-                        rec["achieved_over_bound"].get<double>());
-          std::printf("\n");
-          if (tty) std::fflush(stdout);
-        }
-      });
-      std::printf("summary: %s\n", result.summary.dump().c_str());
-      if (u.state_hash) std::printf("state-sha256: %s\n", result.state_sha256.c_str());
-      return 0;
-    }
-
-    if (model_name.empty() && t.init_from.empty())
-      throw mlpo::Error(
-          "--model is required (a preset such as tiny or small, a model JSON file or a Hugging Face "
-          "config.json), "
-          "unless --init-from names a checkpoint; see --help");
-    if (t.data.empty())
-      throw mlpo::Error("--data is required (a token file; make one with `mlpo-run prepare-data`)");
-    if (!plan_path.empty() && mlpo::cli::given(app, "--state-dir"))
-      throw mlpo::Error(
-          "--state-dir: is the tier directory of the default plan, but --plan gives the tiers; drop "
-          "--state-dir "
-          "(or --plan)");
-    if (!gpu_memory_limit.empty() && t.backend.rfind("cuda", 0) != 0)
-      throw mlpo::Error("--gpu-memory-limit: limits GPU memory, but --backend is " + t.backend +
-                        "; add --backend cuda or drop --gpu-memory-limit");
-    t.model = model_name.empty() ? mlpo::train::read_hf_model(t.init_from) : mlpo::load_model(model_name);
-    t.export_shard_bytes = mlpo::parse_bytes(export_shard_size, "--export-shard-size");
-    if (seq_len > 0) t.model.seq_len = seq_len;
-    if (!plan_path.empty()) {
-      t.plan = mlpo::load_plan(plan_path);
-      if (mode == "baseline") t.plan = mlpo::baseline_of(*t.plan);
-    }
-    t.steps = steps ? steps : 100;
-    t.seed = seed;
-    if (lr > 0) t.lr.max_lr = lr;
-    t.max_grad_norm = max_grad_norm;
-    t.threads = threads;
-    if (!gpu_memory_limit.empty())
-      t.gpu_memory_limit = mlpo::parse_bytes(gpu_memory_limit, "--gpu-memory-limit");
-    if (const char* ms = std::getenv("MLPO_TEST_SLOW_CHECKPOINT_MS"))
-      t.checkpoint_pause = std::chrono::milliseconds(std::atoll(ms));
-    if (const char* path = std::getenv("MLPO_TRACE_PHASES")) t.trace_path = path;
-
-    // Every rank runs the same program; rank 0 prints. With several ranks, any rank's error
-    // ends the whole job with that rank's message (run_ranked), never a hang.
-    auto comm = mlpo::comm::open_communicator(mlpo::comm::launch_env(),
-                                              mlpo::comm::parse_comm_backend(comm_name, "--comm"));
-    t.comm = comm.get();
-    const bool rank0 = comm->rank() == 0;
-    auto body = [&] {
-      mlpo::train::RunLog log(rank0 ? log_path : std::string(), t.resume);
-      double elapsed = 0;
-      std::int64_t done = 0;
-      mlpo::train::TrainEvents events;
-      events.note = [&](const std::string& line) {  // warnings (a resume without `latest`, ...) to stderr
-        std::FILE* to = line.rfind("warning:", 0) == 0 ? stderr : stdout;
-        std::fprintf(to, "%s\n", line.c_str());
-        std::fflush(to);
-      };
-      events.step = [&](const mlpo::Json& rec) {
-        log.write(rec);
-        elapsed += rec["step_s"].get<double>();
-        ++done;
-        if (quiet) return;
-        const long long step = rec["step"].get<long long>();
-        const double eta = elapsed / static_cast<double>(done) * static_cast<double>(t.steps - step);
-        // Two significant digits below 10 tok/s (a 2B model on a CPU runs at ~0.5), whole numbers above.
-        const double tps = rec["tokens_per_s"].get<double>();
-        std::printf(
-            "step %lld/%lld  loss %.4f  lr %.2e  %.*f tok/s  fwd %.2f s  bwd %.2f s  upd %.2f s  ckpt %.2f s "
-            " ETA %s",
-            step, static_cast<long long>(t.steps), rec["loss"].get<double>(), rec["lr"].get<double>(),
-            tps < 10 ? 2 : 0, tps, rec["forward_s"].get<double>(), rec["backward_s"].get<double>(),
-            rec["update_s"].get<double>(), rec["checkpoint_s"].get<double>(), eta_text(eta).c_str());
-        if (rec.contains("eval_loss"))
-          std::printf("  eval_loss %.4f (%.2f s)", rec["eval_loss"].get<double>(),
-                      rec["eval_s"].get<double>());
-        std::printf("\n");
-        std::fflush(stdout);
-      };
-      auto result = mlpo::train::train(t, events);
-      if (!rank0) return 0;
-      if (result.summary.contains("first_loss"))
-        std::printf("loss %.4f (step %lld) -> %.4f (step %lld)\n", result.summary["first_loss"].get<double>(),
-                    result.summary["first_step"].get<long long>(), result.summary["last_loss"].get<double>(),
-                    result.summary["last_step"].get<long long>());
-      if (result.summary.contains("last_eval_loss"))
-        std::printf("eval_loss %.4f (step %lld)\n", result.summary["last_eval_loss"].get<double>(),
-                    result.summary["last_step"].get<long long>());
-      std::printf("summary: %s\n", result.summary.dump().c_str());
-      return 0;
-    };
-    return comm->size() > 1 ? mlpo::comm::run_ranked(*comm, body) : body();
+    mlpo::train::TrainOptions options = training_options(app, step_flags, training_flags);
+    return run_training(options, training_flags.comm_name, step_flags);
   });
 }

@@ -4,8 +4,10 @@
 //   build/release/bench/model/cuda_model_bench [--hidden 2048] [--layers 16] [--heads 16]
 //       [--kv-heads 8] [--ffn 5632] [--vocab 32000] [--seq 2048] [--batch 4] [--steps 5]
 //       [--peak-tflops 989]
+//   build/release/bench/model/cuda_model_bench --model 1b [--seq 1024] [--batch 4] ...
 //
-// Defaults: a ~0.9B-parameter model (LLaMA-like widths), 8192 tokens per step. FLOPs counted
+// Defaults: a ~0.9B-parameter model (LLaMA-like widths), 8192 tokens per step. --model takes
+// a preset or a model file instead of the shape flags (--seq still sets the sequence length). FLOPs counted
 // as in model_bench: 6 x matmul parameters per token + causal attention (6 x layers x T x
 // hidden per token); the recomputed forward of activation checkpointing is not counted, so
 // MFU = model FLOP/s / peak (H100/H200 SXM dense bf16 peak: 989 TFLOP/s).
@@ -14,10 +16,14 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/model_spec.hpp"
 #include "executor/model/device_memory.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
@@ -30,7 +36,7 @@ double seconds_since(Clock::time_point t0) {
 
 int main(int argc, char** argv) try {
   CLI::App app{"forward+backward throughput and MFU of the CUDA backend on a GPU-resident model"};
-  mlpo::ModelShape shape;
+  mlpo::model::ModelShape shape;
   shape.hidden = 2048;
   shape.layers = 16;
   shape.heads = 16;
@@ -40,33 +46,41 @@ int main(int argc, char** argv) try {
   shape.seq_len = 2048;
   int batch = 4, steps = 5;
   double peak_tflops = 989.0;
-  app.add_option("--hidden", shape.hidden);
-  app.add_option("--layers", shape.layers);
-  app.add_option("--heads", shape.heads);
-  app.add_option("--kv-heads", shape.kv_heads);
-  app.add_option("--ffn", shape.ffn_hidden);
-  app.add_option("--vocab", shape.vocab);
+  std::string model_name;
+  auto* model_flag = app.add_option("--model", model_name, "preset (1b, llama2-7b, ...) or model file");
+  for (auto [flag, field] : {std::pair{"--hidden", &shape.hidden},
+                             {"--layers", &shape.layers},
+                             {"--heads", &shape.heads},
+                             {"--kv-heads", &shape.kv_heads},
+                             {"--ffn", &shape.ffn_hidden},
+                             {"--vocab", &shape.vocab}})
+    app.add_option(flag, *field)->excludes(model_flag);
   app.add_option("--seq", shape.seq_len);
   app.add_option("--batch", batch, "sequences per step");
   app.add_option("--steps", steps, "timed forward+backward steps");
   app.add_option("--peak-tflops", peak_tflops, "the GPU's dense bf16 peak, for MFU");
   CLI11_PARSE(app, argc, argv);
+  if (!model_name.empty()) {
+    const int seq_len = shape.seq_len;
+    shape = mlpo::model::shape_of(mlpo::load_model(model_name));
+    if (app.count("--seq")) shape.seq_len = seq_len;
+  }
   shape.validate();
 
   const mlpo::CudaAvailability gpu = mlpo::cuda_available();
   if (!gpu.available) throw mlpo::Error(gpu.reason);
   mlpo::CudaBackend backend;
-  const mlpo::TransformerOptions options{batch, mlpo::DType::bf16};
+  const mlpo::model::TransformerOptions options{batch, mlpo::DType::bf16};
   const std::int64_t N = static_cast<std::int64_t>(batch) * shape.seq_len;
-  const mlpo::DeviceMemoryNeed need = mlpo::model_device_memory(
+  const mlpo::model::DeviceMemoryNeed need = mlpo::model::model_device_memory(
       shape, options,
       static_cast<std::int64_t>(mlpo::CudaBackend::scratch_bound(
           shape.hidden, static_cast<std::int64_t>(batch) * shape.heads * shape.seq_len)));
   const mlpo::gpu::DeviceMemory mem = mlpo::gpu::device_memory();
-  mlpo::require_device_memory(need, mem.free, mem.total, backend.name());
+  mlpo::model::require_device_memory(need, mem.free, mem.total, backend.name());
   std::printf("device: %s; needs %s\n", gpu.reason.c_str(), need.describe().c_str());
 
-  mlpo::TransformerModel model(backend, shape, options);
+  mlpo::model::TransformerModel model(backend, shape, options);
   model.init_weights(1234);
   std::mt19937_64 rng(5);
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());

@@ -2,7 +2,11 @@
 // and the GEMM rate behind it. Prints one line per measurement.
 //
 //   build/release/bench/model/model_bench [--layers 12] [--batch 4] [--steps 3] [--threads 0]
-//                                         [--blas-threads 0]
+//                                         [--blas-threads 0] [--model tiny|small|FILE]
+//
+// Without --model the model is a small byte-level one (hidden 384, 6 heads, 2 kv heads, ffn
+// 1024, seq 256, 12 layers: ~19M parameters); --model takes a preset or a model file instead
+// (--layers, when given, still sets the layer count).
 //
 // Model FLOPs are counted the usual way, 6 * (non-embedding matrix parameters + lm_head) per
 // token plus causal attention (6 * layers * T * hidden per token, half of the full square);
@@ -13,9 +17,12 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "core/model_spec.hpp"
 #include "core/thread_pool.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
@@ -54,16 +61,24 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed forward+backward steps");
   app.add_option("--threads", threads, "ThreadPool threads (0 = all cores)");
   app.add_option("--blas-threads", blas_threads, "OpenBLAS threads (0 = all cores)");
+  std::string model_name;
+  app.add_option("--model", model_name, "preset (tiny, small, ...) or model file instead of the default");
   CLI11_PARSE(app, argc, argv);
 
-  mlpo::ModelShape shape;  // "small": byte-level vocabulary
-  shape.vocab = 256;
-  shape.hidden = 384;
-  shape.layers = layers;
-  shape.heads = 6;
-  shape.kv_heads = 2;
-  shape.ffn_hidden = 1024;
-  shape.seq_len = 256;
+  mlpo::model::ModelShape shape;  // byte-level vocabulary
+  if (model_name.empty()) {
+    shape.vocab = 256;
+    shape.hidden = 384;
+    shape.layers = layers;
+    shape.heads = 6;
+    shape.kv_heads = 2;
+    shape.ffn_hidden = 1024;
+    shape.seq_len = 256;
+  } else {
+    shape = mlpo::model::shape_of(mlpo::load_model(model_name));
+    if (app.count("--layers")) shape.layers = layers;
+  }
+  shape.validate();
 
   mlpo::ThreadPool pool(threads);
   mlpo::CpuBackend backend(pool, {blas_threads, mlpo::cpu::GemmPath::blas});
@@ -77,12 +92,12 @@ int main(int argc, char** argv) {
               static_cast<long long>(N), shape.hidden, shape.ffn_hidden, shape.hidden,
               gemm_rate(backend, mlpo::DType::bf16, N, shape.hidden, shape.ffn_hidden));
 
-  mlpo::TransformerModel model(backend, shape, {batch, mlpo::DType::bf16});
+  mlpo::model::TransformerModel model(backend, shape, {batch, mlpo::DType::bf16});
   model.init_weights(1234);
   std::mt19937_64 rng(5);
   std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());
-  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % 256);
-  for (auto& t : targets) t = static_cast<std::int32_t>(rng() % 256);
+  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
+  for (auto& t : targets) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
 
   const auto& L = model.layout();
   const std::int64_t matrix_params = L.total() - L.embedding().numel() * (shape.tied_embeddings ? 0 : 1) -

@@ -16,10 +16,10 @@
 #include "core/error.hpp"
 #include "core/hf_config.hpp"
 #include "core/model_spec.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/train/hf_checkpoint.hpp"
 #include "executor/train/hf_export.hpp"
 #include "executor/train/safetensors.hpp"
-#include "executor/train/spec_shape.hpp"
 
 namespace {
 
@@ -33,7 +33,7 @@ float value_at(std::int64_t i) {
 }
 
 void generate(const ModelSpec& spec, const std::string& dir, std::uint64_t shard_bytes) {
-  const ParameterLayout layout(train::shape_of(spec));
+  const model::ParameterLayout layout(model::shape_of(spec));
   fs::create_directories(dir);
   std::ofstream(fs::path(dir) / "config.json") << hf_config(spec, "bfloat16").dump(2) << "\n";
   const auto shards = train::plan_hf_shards(layout, sizeof(bf16), shard_bytes);
@@ -67,7 +67,7 @@ void import(const std::string& dir, std::int64_t subgroup) {
   const auto t0 = std::chrono::steady_clock::now();
   const ModelSpec spec = train::read_hf_model(dir);
   train::HfCheckpoint checkpoint(dir, spec);
-  const std::int64_t total = ParameterLayout(train::shape_of(spec)).total();
+  const std::int64_t total = model::ParameterLayout(model::shape_of(spec)).total();
   std::vector<float> p(static_cast<std::size_t>(subgroup));
   double checksum = 0;
   for (std::int64_t at = 0; at < total; at += subgroup) {

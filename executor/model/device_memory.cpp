@@ -7,7 +7,7 @@
 #include "executor/model/parameter_layout.hpp"
 #include "executor/model/weight_provider.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 namespace {
 std::string bytes(std::int64_t n) { return format_bytes(static_cast<double>(n)); }
@@ -56,4 +56,4 @@ void require_device_memory(const DeviceMemoryNeed& need, std::size_t free_bytes,
       "); use a smaller micro-batch or sequence length, parameter offload, or a GPU with more memory");
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

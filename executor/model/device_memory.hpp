@@ -18,7 +18,7 @@
 #include "executor/model/model_shape.hpp"
 #include "executor/model/transformer_model.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 struct DeviceMemoryNeed {
   std::int64_t weights = 0;      // storage type x parameters
@@ -43,4 +43,4 @@ DeviceMemoryNeed model_device_memory(const ModelShape& shape, const TransformerO
 void require_device_memory(const DeviceMemoryNeed& need, std::size_t free_bytes, std::size_t total_bytes,
                            const std::string& device);
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 namespace {
 
@@ -68,4 +68,4 @@ PartWeights GatheredWeights::acquire(WeightPart part) {
   return w;
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -24,7 +24,7 @@
 #include "executor/model/weight_provider.hpp"
 #include "kernels/backend.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 class GatheredWeights final : public WeightProvider {
  public:
@@ -52,4 +52,4 @@ class GatheredWeights final : public WeightProvider {
   std::unique_ptr<comm::PrefetchedLayers> prefetch_;
 };
 
-}  // namespace mlpo
+}  // namespace mlpo::model

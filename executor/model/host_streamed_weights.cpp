@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 HostStreamedWeights::HostStreamedWeights(Backend& backend, const ParameterLayout& layout, DType storage,
                                          const void* host_weights, int slots)
@@ -126,4 +126,4 @@ void HostStreamedWeights::release(WeightPart part) {
   slots_[static_cast<std::size_t>(slot)].held = false;
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

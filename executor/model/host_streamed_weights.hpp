@@ -28,7 +28,7 @@
 #include "executor/model/weight_provider.hpp"
 #include "kernels/backend.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 class HostStreamedWeights final : public WeightProvider {
  public:
@@ -79,4 +79,4 @@ class HostStreamedWeights final : public WeightProvider {
   std::int64_t clock_ = 0, fetches_ = 0, demand_fetches_ = 0, fetched_bytes_ = 0;
 };
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -5,7 +5,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 namespace {
 std::uint64_t splitmix64(std::uint64_t z) {
@@ -38,4 +38,4 @@ void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int6
   }
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

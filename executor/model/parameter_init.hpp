@@ -12,7 +12,7 @@
 
 #include "executor/model/parameter_layout.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 inline constexpr float kInitStd = 0.02f;
 
@@ -23,4 +23,4 @@ double hashed_normal(std::uint64_t seed, std::uint64_t index);
 void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first,
                     std::span<float> out);
 
-}  // namespace mlpo
+}  // namespace mlpo::model

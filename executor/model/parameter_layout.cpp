@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 ParameterLayout::ParameterLayout(const ModelShape& shape) {
   shape.validate();
@@ -64,4 +64,4 @@ const ParameterEntry* ParameterLayout::find(std::string_view name) const {
   return nullptr;
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -27,7 +27,7 @@
 
 #include "executor/model/model_shape.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 struct ParameterEntry {
   std::string name;                 // Hugging Face LLaMA name
@@ -84,4 +84,4 @@ class ParameterLayout {
   std::int64_t total_ = 0;
 };
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -6,7 +6,7 @@
 #include "core/error.hpp"
 #include "executor/model/parameter_init.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 namespace {
 constexpr std::int64_t kStagingElements = 1 << 20;  // host -> device fp32 upload chunk
@@ -44,4 +44,4 @@ PartWeights ResidentWeights::acquire(WeightPart part) {
   return w;
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -9,7 +9,7 @@
 #include "executor/model/weight_provider.hpp"
 #include "kernels/backend.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 class ResidentWeights final : public WeightProvider {
  public:
@@ -38,4 +38,4 @@ class ResidentWeights final : public WeightProvider {
   Tensor flat_;
 };
 
-}  // namespace mlpo
+}  // namespace mlpo::model

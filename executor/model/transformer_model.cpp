@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 std::int64_t streamed_part_gradient_elements(const ParameterLayout& layout) {
   std::int64_t n = layout.head_range().count;
@@ -251,4 +251,4 @@ void TransformerModel::backward(float loss_scale, const GradientsReady& on_ready
   ready(GradientSegment::Part::embedding, -1, layout_.embedding_range());
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -42,7 +42,7 @@
 #include "executor/model/weight_provider.hpp"
 #include "kernels/backend.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 struct TransformerOptions {
   int batch = 1;                // sequences per micro-batch (B)
@@ -146,4 +146,4 @@ class TransformerModel {
   bool forward_pending_ = false;
 };
 
-}  // namespace mlpo
+}  // namespace mlpo::model

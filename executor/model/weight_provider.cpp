@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 std::string WeightPart::describe() const {
   switch (kind) {
@@ -93,4 +93,4 @@ Tensor PartWeights::entry(const ParameterEntry& e) const {
   MLPO_CHECK(false, "weight " + e.name + " is not in the acquired part");
 }
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -28,7 +28,7 @@
 #include "executor/model/parameter_layout.hpp"
 #include "kernels/tensor.hpp"
 
-namespace mlpo {
+namespace mlpo::model {
 
 enum class WeightPass { forward, backward };
 
@@ -108,4 +108,4 @@ class AcquiredPart {
   PartWeights weights_;
 };
 
-}  // namespace mlpo
+}  // namespace mlpo::model

@@ -122,7 +122,7 @@ namespace {
 
 // Every file of the checkpoint into `tmp`, the manifest last (rank 0); see write_checkpoint.
 void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const ModelSpec& model,
-                            const ParameterLayout& layout, const comm::ZeroPartition& partition,
+                            const model::ParameterLayout& layout, const comm::ZeroPartition& partition,
                             std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
                             const TrainingPosition& position, const Json& settings,
                             const CheckpointWriteOptions& options) {
@@ -210,7 +210,7 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
 }  // namespace
 
 void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
-                      const ParameterLayout& layout, const comm::ZeroPartition& partition,
+                      const model::ParameterLayout& layout, const comm::ZeroPartition& partition,
                       std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
                       const TrainingPosition& position, const Json& settings,
                       const CheckpointWriteOptions& options) {

@@ -71,7 +71,7 @@ struct CheckpointWriteOptions {
 // manifest. Throws mlpo::Error naming the path on an I/O error (the previous checkpoint is
 // kept, the unfinished ckpt-<step>.tmp removed).
 void write_checkpoint(comm::Communicator& comm, const std::string& dir, const ModelSpec& model,
-                      const ParameterLayout& layout, const comm::ZeroPartition& partition,
+                      const model::ParameterLayout& layout, const comm::ZeroPartition& partition,
                       std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
                       const TrainingPosition& position, const Json& settings,
                       const CheckpointWriteOptions& options = {});

@@ -85,21 +85,21 @@ bool streams_gradients(const TrainingFootprint& f) {
   return f.grad_accum == 1 && (f.param_offload || f.ranks > 1);
 }
 
-DeviceMemoryNeed training_device_memory(const ModelShape& shape, const TrainingFootprint& f,
-                                        std::int64_t backend_bytes) {
-  TransformerOptions options{f.micro_batch, DType::bf16, streams_gradients(f)};
-  DeviceMemoryNeed need =
-      model_device_memory(shape, options, backend_bytes, WeightResidency{weight_slots(f)});
-  const ParameterLayout layout(shape);
+model::DeviceMemoryNeed training_device_memory(const model::ModelShape& shape, const TrainingFootprint& f,
+                                               std::int64_t backend_bytes) {
+  model::TransformerOptions options{f.micro_batch, DType::bf16, streams_gradients(f)};
+  model::DeviceMemoryNeed need =
+      model::model_device_memory(shape, options, backend_bytes, model::WeightResidency{weight_slots(f)});
+  const model::ParameterLayout layout(shape);
   need.gradients +=
       static_cast<std::int64_t>(MicroBatchGradientSum::buffers_for(f.grad_accum)) * layout.total() * 4;
   need.activations += GradientHandover::device_bytes(layout, f.ranks);
   return need;
 }
 
-void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootprint& f,
-                             const DeviceMemoryNeed* with_offload, std::size_t available, std::size_t total,
-                             const std::string& device, const std::string& limit_note) {
+void require_training_memory(const model::DeviceMemoryNeed& need, const TrainingFootprint& f,
+                             const model::DeviceMemoryNeed* with_offload, std::size_t available,
+                             std::size_t total, const std::string& device, const std::string& limit_note) {
   if (need.total() <= static_cast<std::int64_t>(available)) return;
   auto bytes = [](std::int64_t n) { return format_bytes(static_cast<double>(n)); };
   std::string fix;
@@ -120,14 +120,14 @@ void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootpri
               bytes(need.total() - static_cast<std::int64_t>(available)) + "); " + fix);
 }
 
-std::optional<std::string> check_training_memory(const ComputeBackend& device, const ModelShape& shape,
+std::optional<std::string> check_training_memory(const ComputeBackend& device, const model::ModelShape& shape,
                                                  const TrainingFootprint& footprint,
                                                  std::uint64_t memory_limit) {
   if (!device.memory) return std::nullopt;
   const std::int64_t scratch = device.scratch_bound(
       shape.hidden, static_cast<std::int64_t>(footprint.micro_batch) * shape.heads * shape.seq_len);
-  const DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
-  std::optional<DeviceMemoryNeed> offloaded;
+  const model::DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
+  std::optional<model::DeviceMemoryNeed> offloaded;
   if (!footprint.param_offload && footprint.ranks == 1) {
     TrainingFootprint f = footprint;
     f.param_offload = true;

@@ -76,24 +76,24 @@ struct TrainingFootprint {
 int weight_slots(const TrainingFootprint& f);
 bool streams_gradients(const TrainingFootprint& f);
 
-DeviceMemoryNeed training_device_memory(const ModelShape& shape, const TrainingFootprint& f,
-                                        std::int64_t backend_bytes);
+model::DeviceMemoryNeed training_device_memory(const model::ModelShape& shape, const TrainingFootprint& f,
+                                               std::int64_t backend_bytes);
 
 // Throws mlpo::Error when `need` exceeds `available` (the device's free memory, or less under
 // a --gpu-memory-limit), naming bytes needed and free and the fix: --param-offload when it is
 // not on (and what it would need), else a smaller --micro-batch or --seq-len.
 // `with_offload`: the need of the same run with --param-offload, when it is off (null when on).
 // `limit_note` follows "N available" in the message (e.g. " under --gpu-memory-limit").
-void require_training_memory(const DeviceMemoryNeed& need, const TrainingFootprint& f,
-                             const DeviceMemoryNeed* with_offload, std::size_t available, std::size_t total,
-                             const std::string& device, const std::string& limit_note);
+void require_training_memory(const model::DeviceMemoryNeed& need, const TrainingFootprint& f,
+                             const model::DeviceMemoryNeed* with_offload, std::size_t available,
+                             std::size_t total, const std::string& device, const std::string& limit_note);
 
 // The up-front check of a run of `shape` and `footprint` on `device`, as train() makes it: the
 // need (with the backend's scratch) against the device's free memory, or `memory_limit` bytes
 // when that is less (0: no limit); throws as require_training_memory, offering --param-offload
 // to a single process without it. Returns the line train() notes ("device: cuda:0 (...); the
 // run needs ... of ... available"); none on the CPU, whose memory is the host's.
-std::optional<std::string> check_training_memory(const ComputeBackend& device, const ModelShape& shape,
+std::optional<std::string> check_training_memory(const ComputeBackend& device, const model::ModelShape& shape,
                                                  const TrainingFootprint& footprint,
                                                  std::uint64_t memory_limit);
 

@@ -37,7 +37,8 @@ std::string ValidationSet::description() const {
          std::to_string(tokens()) + " tokens) of " + of;
 }
 
-double ValidationSet::loss(TransformerModel& model, StepCollectives& collectives, int rank, int ranks) const {
+double ValidationSet::loss(model::TransformerModel& model, StepCollectives& collectives, int rank,
+                           int ranks) const {
   const std::int64_t per_rank = (micro_batches_ + ranks - 1) / ranks;
   const auto T = static_cast<std::size_t>(seq_len_);
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(micro_batch_) * T), targets(inputs.size());

@@ -37,7 +37,7 @@ class ValidationSet {
 
   // The mean cross-entropy (nats/token) of `model`'s current weights over the set.
   // Collective: every rank calls it alike.
-  double loss(TransformerModel& model, StepCollectives& collectives, int rank, int ranks) const;
+  double loss(model::TransformerModel& model, StepCollectives& collectives, int rank, int ranks) const;
 
  private:
   TokenData data_;

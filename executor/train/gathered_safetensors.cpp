@@ -62,7 +62,7 @@ void gather_flat(comm::Communicator& comm, const comm::ZeroPartition& partition,
 }
 
 void write_gathered_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition,
-                                std::span<const bf16> shard, const ParameterLayout& layout,
+                                std::span<const bf16> shard, const model::ParameterLayout& layout,
                                 const std::map<std::string, std::string>& metadata, SyncedFile* out) {
   MLPO_CHECK(partition.total() == layout.total() &&
                  static_cast<std::int64_t>(shard.size()) == partition.mine().elements,
@@ -85,7 +85,7 @@ void write_gathered_safetensors(comm::Communicator& comm, const comm::ZeroPartit
 }
 
 void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition,
-                        std::span<const bf16> shard, const ParameterLayout& layout,
+                        std::span<const bf16> shard, const model::ParameterLayout& layout,
                         const std::map<std::string, std::string>& metadata, const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path target = fs::absolute(path);

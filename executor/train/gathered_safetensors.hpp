@@ -35,13 +35,13 @@ void gather_flat(comm::Communicator& comm, const comm::ZeroPartition& partition,
 // Collective. Appends the whole file to `out` on rank 0 (`out` is ignored elsewhere).
 // `shard`: this rank's weights, partition.mine().elements of them.
 void write_gathered_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition,
-                                std::span<const bf16> shard, const ParameterLayout& layout,
+                                std::span<const bf16> shard, const model::ParameterLayout& layout,
                                 const std::map<std::string, std::string>& metadata, SyncedFile* out);
 
 // Collective. Rank 0 writes `path` atomically: a temporary file beside it, fsync'd, renamed,
 // the directory fsync'd. Throws mlpo::Error naming the path on an I/O error (on rank 0).
 void export_safetensors(comm::Communicator& comm, const comm::ZeroPartition& partition,
-                        std::span<const bf16> shard, const ParameterLayout& layout,
+                        std::span<const bf16> shard, const model::ParameterLayout& layout,
                         const std::map<std::string, std::string>& metadata, const std::string& path);
 
 }  // namespace mlpo::train

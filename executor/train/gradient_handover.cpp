@@ -9,7 +9,7 @@ namespace mlpo::train {
 
 namespace {
 
-std::int64_t largest_gradient_range(const ParameterLayout& layout) {
+std::int64_t largest_gradient_range(const model::ParameterLayout& layout) {
   std::int64_t n = std::max(layout.embedding_range().count, layout.head_range().count);
   for (int l = 0; l < layout.layers(); ++l) n = std::max(n, layout.layer_range(l).count);
   return n;
@@ -17,11 +17,11 @@ std::int64_t largest_gradient_range(const ParameterLayout& layout) {
 
 }  // namespace
 
-std::int64_t GradientHandover::device_bytes(const ParameterLayout& layout, int ranks) {
+std::int64_t GradientHandover::device_bytes(const model::ParameterLayout& layout, int ranks) {
   return ranks == 1 ? 2 * largest_gradient_range(layout) * static_cast<std::int64_t>(sizeof(bf16)) : 0;
 }
 
-GradientHandover::GradientHandover(Backend& backend, const ParameterLayout& layout,
+GradientHandover::GradientHandover(Backend& backend, const model::ParameterLayout& layout,
                                    const comm::ZeroPartition& partition, comm::LayerExchange* exchange)
     : backend_(backend),
       partition_(partition),
@@ -43,7 +43,7 @@ GradientHandover::GradientHandover(Backend& backend, const ParameterLayout& layo
   }
 }
 
-void GradientHandover::range_final(ParameterRange range, Tensor summed) {
+void GradientHandover::range_final(model::ParameterRange range, Tensor summed) {
   MLPO_CHECK(summed.numel() == range.count && summed.dtype == DType::f32,
              "gradient range " + summed.describe());
   if (exchange_ == nullptr) {

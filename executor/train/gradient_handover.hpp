@@ -35,11 +35,11 @@ namespace mlpo::train {
 class GradientHandover {
  public:
   // `exchange` null: one rank (partition of one). Otherwise the rank's LayerExchange.
-  GradientHandover(Backend& backend, const ParameterLayout& layout, const comm::ZeroPartition& partition,
-                   comm::LayerExchange* exchange);
+  GradientHandover(Backend& backend, const model::ParameterLayout& layout,
+                   const comm::ZeroPartition& partition, comm::LayerExchange* exchange);
 
   // `summed` ([range.count] fp32 on the device) is the step's final gradient of `range`.
-  void range_final(ParameterRange range, Tensor summed);
+  void range_final(model::ParameterRange range, Tensor summed);
   // Every range has been handed over: waits for what is in flight (the copies, or the
   // exchange).
   void finish();
@@ -49,7 +49,7 @@ class GradientHandover {
 
   // Device bytes it allocates for `layout` on one rank (the two bf16 staging buffers); none
   // with several ranks. For the up-front memory check.
-  static std::int64_t device_bytes(const ParameterLayout& layout, int ranks);
+  static std::int64_t device_bytes(const model::ParameterLayout& layout, int ranks);
 
  private:
   Backend& backend_;

@@ -13,8 +13,8 @@
 #include "core/error.hpp"
 #include "core/fp16.hpp"
 #include "core/hf_config.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/train/safetensors.hpp"
-#include "executor/train/spec_shape.hpp"
 #include "kernels/cpu/convert.hpp"
 
 namespace mlpo::train {
@@ -63,7 +63,7 @@ void expect_same_model(const ModelSpec& config, const ModelSpec& run, const std:
   number("rms_norm_eps", config.norm_eps, run.norm_eps);
 }
 
-bool ignored_tensor(const std::string& name, const ParameterLayout& layout) {
+bool ignored_tensor(const std::string& name, const model::ParameterLayout& layout) {
   if (name.ends_with(".rotary_emb.inv_freq")) return true;
   return name == "lm_head.weight" && layout.tied();
 }
@@ -93,7 +93,7 @@ ModelSpec read_hf_model(const std::string& dir) {
 }
 
 HfCheckpoint::HfCheckpoint(const std::string& dir, const ModelSpec& model, std::size_t staging_bytes)
-    : dir_(dir), layout_(shape_of(model)), staging_(std::max<std::size_t>(staging_bytes / 4 * 4, 4)) {
+    : dir_(dir), layout_(model::shape_of(model)), staging_(std::max<std::size_t>(staging_bytes / 4 * 4, 4)) {
   const fs::path root(dir);
   if (!fs::is_directory(root))
     throw Error(dir + ": not a directory (a Hugging Face checkpoint directory: config.json + safetensors)");
@@ -131,7 +131,7 @@ HfCheckpoint::HfCheckpoint(const std::string& dir, const ModelSpec& model, std::
   }
 
   // Every tensor of the model, as the model needs it.
-  for (const ParameterEntry& e : layout_.entries()) {
+  for (const model::ParameterEntry& e : layout_.entries()) {
     const auto it = tensors.find(e.name);
     if (it == tensors.end())
       throw Error(dir + ": tensor " + e.name +
@@ -187,7 +187,7 @@ void HfCheckpoint::read(std::int64_t begin, std::int64_t n, float* dst) {
   const auto& entries = layout_.entries();
   std::int64_t at = begin;
   while (at < begin + n) {
-    const ParameterEntry& e = layout_.entry_at(at);
+    const model::ParameterEntry& e = layout_.entry_at(at);
     const Source& src = sources_[static_cast<std::size_t>(&e - entries.data())];
     const std::size_t element_bytes = safetensors_dtype_bytes(src.dtype);
     const std::int64_t end = std::min(begin + n, e.offset + e.numel());

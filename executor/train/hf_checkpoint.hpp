@@ -75,7 +75,7 @@ class HfCheckpoint {
   void read_bytes(const File& file, std::uint64_t offset, std::size_t n, void* dst);
 
   std::string dir_;
-  ParameterLayout layout_;
+  model::ParameterLayout layout_;
   std::vector<File> files_;
   std::vector<Source> sources_;  // one per layout_.entries()
   std::vector<std::byte> staging_;

@@ -45,8 +45,8 @@ const char* torch_dtype(const std::string& dtype) { return dtype == "fp32" ? "fl
 // Receives the flat weights in order and writes them into the shards, one open file at a time.
 class ShardWriter {
  public:
-  ShardWriter(fs::path dir, const ParameterLayout& layout, std::vector<HfShard> shards, std::string dtype,
-              std::map<std::string, std::string> metadata)
+  ShardWriter(fs::path dir, const model::ParameterLayout& layout, std::vector<HfShard> shards,
+              std::string dtype, std::map<std::string, std::string> metadata)
       : dir_(std::move(dir)),
         layout_(layout),
         shards_(std::move(shards)),
@@ -83,7 +83,7 @@ class ShardWriter {
   }
 
   fs::path dir_;
-  const ParameterLayout& layout_;
+  const model::ParameterLayout& layout_;
   std::vector<HfShard> shards_;
   std::string dtype_;
   std::size_t element_bytes_;
@@ -130,7 +130,7 @@ void put_in_place(const fs::path& built, const fs::path& target, const std::stri
 
 }  // namespace
 
-std::vector<HfShard> plan_hf_shards(const ParameterLayout& layout, std::size_t element_bytes,
+std::vector<HfShard> plan_hf_shards(const model::ParameterLayout& layout, std::size_t element_bytes,
                                     std::uint64_t shard_bytes) {
   std::vector<HfShard> shards;
   const auto& entries = layout.entries();
@@ -189,8 +189,8 @@ void check_hf_export(const HfExportOptions& o) {
 }
 
 void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& partition,
-                         const ParameterLayout& layout, const ModelSpec& model, std::span<const bf16> weights,
-                         offload::UpdatePipeline& pipeline,
+                         const model::ParameterLayout& layout, const ModelSpec& model,
+                         std::span<const bf16> weights, offload::UpdatePipeline& pipeline,
                          const std::map<std::string, std::string>& metadata, const HfExportOptions& o) {
   const std::string flag = "--export-safetensors " + o.dir;
   const bool fp32 = o.dtype == "fp32";

@@ -54,7 +54,7 @@ struct HfShard {
 
 // Splits the tensors, in order, into shards of at most `shard_bytes` of data (as transformers
 // does; a tensor larger than that is a shard of its own). One shard is model.safetensors.
-std::vector<HfShard> plan_hf_shards(const ParameterLayout& layout, std::size_t element_bytes,
+std::vector<HfShard> plan_hf_shards(const model::ParameterLayout& layout, std::size_t element_bytes,
                                     std::uint64_t shard_bytes);
 
 // Before training (writes nothing): the dtype, the shard size, the tokenizer files (regular
@@ -72,8 +72,8 @@ bool exports_single_file(const std::string& path);
 // `pipeline`: its optimizer state, whose fp32 master weights fp32 exports. Throws
 // mlpo::Error naming the path on an I/O error (on rank 0; DIR is then as it was).
 void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& partition,
-                         const ParameterLayout& layout, const ModelSpec& model, std::span<const bf16> weights,
-                         offload::UpdatePipeline& pipeline,
+                         const model::ParameterLayout& layout, const ModelSpec& model,
+                         std::span<const bf16> weights, offload::UpdatePipeline& pipeline,
                          const std::map<std::string, std::string>& metadata, const HfExportOptions& options);
 
 }  // namespace mlpo::train

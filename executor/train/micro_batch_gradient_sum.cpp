@@ -62,7 +62,7 @@ MicroBatchGradientSum::MicroBatchGradientSum(Backend& backend, Tensor leaf, int 
   }
 }
 
-Tensor MicroBatchGradientSum::add(int index, ParameterRange range) {
+Tensor MicroBatchGradientSum::add(int index, model::ParameterRange range) {
   MLPO_CHECK(index >= 0 && index < micro_batches(), "micro-batch index " + std::to_string(index));
   const bool last = index == micro_batches() - 1;
   auto at = [&](const Tensor& t) { return t.slice(range.offset, {range.count}); };

@@ -41,7 +41,7 @@ class MicroBatchGradientSum {
   // range of the complete sum over all micro-batches when `index` is the last one (in the
   // leaf itself for a single micro-batch, else in a partial-sum buffer); an empty Tensor
   // before that.
-  Tensor add(int index, ParameterRange range);
+  Tensor add(int index, model::ParameterRange range);
 
  private:
   Backend& backend_;

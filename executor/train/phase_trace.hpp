@@ -1,5 +1,5 @@
 #pragma once
-// PhaseTrace: a test hook (mlpo-run's MLPO_TRACE_PHASES=FILE) that appends one "<event>\n"
+// PhaseTrace: a test hook (MLPO_TRACE_PHASES=FILE, test_hooks.hpp) that appends one "<event>\n"
 // line per phase the training loop enters — `started <step>`, `step-begin <step>`,
 // `update-begin`, `update-end`, `checkpoint-begin`, `checkpoint-end`, `finished` — so a test
 // that kills the process knows the last phase it entered.

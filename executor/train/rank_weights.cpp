@@ -4,18 +4,18 @@
 
 namespace mlpo::train {
 
-RankWeights::RankWeights(Backend& backend, const ParameterLayout& layout, std::span<bf16> weights,
+RankWeights::RankWeights(Backend& backend, const model::ParameterLayout& layout, std::span<bf16> weights,
                          comm::LayerExchange* exchange, const TrainingFootprint& footprint)
     : weights_(weights) {
   if (exchange) {
-    provider_ = std::make_unique<GatheredWeights>(backend, layout, *exchange, weights);
+    provider_ = std::make_unique<model::GatheredWeights>(backend, layout, *exchange, weights);
   } else if (footprint.param_offload) {
-    auto p = std::make_unique<HostStreamedWeights>(backend, layout, DType::bf16, weights.data(),
-                                                   weight_slots(footprint));
+    auto p = std::make_unique<model::HostStreamedWeights>(backend, layout, DType::bf16, weights.data(),
+                                                          weight_slots(footprint));
     streamed_ = p.get();
     provider_ = std::move(p);
   } else {
-    auto p = std::make_unique<ResidentWeights>(backend, layout, DType::bf16);
+    auto p = std::make_unique<model::ResidentWeights>(backend, layout, DType::bf16);
     resident_ = p.get();
     provider_ = std::move(p);
     uploads_ = backend.make_copy_queue();

@@ -39,11 +39,11 @@ class RankWeights {
  public:
   // `exchange`: the job's layer exchange with several ranks (ZeRO-3), null on one process.
   // `footprint`: --param-offload and the streaming provider's slots.
-  RankWeights(Backend& backend, const ParameterLayout& layout, std::span<bf16> weights,
+  RankWeights(Backend& backend, const model::ParameterLayout& layout, std::span<bf16> weights,
               comm::LayerExchange* exchange, const TrainingFootprint& footprint);
 
   // What the model takes its weights from.
-  WeightProvider* provider() const { return provider_.get(); }
+  model::WeightProvider* provider() const { return provider_.get(); }
 
   // Resident weights: all of the host weights to the device (synchronous), after they are
   // first loaded. The other providers read the host weights themselves.
@@ -67,9 +67,9 @@ class RankWeights {
 
  private:
   std::span<bf16> weights_;
-  std::unique_ptr<WeightProvider> provider_;
-  ResidentWeights* resident_ = nullptr;
-  HostStreamedWeights* streamed_ = nullptr;
+  std::unique_ptr<model::WeightProvider> provider_;
+  model::ResidentWeights* resident_ = nullptr;
+  model::HostStreamedWeights* streamed_ = nullptr;
   std::unique_ptr<CopyQueue> uploads_;  // resident only; destroyed before the provider it copies into
   std::int64_t fetched_before_ = 0, demand_before_ = 0;
 };

@@ -38,14 +38,14 @@ std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors,
   return out;
 }
 
-std::string safetensors_header(const ParameterLayout& layout,
+std::string safetensors_header(const model::ParameterLayout& layout,
                                const std::map<std::string, std::string>& metadata) {
   std::vector<SafetensorsEntry> tensors;
   for (const auto& e : layout.entries()) tensors.push_back({e.name, "BF16", e.shape});
   return safetensors_header(tensors, metadata);
 }
 
-std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
+std::string safetensors_bytes(const model::ParameterLayout& layout, std::span<const bf16> weights,
                               const std::map<std::string, std::string>& metadata) {
   MLPO_CHECK(static_cast<std::int64_t>(weights.size()) == layout.total(), "safetensors: weight count");
   std::string out = safetensors_header(layout, metadata);

@@ -41,11 +41,11 @@ std::string safetensors_header(const std::vector<SafetensorsEntry>& tensors,
 // The bytes before the tensor data: 8-byte header length + JSON header (padded). The data
 // that follows is the layout().total() bf16 weights in layout order, back to back, so a
 // file can be streamed: header, then the flat weights in pieces.
-std::string safetensors_header(const ParameterLayout& layout,
+std::string safetensors_header(const model::ParameterLayout& layout,
                                const std::map<std::string, std::string>& metadata);
 
 // The whole file's bytes for `weights` (layout().total() bf16 values in layout order).
-std::string safetensors_bytes(const ParameterLayout& layout, std::span<const bf16> weights,
+std::string safetensors_bytes(const model::ParameterLayout& layout, std::span<const bf16> weights,
                               const std::map<std::string, std::string>& metadata);
 
 struct SafetensorsTensor {

@@ -4,8 +4,12 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
@@ -13,6 +17,7 @@
 #include "executor/comm/layer_exchange.hpp"
 #include "executor/comm/single_process_communicator.hpp"
 #include "executor/comm/zero_partition.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/model/parameter_init.hpp"
 #include "executor/model/transformer_model.hpp"
 #include "executor/offload/gradient_norm.hpp"
@@ -30,9 +35,9 @@
 #include "executor/train/phase_trace.hpp"
 #include "executor/train/rank_weights.hpp"
 #include "executor/train/resume_settings.hpp"
-#include "executor/train/spec_shape.hpp"
 #include "executor/train/step_collectives.hpp"
 #include "executor/train/step_record.hpp"
+#include "executor/train/test_hooks.hpp"
 #include "executor/train/train_input_checks.hpp"
 #include "executor/train/training_data.hpp"
 #include "executor/train/weight_decay_scope.hpp"
@@ -65,51 +70,77 @@ Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double los
                ". Lower --lr (or --max-grad-norm), or check the data");
 }
 
-}  // namespace
+using Note = std::function<void(const std::string&)>;
 
-TrainResult train(const TrainOptions& o, const TrainEvents& events) {
-  comm::SingleProcessCommunicator one_process;
-  comm::Communicator& job = o.comm ? *o.comm : one_process;  // NCCL: the step's reductions
-  comm::Communicator& comm = job.host_side();                // host-memory collectives
-  const int ranks = comm.size(), rank = comm.rank();
-  const bool rank0 = rank == 0;
-  auto note = [&](const std::string& line) {
-    if (rank0 && events.note) events.note(line);
-  };
-  const auto run_start = Clock::now();
+// ---- Inputs ---------------------------------------------------------------------------
 
-  // ---- Inputs, all checked before anything is written or printed ----------------------
-  // Notes about the inputs wait until every input is checked, so bad input prints one line.
-  std::vector<std::string> input_notes;
-  auto input_note = [&](const std::string& line) { input_notes.push_back(line); };
-  validate(o.model);
-  const ModelShape shape = shape_of(o.model);
-  const ParameterLayout layout(shape);
+// The run's inputs that check_inputs() opens and checks, before anything is written or
+// printed: the model, the options, the data, the checkpoint to resume from, the Hugging Face
+// checkpoint to start from and the export to end with.
+struct RunInputs {
+  model::ModelShape shape;
+  model::ParameterLayout layout;
+  BackendChoice backend_choice;
+  WeightDecayScope decay_scope;
+  TrainingData data;
+  comm::ZeroPartition partition;
+  std::optional<Checkpoint> checkpoint;  // --resume, when there is one
+  std::optional<HfCheckpoint> init;      // --init-from, unless there is a checkpoint
+  HfExportOptions hf_export;
+  bool export_file = false;  // --export-safetensors names one .safetensors file (else a directory)
+};
+
+// The checkpoint to continue from (--resume; none yet is a note, not an error), after checking
+// the directory: without --resume it must hold no checkpoint, and either way it must have room
+// for one more beside the last, so a full disk is an error now, not at step N.
+std::optional<Checkpoint> open_checkpoint(const TrainOptions& o, const model::ParameterLayout& layout,
+                                          const comm::ZeroPartition& partition, const Note& input_note) {
+  std::optional<Checkpoint> checkpoint;
+  if (o.checkpoint_dir.empty()) return checkpoint;
   const std::int64_t params = layout.total();
+  const offload::RankShard& mine = partition.mine();
+  if (o.resume) {
+    // Each rank checks the state files it will read; rank 0 also the weights file.
+    checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params,
+                                         {mine.global_begin, mine.global_end(), partition.rank() == 0});
+    if (!checkpoint)
+      input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
+  } else {
+    expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
+  }
+  if (!checkpoint || checkpoint->position().step < o.steps)
+    check_checkpoint_space(
+        o.checkpoint_dir,
+        checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), partition.ranks()));
+  return checkpoint;
+}
+
+// Whether the export is one .safetensors file (bf16 only); a Hugging Face directory is checked
+// here (hf_export.hpp).
+bool check_export(const TrainOptions& o, const HfExportOptions& hf_export) {
+  const bool export_file = !o.export_safetensors.empty() && exports_single_file(o.export_safetensors);
+  if (!o.export_safetensors.empty() && !export_file) check_hf_export(hf_export);
+  if (export_file && (o.export_dtype != "bf16" || !o.export_tokenizer_files.empty()))
+    throw Error("--export-safetensors " + o.export_safetensors +
+                ": one .safetensors file holds bf16 weights only; for "
+                "--export-dtype or --export-tokenizer name a directory (a path not ending in .safetensors)");
+  return export_file;
+}
+
+// Notes about the inputs go to `input_note`, printed once every input is checked, so bad
+// input prints one line; `note` prints at once.
+RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Note& input_note,
+                       const Note& note) {
+  comm::Communicator& comm = job.host_side();
+  validate(o.model);
+  const model::ModelShape shape = model::shape_of(o.model);
+  model::ParameterLayout layout(shape);
   const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
   const WeightDecayScope decay_scope = parse_weight_decay_scope(o.weight_decay_on, "--weight-decay-on");
   check_train_options(o, job, backend_choice);
-  const TrainingData run_data = open_training_data(o);
-  const TokenData& data = run_data.train;
-  const comm::ZeroPartition partition(params, ranks, rank);
-  const offload::RankShard& mine = partition.mine();
-  std::optional<Checkpoint> checkpoint;
-  if (!o.checkpoint_dir.empty()) {
-    if (o.resume) {
-      // Each rank checks the state files it will read; rank 0 also the weights file.
-      checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params,
-                                           {mine.global_begin, mine.global_end(), rank0});
-      if (!checkpoint)
-        input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
-    } else {
-      expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
-    }
-    // Room for one more checkpoint beside the last: a full disk is an error now, not at step N.
-    if (!checkpoint || checkpoint->position().step < o.steps)
-      check_checkpoint_space(
-          o.checkpoint_dir,
-          checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), ranks));
-  }
+  TrainingData data = open_training_data(o);
+  comm::ZeroPartition partition(layout.total(), comm.size(), comm.rank());
+  std::optional<Checkpoint> checkpoint = open_checkpoint(o, layout, partition, input_note);
   // A Hugging Face checkpoint to start from: config.json and every tensor checked here; a
   // checkpoint of this run, when there is one, takes precedence (a restarted --init-from run).
   std::optional<HfCheckpoint> init;
@@ -119,22 +150,25 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
     else
       init.emplace(o.init_from, o.model);
   }
-  const HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes,
-                                  o.export_tokenizer_files, o.tokenizer};
-  const bool export_file = !o.export_safetensors.empty() && exports_single_file(o.export_safetensors);
-  if (!o.export_safetensors.empty() && !export_file) check_hf_export(hf_export);
-  if (export_file && (o.export_dtype != "bf16" || !o.export_tokenizer_files.empty()))
-    throw Error("--export-safetensors " + o.export_safetensors +
-                ": one .safetensors file holds bf16 weights only; for "
-                "--export-dtype or --export-tokenizer name a directory (a path not ending in .safetensors)");
-  // The compute device, and whether the run fits in its memory: both before anything is written.
-  ThreadPool threads(o.threads);
-  const unsigned blas_threads =
-      o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
-  ComputeBackend device = open_backend(backend_choice, threads, blas_threads, comm.local_rank());
-  const TrainingFootprint footprint{o.micro_batch, o.grad_accum, ranks, o.param_offload};
-  if (const auto line = check_training_memory(device, shape, footprint, o.gpu_memory_limit))
-    input_note(*line);
+  HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes,
+                            o.export_tokenizer_files, o.tokenizer};
+  const bool export_file = check_export(o, hf_export);
+  return RunInputs{shape,
+                   std::move(layout),
+                   backend_choice,
+                   decay_scope,
+                   std::move(data),
+                   std::move(partition),
+                   std::move(checkpoint),
+                   std::move(init),
+                   std::move(hf_export),
+                   export_file};
+}
+
+// The plan the run follows: --plan, or the default plan (one disk tier under --state-dir,
+// which it creates) for the launched shape; checked against the options and, collectively,
+// against the launched world (every rank stops alike on a mismatch).
+Plan run_plan(const TrainOptions& o, std::int64_t params, comm::Communicator& comm, const Note& input_note) {
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
@@ -144,257 +178,464 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   }
   check_train_plan(o, plan, params);
   comm::check_world_matches(comm, plan.cluster);  // collective: every rank stops alike on a mismatch
-  if (ranks > 1 && (ranks & (ranks - 1)) != 0)
-    input_note("note: " + std::to_string(ranks) +
+  if (comm.size() > 1 && (comm.size() & (comm.size() - 1)) != 0)
+    input_note("note: " + std::to_string(comm.size()) +
                " ranks is not a power of two: the run is deterministic, but its gradient "
                "sums differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism "
                "of reductions\")");
+  return plan;
+}
+
+LrSchedule lr_schedule(const TrainOptions& o) {
   LrSchedule lr = o.lr;
   if (lr.decay_end <= 0) lr.decay_end = o.steps;
   validate(lr);
-  for (const std::string& line : input_notes) note(line);
+  return lr;
+}
 
-  // ---- Compute device, model and offload engine ---------------------------------------
-  Backend& backend = *device.backend;
-  const std::string run = o.run_name.empty() ? offload::default_run_name() : o.run_name;
-  offload::TierRunDirectories run_dirs(plan, run);
-  offload::RankEngine engine(plan, mine, run, threads);
-  offload::UpdatePipeline& pipeline = engine.pipeline();
-  pipeline.set_weight_decay_mask(weight_decay_mask(decay_scope, layout, mine));
-  const Json settings = resume_settings(o, lr, blas_threads, data, ranks);
-  PhaseTrace trace(o.trace_path, ranks, rank);
+// ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) -----
 
-  // This rank's bf16 weights (all of them on one rank): what the update phase writes and the
-  // weight provider reads. Owners of buffers that queued exchanges touch are declared before
-  // the exchange, so they outlive its worker.
-  // Host memory from the backend (pinned on a GPU), so weight copies overlap compute and update.
-  HostBuffer weights_owner = backend.allocate_host(static_cast<std::size_t>(mine.elements) * sizeof(bf16));
-  const std::span<bf16> weights(static_cast<bf16*>(weights_owner.data()),
-                                static_cast<std::size_t>(mine.elements));
-  std::unique_ptr<comm::LayerExchange> exchange;
-  if (ranks > 1) exchange = std::make_unique<comm::LayerExchange>(comm, partition);
-  GradientHandover grads(backend, layout, partition, exchange.get());
-  // Gathered from the shards (ZeRO-3), streamed from host memory (--param-offload) or resident.
-  RankWeights model_weights(backend, layout, weights, exchange.get(), footprint);
-  TransformerModel model(backend, shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)},
-                         model_weights.provider());
+// From this run's checkpoint: p, m, v of this rank's range; returns where the run stands.
+TrainingPosition resume_state(Checkpoint& checkpoint, const TrainOptions& o, const Json& settings,
+                              offload::UpdatePipeline& pipeline, const offload::RankShard& mine,
+                              std::span<bf16> weights, const Note& note) {
+  const TrainingPosition pos = checkpoint.position();
+  for (const std::string& line : checkpoint.notes()) note(line);
+  if (pos.seed != o.seed)
+    note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " +
+         std::to_string(o.seed) + " ignored)");
+  for (const std::string& warning : resume_setting_warnings(settings, checkpoint.settings())) note(warning);
+  pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
+    checkpoint.read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
+    fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
+  });
+  note("resume: continuing from " + checkpoint.path() + " (step " + std::to_string(pos.step) +
+       ", written by " + std::to_string(checkpoint.ranks()) + (checkpoint.ranks() == 1 ? " rank" : " ranks") +
+       ")");
+  return pos;
+}
 
-  // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) ---
-  TrainingPosition pos{0, o.seed, 0};
-  if (checkpoint) {
-    pos = checkpoint->position();
-    for (const std::string& line : checkpoint->notes()) note(line);
-    if (pos.seed != o.seed)
-      note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " +
-           std::to_string(o.seed) + " ignored)");
-    for (const std::string& warning : resume_setting_warnings(settings, checkpoint->settings()))
-      note(warning);
-    pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
-      checkpoint->read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
-      fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
-    });
-    note("resume: continuing from " + checkpoint->path() + " (step " + std::to_string(pos.step) +
-         ", written by " + std::to_string(checkpoint->ranks()) +
-         (checkpoint->ranks() == 1 ? " rank" : " ranks") + ")");
-  } else if (init) {
-    // Each rank streams its own range, tensor by tensor, into its subgroups' homes.
-    pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
-      init->read(mine.global_begin + sg.begin, sg.elements, p);
-      fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
-    });
-    note("init: weights from " + o.init_from + " (" + init->dtypes() + "), fresh optimizer state");
-  } else {
-    // Each element's initial value is a pure function of (seed, index): hashed on every core
-    // (billions of parameters would take minutes on one).
-    pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
-      threads.parallel_for(
-          static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
-            initial_values(layout, o.seed, mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),
-                           std::span<float>(p + begin, end - begin));
-            fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin),
-                         end - begin);
-          });
-    });
+// From a Hugging Face checkpoint (--init-from): each rank streams its own range, tensor by
+// tensor, into its subgroups' homes; m = v = 0.
+void load_hf_weights(HfCheckpoint& init, const TrainOptions& o, offload::UpdatePipeline& pipeline,
+                     const offload::RankShard& mine, std::span<bf16> weights, const Note& note) {
+  pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
+    init.read(mine.global_begin + sg.begin, sg.elements, p);
+    fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
+  });
+  note("init: weights from " + o.init_from + " (" + init.dtypes() + "), fresh optimizer state");
+}
+
+// A fresh run: each element's initial value is a pure function of (seed, index), hashed on
+// every core (billions of parameters would take minutes on one); m = v = 0.
+void load_initial_values(const model::ParameterLayout& layout, std::uint64_t seed,
+                         offload::UpdatePipeline& pipeline, const offload::RankShard& mine,
+                         std::span<bf16> weights, ThreadPool& threads) {
+  pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
+    threads.parallel_for(
+        static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
+          model::initial_values(layout, seed, mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),
+                                std::span<float>(p + begin, end - begin));
+          fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin), end - begin);
+        });
+  });
+}
+
+// ---- One step -------------------------------------------------------------------------
+
+struct ComputeTimes {
+  double forward_s = 0, backward_s = 0;
+};
+
+// Forward and backward of a step on this rank. Rank r runs the global micro-batches
+// r*a .. r*a+a-1 of each step (a = grad_accum), drawing the sequences one process would draw
+// for them; gradients are means over all of them, tree-summed in fp32 over the rank's
+// micro-batches (unless the model streams them out, a = 1) and handed over after the last.
+class RankMicroBatches {
+ public:
+  RankMicroBatches(const TrainOptions& o, const TokenData& data, int ranks, int rank, Backend& backend,
+                   model::TransformerModel& model, GradientHandover& grads, bool streamed_gradients)
+      : data_(data),
+        backend_(backend),
+        model_(model),
+        grads_(grads),
+        rank_(rank),
+        a_(o.grad_accum),
+        global_micro_batches_(static_cast<std::int64_t>(ranks) * a_),
+        loss_scale_(1.0f / static_cast<float>(global_micro_batches_)),
+        T_(o.model.seq_len),
+        B_(o.micro_batch) {
+    if (!streamed_gradients) gradient_sum_.emplace(backend, model.gradients(), a_);
+    inputs_.resize(static_cast<std::size_t>(B_ * T_));
+    targets_.resize(inputs_.size());
+    losses_.resize(static_cast<std::size_t>(a_));
   }
-  model_weights.upload_all();
-  trace.mark("started " + std::to_string(pos.step));
 
-  // Rank r runs the global micro-batches r*a .. r*a+a-1 of each step (a = grad_accum), drawing
-  // the sequences one process would draw for them; gradients are means over all of them.
-  const int a = o.grad_accum;
-  const std::int64_t global_micro_batches = static_cast<std::int64_t>(ranks) * a;
-  const float loss_scale = 1.0f / static_cast<float>(global_micro_batches);
-  std::optional<MicroBatchGradientSum> gradient_sum;  // none when the gradients are streamed (a = 1)
-  if (!streams_gradients(footprint)) gradient_sum.emplace(backend, model.gradients(), a);
-  StepCollectives collectives(job, backend);
-  const std::int64_t T = o.model.seq_len, B = o.micro_batch;
-  std::vector<std::int32_t> inputs(static_cast<std::size_t>(B * T)), targets(inputs.size());
-  std::vector<double> my_losses(static_cast<std::size_t>(a)),
-      all_losses(static_cast<std::size_t>(global_micro_batches));
-  const std::int64_t chunks = (params + offload::kNormChunk - 1) / offload::kNormChunk;
-  std::vector<double> chunk_sums(static_cast<std::size_t>(chunks));
-  TrainResult result;
-  if (run_data.validation)
-    note("eval: validation loss on " + run_data.validation->description() + " every " +
-         (o.eval_every > 0 ? std::to_string(o.eval_every) + " steps and " : std::string()) +
-         "after the last step");
-  const std::int64_t first_step = pos.step + 1;
-  double tokens_total = 0, seconds_total = 0;
-  std::int64_t checkpoints = 0;
+  // The step whose sequences start at `pos`; each micro-batch's loss in losses().
+  ComputeTimes run(const TrainingPosition& pos) {
+    ComputeTimes times;
+    for (int j = 0; j < a_; ++j) {
+      const std::int64_t g = static_cast<std::int64_t>(rank_) * a_ + j;  // global micro-batch
+      for (std::int64_t b = 0; b < B_; ++b)
+        data_.sequence(
+            pos.seed, pos.data_position + g * B_ + b,
+            std::span(inputs_).subspan(static_cast<std::size_t>(b * T_), static_cast<std::size_t>(T_)),
+            std::span(targets_).subspan(static_cast<std::size_t>(b * T_), static_cast<std::size_t>(T_)));
+      model_.zero_gradients();
+      auto t0 = Clock::now();
+      losses_[static_cast<std::size_t>(j)] = model_.forward(inputs_, targets_);
+      times.forward_s += seconds_since(t0);
+      t0 = Clock::now();
+      model_.backward(loss_scale_, [&](const model::GradientSegment& seg) {
+        const Tensor summed = gradient_sum_ ? gradient_sum_->add(j, seg.range) : seg.gradient;
+        if (j == a_ - 1) grads_.range_final(seg.range, summed);
+      });
+      backend_.synchronize();  // a GPU enqueues asynchronously: time the ops, not their launch
+      times.backward_s += seconds_since(t0);
+    }
+    return times;
+  }
+
+  std::span<const double> losses() const { return losses_; }
+  std::int64_t global_micro_batches() const { return global_micro_batches_; }
+  // Sequences per step over all ranks, and their tokens.
+  std::int64_t sequences() const { return global_micro_batches_ * B_; }
+  double tokens() const { return static_cast<double>(B_ * T_ * global_micro_batches_); }
+
+ private:
+  const TokenData& data_;
+  Backend& backend_;
+  model::TransformerModel& model_;
+  GradientHandover& grads_;
+  const int rank_, a_;
+  const std::int64_t global_micro_batches_;
+  const float loss_scale_;
+  const std::int64_t T_, B_;
+  std::optional<MicroBatchGradientSum> gradient_sum_;  // none when the gradients are streamed (a = 1)
+  std::vector<std::int32_t> inputs_, targets_;
+  std::vector<double> losses_;
+};
+
+// The step's loss and global gradient norm, the same values on every rank.
+class StepReductions {
+ public:
+  StepReductions(StepCollectives& collectives, std::int64_t params, std::int64_t global_micro_batches)
+      : collectives_(collectives),
+        global_micro_batches_(global_micro_batches),
+        all_losses_(static_cast<std::size_t>(global_micro_batches)),
+        chunk_sums_(static_cast<std::size_t>((params + offload::kNormChunk - 1) / offload::kNormChunk)) {}
+
+  // Every micro-batch's loss, added in global order as one process does, over their count.
+  double loss(std::span<const double> my_losses) {
+    collectives_.all_gather(my_losses, std::span<double>(all_losses_));
+    double loss = 0;
+    for (double x : all_losses_) loss += x;
+    return loss / static_cast<double>(global_micro_batches_);
+  }
+
+  // Fixed chunks, which never straddle ranks; each rank fills its own chunks, the others stay
+  // 0, so the sum over ranks is exact.
+  double gradient_norm(std::span<const bf16> shard, std::int64_t global_begin, ThreadPool& threads) {
+    std::fill(chunk_sums_.begin(), chunk_sums_.end(), 0.0);
+    const auto my_sums = offload::chunk_square_sums(shard, threads);
+    std::copy(my_sums.begin(), my_sums.end(), chunk_sums_.begin() + global_begin / offload::kNormChunk);
+    collectives_.all_reduce_sum(std::span<double>(chunk_sums_));
+    return offload::global_norm(chunk_sums_);
+  }
+
+ private:
+  StepCollectives& collectives_;
+  const std::int64_t global_micro_batches_;
+  std::vector<double> all_losses_, chunk_sums_;
+};
+
+// ---- The run ----------------------------------------------------------------------------
+
+// The objects of one run once its inputs are checked — tier directories, offload engine,
+// the rank's bf16 weights, the gradient and weight exchanges, the model — and the phases over
+// them. Members are declared in the order they are built: owners of buffers that queued
+// exchanges touch come before the exchange, so they outlive its worker.
+class TrainingRun {
+ public:
+  TrainingRun(const TrainOptions& o, const TrainEvents& events, comm::Communicator& job, RunInputs& in,
+              ThreadPool& threads, ComputeBackend& device, const Plan& plan, const LrSchedule& lr,
+              unsigned blas_threads, const TrainingFootprint& footprint)
+      : o_(o),
+        events_(events),
+        job_(job),
+        comm_(job.host_side()),
+        ranks_(comm_.size()),
+        rank_(comm_.rank()),
+        in_(in),
+        mine_(in.partition.mine()),
+        threads_(threads),
+        device_(device),
+        backend_(*device.backend),
+        plan_(plan),
+        lr_(lr),
+        footprint_(footprint),
+        run_(o.run_name.empty() ? offload::default_run_name() : o.run_name),
+        run_dirs_(plan, run_),
+        engine_(plan, mine_, run_, threads),
+        pipeline_(engine_.pipeline()),
+        settings_(resume_settings(o, lr, blas_threads, in.data.train, ranks_)),
+        hooks_(train_test_hooks()),
+        trace_(hooks_.trace_path, ranks_, rank_),
+        // Host memory from the backend (pinned on a GPU), so weight copies overlap compute and update.
+        weights_owner_(backend_.allocate_host(static_cast<std::size_t>(mine_.elements) * sizeof(bf16))),
+        weights_(static_cast<bf16*>(weights_owner_.data()), static_cast<std::size_t>(mine_.elements)),
+        exchange_(ranks_ > 1 ? std::make_unique<comm::LayerExchange>(comm_, in.partition) : nullptr),
+        grads_(backend_, in.layout, in.partition, exchange_.get()),
+        // Gathered from the shards (ZeRO-3), streamed from host memory (--param-offload) or resident.
+        model_weights_(backend_, in.layout, weights_, exchange_.get(), footprint),
+        model_(backend_, in.shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)},
+               model_weights_.provider()) {
+    pipeline_.set_weight_decay_mask(weight_decay_mask(in.decay_scope, in.layout, mine_));
+  }
+
+  void note(const std::string& line) const {
+    if (rank_ == 0 && events_.note) events_.note(line);
+  }
+
+  // p (+ m, v) of this rank's shard from the checkpoint, the Hugging Face weights or the
+  // seed; the bf16 weights round(p) to the device.
+  void load_initial_state() {
+    const Note note = [this](const std::string& line) { this->note(line); };
+    if (in_.checkpoint)
+      pos_ = resume_state(*in_.checkpoint, o_, settings_, pipeline_, mine_, weights_, note);
+    else if (in_.init)
+      load_hf_weights(*in_.init, o_, pipeline_, mine_, weights_, note);
+    else
+      load_initial_values(in_.layout, o_.seed, pipeline_, mine_, weights_, threads_);
+    model_weights_.upload_all();
+    trace_.mark("started " + std::to_string(pos_.step));
+  }
+
+  // The working memory of the steps, after the initial state is loaded.
+  void prepare_steps() {
+    micro_batches_.emplace(o_, in_.data.train, ranks_, rank_, backend_, model_, grads_,
+                           streams_gradients(footprint_));
+    collectives_.emplace(job_, backend_);
+    reductions_.emplace(*collectives_, in_.layout.total(), micro_batches_->global_micro_batches());
+    if (in_.data.validation)
+      note("eval: validation loss on " + in_.data.validation->description() + " every " +
+           (o_.eval_every > 0 ? std::to_string(o_.eval_every) + " steps and " : std::string()) +
+           "after the last step");
+    first_step_ = pos_.step + 1;
+  }
+
+  void run_steps() {
+    for (std::int64_t step = first_step_; step <= o_.steps; ++step) run_step(step);
+    if (first_step_ > o_.steps)
+      note("resume: the checkpoint is already at step " + std::to_string(pos_.step) + "; nothing to train");
+  }
+
+  // The final weights: one safetensors file, or a Hugging Face directory.
+  void export_weights() {
+    const std::map<std::string, std::string> export_metadata{{"format", "pt"},
+                                                             {"step", std::to_string(pos_.step)}};
+    if (in_.export_file)
+      export_safetensors(comm_, in_.partition, weights_, in_.layout, export_metadata, o_.export_safetensors);
+    else if (!o_.export_safetensors.empty())
+      export_hf_directory(comm_, in_.partition, in_.layout, o_.model, weights_, pipeline_, export_metadata,
+                          in_.hf_export);
+  }
+
+  TrainResult finish(double seconds) {
+    TrainResult result;
+    result.summary = Json{{"steps", static_cast<std::int64_t>(steps_.size())},
+                          {"first_step", first_step_},
+                          {"last_step", pos_.step},
+                          {"params", in_.layout.total()},
+                          {"ranks", ranks_},
+                          {"backend", device_.description},
+                          {"param_offload", o_.param_offload},
+                          {"mode", to_string(plan_.mode)},
+                          {"tokens", tokens_total_},
+                          {"tokens_per_s", seconds_total_ > 0 ? tokens_total_ / seconds_total_ : 0.0},
+                          {"seconds", seconds},
+                          {"checkpoints", checkpoints_}};
+    if (!steps_.empty()) {
+      result.summary["first_loss"] = steps_.front()["loss"];
+      result.summary["last_loss"] = steps_.back()["loss"];
+      if (steps_.back().contains("eval_loss")) result.summary["last_eval_loss"] = steps_.back()["eval_loss"];
+    }
+    if (!o_.export_safetensors.empty()) result.summary["export"] = o_.export_safetensors;
+    if (in_.init) result.summary["init_from"] = o_.init_from;
+    trace_.mark("finished " + std::to_string(pos_.step));
+    result.steps = std::move(steps_);
+    return result;
+  }
+
+ private:
+  void run_step(std::int64_t step) {
+    const auto step0 = Clock::now();
+    trace_.mark("step-begin " + std::to_string(step));
+
+    // Forward and backward over this rank's micro-batches; gradients tree-summed in fp32.
+    ComputeTimes times = micro_batches_->run(pos_);
+    auto t0 = Clock::now();
+    grads_.finish();  // the exchange is idle from here: direct collectives are allowed
+    const double gradient_wait_s = seconds_since(t0);  // the gradient copies that did not overlap backward
+    pos_.data_position += micro_batches_->sequences();
+
+    // The step's loss and global gradient norm: the same values on every rank, so every rank
+    // stops alike, before the update could write a non-finite state (the last checkpoint
+    // stays the one to resume from).
+    const double loss = reductions_->loss(micro_batches_->losses());
+    const double grad_norm = reductions_->gradient_norm(grads_.shard(), mine_.global_begin, threads_);
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+      throw non_finite_step_error(o_, step, loss, grad_norm);
+    if (plan_.gradients == GradientPolicy::flush_fp32) pipeline_.flush_gradients(grads_.shard());  // baseline
+    times.backward_s += seconds_since(t0);
+
+    // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
+    AdamWParams adam{lr_.at(step), o_.beta1,        o_.beta2,
+                     o_.eps,       o_.weight_decay, offload::clip_scale(grad_norm, o_.max_grad_norm),
+                     step};
+    trace_.mark("update-begin " + std::to_string(step));
+    model_weights_.before_update();  // the update rewrites the host weights
+    const offload::UpdateStats upd = pipeline_.update(engine_.plan_iteration(step - 1), grads_.shard(), adam,
+                                                      weights_, model_weights_.on_subgroup_updated());
+    trace_.mark("update-end " + std::to_string(step));
+
+    // New weights back to the compute device.
+    t0 = Clock::now();
+    model_weights_.after_update();
+    const double weights_s = seconds_since(t0);
+    pos_.step = step;
+
+    // Validation loss of the new weights (not part of step_s): forward only, the optimizer
+    // and the data position untouched.
+    std::optional<double> eval_loss;
+    double eval_s = 0;
+    if (in_.data.validation && evaluation_due(o_.eval_every, step, o_.steps)) {
+      t0 = Clock::now();
+      eval_loss = in_.data.validation->loss(model_, *collectives_, rank_, ranks_);
+      eval_s = seconds_since(t0);
+    }
+
+    // The step as the job saw it: times of the slowest rank, counts summed over ranks.
+    // Collective; with a checkpoint due, called inside its write.
+    auto log_step = [&](double checkpoint_s) {
+      const double tokens = micro_batches_->tokens();
+      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
+                             {seconds_since(step0) - eval_s, times.forward_s, times.backward_s, weights_s,
+                              checkpoint_s, gradient_wait_s},
+                             upd, model_weights_.fetches_since_last_call(), *collectives_);
+      if (eval_loss) {
+        rec["eval_loss"] = *eval_loss;
+        rec["eval_s"] = eval_s;
+      }
+      tokens_total_ += tokens;
+      seconds_total_ += rec["step_s"].get<double>();
+      if (rank_ == 0 && events_.step) events_.step(rec);
+      steps_.push_back(std::move(rec));
+    };
+    const bool due = (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0) || step == o_.steps;
+    if (!o_.checkpoint_dir.empty() && due)
+      save_checkpoint(log_step);
+    else
+      log_step(0);
+  }
+
   // Writes the checkpoint of the step just done; `log_step(checkpoint_s)` logs the step once
   // its files are durable but before the checkpoint is published, so a kill never leaves a
   // published step without its log line (RunLog drops the lines of unpublished steps).
-  auto save_checkpoint = [&](const std::function<void(double)>& log_step) {
+  void save_checkpoint(const std::function<void(double)>& log_step) {
     const auto c0 = Clock::now();
-    trace.mark("checkpoint-begin " + std::to_string(pos.step));
-    CheckpointWriteOptions write{o.checkpoint_pause, [&] { log_step(seconds_since(c0)); }};
-    write_checkpoint(comm, o.checkpoint_dir, o.model, layout, partition, weights, pipeline, pos, settings,
-                     write);
-    trace.mark("checkpoint-end " + std::to_string(pos.step));
-    ++checkpoints;
-  };
+    trace_.mark("checkpoint-begin " + std::to_string(pos_.step));
+    CheckpointWriteOptions write{hooks_.checkpoint_pause, [&] { log_step(seconds_since(c0)); }};
+    write_checkpoint(comm_, o_.checkpoint_dir, o_.model, in_.layout, in_.partition, weights_, pipeline_, pos_,
+                     settings_, write);
+    trace_.mark("checkpoint-end " + std::to_string(pos_.step));
+    ++checkpoints_;
+  }
 
+  const TrainOptions& o_;
+  const TrainEvents& events_;
+  comm::Communicator& job_;   // the step's reductions (NCCL with GPU buffers)
+  comm::Communicator& comm_;  // host-memory collectives
+  const int ranks_, rank_;
+  RunInputs& in_;
+  const offload::RankShard& mine_;
+  ThreadPool& threads_;
+  ComputeBackend& device_;
+  Backend& backend_;
+  const Plan& plan_;
+  const LrSchedule& lr_;
+  const TrainingFootprint footprint_;
+  const std::string run_;
+  offload::TierRunDirectories run_dirs_;
+  offload::RankEngine engine_;
+  offload::UpdatePipeline& pipeline_;
+  const Json settings_;
+  const TrainTestHooks hooks_;
+  PhaseTrace trace_;
+  // This rank's bf16 weights (all of them on one rank): what the update phase writes and the
+  // weight provider reads.
+  HostBuffer weights_owner_;
+  const std::span<bf16> weights_;
+  std::unique_ptr<comm::LayerExchange> exchange_;
+  GradientHandover grads_;
+  RankWeights model_weights_;
+  model::TransformerModel model_;
+  TrainingPosition pos_{0, o_.seed, 0};
+  // The steps' working memory (prepare_steps).
+  std::optional<RankMicroBatches> micro_batches_;
+  std::optional<StepCollectives> collectives_;
+  std::optional<StepReductions> reductions_;
+  std::int64_t first_step_ = 1;
+  std::vector<Json> steps_;  // each step's log record
+  double tokens_total_ = 0, seconds_total_ = 0;
+  std::int64_t checkpoints_ = 0;
+};
+
+}  // namespace
+
+TrainResult train(const TrainOptions& o, const TrainEvents& events) {
+  comm::SingleProcessCommunicator one_process;
+  comm::Communicator& job = o.comm ? *o.comm : one_process;  // NCCL: the step's reductions
+  comm::Communicator& comm = job.host_side();                // host-memory collectives
+  const Note note = [&](const std::string& line) {
+    if (comm.rank() == 0 && events.note) events.note(line);
+  };
+  const auto run_start = Clock::now();
+
+  // ---- Inputs, all checked before anything is written or printed ----------------------
+  // Notes about the inputs wait until every input is checked, so bad input prints one line.
+  std::vector<std::string> input_notes;
+  const Note input_note = [&](const std::string& line) { input_notes.push_back(line); };
+  RunInputs in = check_inputs(o, job, input_note, note);
+  // The compute device, and whether the run fits in its memory: both before anything is written.
+  ThreadPool threads(o.threads);
+  const unsigned blas_threads =
+      o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
+  ComputeBackend device = open_backend(in.backend_choice, threads, blas_threads, comm.local_rank());
+  const TrainingFootprint footprint{o.micro_batch, o.grad_accum, comm.size(), o.param_offload};
+  if (const auto line = check_training_memory(device, in.shape, footprint, o.gpu_memory_limit))
+    input_note(*line);
+  const Plan plan = run_plan(o, in.layout.total(), comm, input_note);
+  const LrSchedule lr = lr_schedule(o);
+  for (const std::string& line : input_notes) note(line);
+
+  // ---- Compute device, model and offload engine; the initial state --------------------
+  TrainingRun run(o, events, job, in, threads, device, plan, lr, blas_threads, footprint);
+  run.load_initial_state();
+  run.prepare_steps();
+
+  // ---- The steps, then the export -------------------------------------------------------
   // From here on, with several ranks, an error ends the job at once (abort_job) while every
   // object a queued exchange may still touch is alive: unwinding first would destroy them and
   // could wait forever on a peer that is blocked in a collective.
   try {
-    // ---- The loop ---------------------------------------------------------------------
-    for (std::int64_t step = first_step; step <= o.steps; ++step) {
-      const auto step0 = Clock::now();
-      trace.mark("step-begin " + std::to_string(step));
-
-      // Forward and backward over this rank's micro-batches; gradients tree-summed in fp32.
-      double forward_s = 0, backward_s = 0;
-      for (int j = 0; j < a; ++j) {
-        const std::int64_t g = static_cast<std::int64_t>(rank) * a + j;  // global micro-batch
-        for (std::int64_t b = 0; b < B; ++b)
-          data.sequence(
-              pos.seed, pos.data_position + g * B + b,
-              std::span(inputs).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)),
-              std::span(targets).subspan(static_cast<std::size_t>(b * T), static_cast<std::size_t>(T)));
-        model.zero_gradients();
-        auto t0 = Clock::now();
-        my_losses[static_cast<std::size_t>(j)] = model.forward(inputs, targets);
-        forward_s += seconds_since(t0);
-        t0 = Clock::now();
-        model.backward(loss_scale, [&](const GradientSegment& seg) {
-          const Tensor summed = gradient_sum ? gradient_sum->add(j, seg.range) : seg.gradient;
-          if (j == a - 1) grads.range_final(seg.range, summed);
-        });
-        backend.synchronize();  // a GPU enqueues asynchronously: time the ops, not their launch
-        backward_s += seconds_since(t0);
-      }
-      auto t0 = Clock::now();
-      grads.finish();  // the exchange is idle from here: direct collectives are allowed
-      const double gradient_wait_s = seconds_since(t0);  // the gradient copies that did not overlap backward
-      pos.data_position += global_micro_batches * B;
-
-      // The step's loss: every micro-batch's, added in global order as one process does.
-      collectives.all_gather(std::span<const double>(my_losses), std::span<double>(all_losses));
-      double loss = 0;
-      for (double x : all_losses) loss += x;
-      loss /= static_cast<double>(global_micro_batches);
-
-      // Global gradient norm: fixed chunks, which never straddle ranks; each rank fills its
-      // own chunks, the others stay 0, so the sum over ranks is exact.
-      std::fill(chunk_sums.begin(), chunk_sums.end(), 0.0);
-      const auto my_sums = offload::chunk_square_sums(grads.shard(), threads);
-      std::copy(my_sums.begin(), my_sums.end(), chunk_sums.begin() + mine.global_begin / offload::kNormChunk);
-      collectives.all_reduce_sum(std::span<double>(chunk_sums));
-      const double grad_norm = offload::global_norm(chunk_sums);
-      // The same values on every rank, so every rank stops alike, before the update could
-      // write a non-finite state (the last checkpoint stays the one to resume from).
-      if (!std::isfinite(loss) || !std::isfinite(grad_norm))
-        throw non_finite_step_error(o, step, loss, grad_norm);
-      if (plan.gradients == GradientPolicy::flush_fp32) pipeline.flush_gradients(grads.shard());  // baseline
-      backward_s += seconds_since(t0);
-
-      // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
-      AdamWParams adam{lr.at(step), o.beta1,        o.beta2,
-                       o.eps,       o.weight_decay, offload::clip_scale(grad_norm, o.max_grad_norm),
-                       step};
-      trace.mark("update-begin " + std::to_string(step));
-      model_weights.before_update();  // the update rewrites the host weights
-      const offload::UpdateStats upd = pipeline.update(engine.plan_iteration(step - 1), grads.shard(), adam,
-                                                       weights, model_weights.on_subgroup_updated());
-      trace.mark("update-end " + std::to_string(step));
-
-      // New weights back to the compute device.
-      t0 = Clock::now();
-      model_weights.after_update();
-      const double weights_s = seconds_since(t0);
-      pos.step = step;
-
-      // Validation loss of the new weights (not part of step_s): forward only, the optimizer
-      // and the data position untouched.
-      std::optional<double> eval_loss;
-      double eval_s = 0;
-      if (run_data.validation && evaluation_due(o.eval_every, step, o.steps)) {
-        t0 = Clock::now();
-        eval_loss = run_data.validation->loss(model, collectives, rank, ranks);
-        eval_s = seconds_since(t0);
-      }
-
-      // The step as the job saw it: times of the slowest rank, counts summed over ranks.
-      // Collective; with a checkpoint due, called inside its write (above).
-      auto log_step = [&](double checkpoint_s) {
-        const double tokens = static_cast<double>(B * T * global_micro_batches);
-        Json rec = step_record(
-            {step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
-            {seconds_since(step0) - eval_s, forward_s, backward_s, weights_s, checkpoint_s, gradient_wait_s},
-            upd, model_weights.fetches_since_last_call(), collectives);
-        if (eval_loss) {
-          rec["eval_loss"] = *eval_loss;
-          rec["eval_s"] = eval_s;
-        }
-        tokens_total += tokens;
-        seconds_total += rec["step_s"].get<double>();
-        if (rank0 && events.step) events.step(rec);
-        result.steps.push_back(std::move(rec));
-      };
-      const bool due = (o.checkpoint_every > 0 && step % o.checkpoint_every == 0) || step == o.steps;
-      if (!o.checkpoint_dir.empty() && due)
-        save_checkpoint(log_step);
-      else
-        log_step(0);
-    }
-    if (first_step > o.steps)
-      note("resume: the checkpoint is already at step " + std::to_string(pos.step) + "; nothing to train");
-
-    // ---- Export -------------------------------------------------------------------------
-    const std::map<std::string, std::string> export_metadata{{"format", "pt"},
-                                                             {"step", std::to_string(pos.step)}};
-    if (export_file)
-      export_safetensors(comm, partition, weights, layout, export_metadata, o.export_safetensors);
-    else if (!o.export_safetensors.empty())
-      export_hf_directory(comm, partition, layout, o.model, weights, pipeline, export_metadata, hf_export);
+    run.run_steps();
+    run.export_weights();
   } catch (const std::exception& e) {
-    if (ranks > 1) comm.abort_job(e.what());
+    if (comm.size() > 1) comm.abort_job(e.what());
     throw;
   }
-
-  result.summary = Json{{"steps", static_cast<std::int64_t>(result.steps.size())},
-                        {"first_step", first_step},
-                        {"last_step", pos.step},
-                        {"params", params},
-                        {"ranks", ranks},
-                        {"backend", device.description},
-                        {"param_offload", o.param_offload},
-                        {"mode", to_string(plan.mode)},
-                        {"tokens", tokens_total},
-                        {"tokens_per_s", seconds_total > 0 ? tokens_total / seconds_total : 0.0},
-                        {"seconds", seconds_since(run_start)},
-                        {"checkpoints", checkpoints}};
-  if (!result.steps.empty()) {
-    result.summary["first_loss"] = result.steps.front()["loss"];
-    result.summary["last_loss"] = result.steps.back()["loss"];
-    if (result.steps.back().contains("eval_loss"))
-      result.summary["last_eval_loss"] = result.steps.back()["eval_loss"];
-  }
-  if (!o.export_safetensors.empty()) result.summary["export"] = o.export_safetensors;
-  if (init) result.summary["init_from"] = o.init_from;
-  trace.mark("finished " + std::to_string(pos.step));
-  return result;
+  return run.finish(seconds_since(run_start));
 }
 
 }  // namespace mlpo::train

@@ -1,7 +1,8 @@
 #pragma once
 // The training loop: pre-training of a LLaMA-style model whose optimizer state lives in the
 // offload engine under a plan, on one process or as one of W data-parallel ZeRO-3 ranks.
-// One function, train(), reads top to bottom like the algorithm:
+// One function, train(), reads top to bottom like the algorithm, one call per phase (the
+// inputs, the run's objects, the initial state, the steps, the export, the summary):
 //
 //   check every input (model, plan, data, checkpoint, the launched world against the plan)
 //   this rank's shard of fp32 master weights p (offload engine) := checkpoint, or a Hugging
@@ -37,7 +38,6 @@
 // interrupted. Other world sizes are deterministic too, but add the ranks' gradients in a
 // tree that differs from one process's in the last bits (docs/comm.md).
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -89,9 +89,6 @@ struct TrainOptions {
   std::string backend = "cpu";  // compute backend: cpu, cuda, cuda:N (compute_backend.hpp)
   std::uint64_t gpu_memory_limit = 0;  // bytes the memory check may plan for on the GPU; 0: its free memory
   comm::Communicator* comm = nullptr;  // the job's ranks (host memory); null: one process
-  // Test hooks (set by mlpo-run from MLPO_TEST_SLOW_CHECKPOINT_MS and MLPO_TRACE_PHASES).
-  std::chrono::milliseconds checkpoint_pause{0};
-  std::string trace_path;
 };
 
 // Called on rank 0 only.

@@ -15,11 +15,12 @@ WeightDecayScope parse_weight_decay_scope(const std::string& text, const std::st
 
 const char* to_string(WeightDecayScope scope) { return scope == WeightDecayScope::all ? "all" : "matrices"; }
 
-offload::WeightDecayMask weight_decay_mask(WeightDecayScope scope, const ParameterLayout& layout,
+offload::WeightDecayMask weight_decay_mask(WeightDecayScope scope, const model::ParameterLayout& layout,
                                            const offload::RankShard& shard) {
   if (scope == WeightDecayScope::all) return {};
   std::vector<offload::ElementRange> exempt;
-  for (const ParameterRange& r : layout.norm_ranges()) exempt.push_back({r.offset, r.offset + r.count});
+  for (const model::ParameterRange& r : layout.norm_ranges())
+    exempt.push_back({r.offset, r.offset + r.count});
   return offload::WeightDecayMask(std::move(exempt), shard);
 }
 

@@ -23,7 +23,7 @@ WeightDecayScope parse_weight_decay_scope(const std::string& text, const std::st
 const char* to_string(WeightDecayScope scope);
 
 // The mask of `shard` for `scope`: the layout's norm ranges exempt (matrices) or none (all).
-offload::WeightDecayMask weight_decay_mask(WeightDecayScope scope, const ParameterLayout& layout,
+offload::WeightDecayMask weight_decay_mask(WeightDecayScope scope, const model::ParameterLayout& layout,
                                            const offload::RankShard& shard);
 
 }  // namespace mlpo::train

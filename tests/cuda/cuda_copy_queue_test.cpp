@@ -65,7 +65,8 @@ struct GpuOutcome {
   std::vector<std::vector<float>> gradients;
 };
 
-GpuOutcome two_steps(CudaBackend& backend, TransformerModel& model, const std::function<void()>& change) {
+GpuOutcome two_steps(CudaBackend& backend, model::TransformerModel& model,
+                     const std::function<void()>& change) {
   GpuOutcome out;
   for (int step = 0; step < 2; ++step) {
     model.zero_gradients();
@@ -87,14 +88,14 @@ void change(bf16* w, std::size_t n) {
 TEST_F(HostStreamedOnGpu, BitwiseEqualToResidentWithAnyNumberOfSlots) {
   for (bool tied : {false, true}) {
     CudaBackend backend;
-    const ModelShape shape = tiny_shape(tied);
-    const ParameterLayout layout(shape);
+    const model::ModelShape shape = tiny_shape(tied);
+    const model::ParameterLayout layout(shape);
     const std::size_t n = static_cast<std::size_t>(layout.total());
     const std::vector<float> initial = spread_weights(layout, 7, 3.0f);
     std::vector<bf16> start(n);
     for (std::size_t i = 0; i < n; ++i) start[i] = float_to_bf16(initial[i]);
 
-    TransformerModel resident(backend, shape, {2, DType::bf16});
+    model::TransformerModel resident(backend, shape, {2, DType::bf16});
     std::vector<bf16> host = start;
     backend.copy_from_host(resident.weights(), host.data());
     const GpuOutcome want = two_steps(backend, resident, [&] {
@@ -106,8 +107,8 @@ TEST_F(HostStreamedOnGpu, BitwiseEqualToResidentWithAnyNumberOfSlots) {
       HostBuffer pinned = backend.allocate_host(n * sizeof(bf16));
       bf16* w = static_cast<bf16*>(pinned.data());
       std::memcpy(w, start.data(), n * sizeof(bf16));
-      HostStreamedWeights streamed(backend, layout, DType::bf16, w, slots);
-      TransformerModel model(backend, shape, {2, DType::bf16}, &streamed);
+      model::HostStreamedWeights streamed(backend, layout, DType::bf16, w, slots);
+      model::TransformerModel model(backend, shape, {2, DType::bf16}, &streamed);
       const GpuOutcome got = two_steps(backend, model, [&] {
         streamed.drop_device_copies();
         change(w, n);
@@ -126,23 +127,23 @@ TEST_F(HostStreamedOnGpu, BitwiseEqualToResidentWithAnyNumberOfSlots) {
 TEST_F(HostStreamedOnGpu, StreamedGradientsBitwiseEqualToResident) {
   for (bool tied : {false, true}) {
     CudaBackend backend;
-    const ModelShape shape = tiny_shape(tied);
-    const ParameterLayout layout(shape);
+    const model::ModelShape shape = tiny_shape(tied);
+    const model::ParameterLayout layout(shape);
     const std::size_t n = static_cast<std::size_t>(layout.total());
     const std::vector<float> initial = spread_weights(layout, 9, 3.0f);
     HostBuffer pinned = backend.allocate_host(n * sizeof(bf16));
     bf16* w = static_cast<bf16*>(pinned.data());
     for (std::size_t i = 0; i < n; ++i) w[i] = float_to_bf16(initial[i]);
-    TransformerModel resident(backend, shape, {2, DType::bf16});
+    model::TransformerModel resident(backend, shape, {2, DType::bf16});
     backend.copy_from_host(resident.weights(), w);
-    HostStreamedWeights streamed(backend, layout, DType::bf16, w, 2);
-    TransformerModel model(backend, shape, {2, DType::bf16, true}, &streamed);
+    model::HostStreamedWeights streamed(backend, layout, DType::bf16, w, 2);
+    model::TransformerModel model(backend, shape, {2, DType::bf16, true}, &streamed);
     const Batch b = random_batch(shape, 2, 77);
     EXPECT_EQ(model.forward(b.tokens, b.targets), resident.forward(b.tokens, b.targets));
     resident.backward();
     const std::vector<float> want = download(backend, resident.gradients());
     std::int64_t covered = 0;
-    model.backward(1.0f, [&](const GradientSegment& seg) {
+    model.backward(1.0f, [&](const model::GradientSegment& seg) {
       const std::vector<float> got = download(backend, seg.gradient);
       const std::vector<float> expected(want.begin() + seg.range.offset,
                                         want.begin() + seg.range.offset + seg.range.count);

@@ -18,7 +18,7 @@ namespace {
 using Model = CudaTest;
 constexpr int kBatch = 2;
 
-std::vector<double> download_gradients(Backend& backend, const TransformerModel& m) {
+std::vector<double> download_gradients(Backend& backend, const model::TransformerModel& m) {
   std::vector<float> g(static_cast<std::size_t>(m.gradients().numel()));
   backend.copy_to_host(g.data(), m.gradients());
   return {g.begin(), g.end()};
@@ -35,11 +35,11 @@ double relative_l2(const std::vector<double>& got, const std::vector<double>& wa
 }
 
 void compare_models(DType storage, bool tied, double loss_tol, double grad_tol) {
-  const ModelShape shape = tiny_shape(tied);
+  const model::ModelShape shape = tiny_shape(tied);
   ThreadPool pool(2);
   CpuBackend cpu(pool, CpuBackendOptions{2, cpu::GemmPath::blas});
   CudaBackend gpu;
-  TransformerModel on_cpu(cpu, shape, {kBatch, storage}), on_gpu(gpu, shape, {kBatch, storage});
+  model::TransformerModel on_cpu(cpu, shape, {kBatch, storage}), on_gpu(gpu, shape, {kBatch, storage});
   std::vector<float> w = spread_weights(on_cpu.layout(), 31, 5.0f);
   on_cpu.load_weights(w);
   on_gpu.load_weights(w);
@@ -53,7 +53,7 @@ void compare_models(DType storage, bool tied, double loss_tol, double grad_tol) 
     on_gpu.backward(0.5f);
   }
   const auto g_cpu = download_gradients(cpu, on_cpu), g_gpu = download_gradients(gpu, on_gpu);
-  for (const ParameterEntry& e : on_cpu.layout().entries())
+  for (const model::ParameterEntry& e : on_cpu.layout().entries())
     EXPECT_LT(relative_l2(g_gpu, g_cpu, e.offset, e.numel()), grad_tol) << e.name;
 }
 
@@ -62,9 +62,9 @@ TEST_F(Model, Bf16ForwardAndBackwardMatchCpu) { compare_models(DType::bf16, fals
 TEST_F(Model, TiedEmbeddingsMatchCpu) { compare_models(DType::bf16, true, 0.02, 0.05); }
 
 TEST_F(Model, RepeatedStepsAreBitwiseIdentical) {
-  const ModelShape shape = tiny_shape();
+  const model::ModelShape shape = tiny_shape();
   CudaBackend gpu;
-  TransformerModel m(gpu, shape, {kBatch, DType::bf16});
+  model::TransformerModel m(gpu, shape, {kBatch, DType::bf16});
   m.init_weights(41);
   const Batch b = random_batch(shape, kBatch, 42);
   std::vector<double> first;
@@ -85,9 +85,9 @@ TEST_F(Model, RepeatedStepsAreBitwiseIdentical) {
 }
 
 TEST_F(Model, OutOfRangeTokenIsAnErrorNotACrash) {
-  const ModelShape shape = tiny_shape();
+  const model::ModelShape shape = tiny_shape();
   CudaBackend gpu;
-  TransformerModel m(gpu, shape, {1, DType::bf16});
+  model::TransformerModel m(gpu, shape, {1, DType::bf16});
   m.init_weights(1);
   Batch b = random_batch(shape, 1, 2);
   b.tokens[3] = shape.vocab;

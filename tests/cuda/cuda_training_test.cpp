@@ -45,7 +45,7 @@ TrainOptions options(const std::string& data, const std::string& backend, int gr
   o.threads = 2;
   o.blas_threads = 1;
   o.backend = backend;
-  o.plan = test::memory_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
+  o.plan = test::memory_plan(model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
   return o;
 }
 

@@ -11,8 +11,8 @@
 
 namespace mlpo::testing {
 
-inline ModelShape tiny_shape(bool tied = false) {
-  ModelShape s;
+inline model::ModelShape tiny_shape(bool tied = false) {
+  model::ModelShape s;
   s.vocab = 64;
   s.hidden = 32;
   s.layers = 2;
@@ -29,7 +29,7 @@ struct Batch {
 };
 
 // Random sequences; targets are the next token of the same stream.
-inline Batch random_batch(const ModelShape& s, int batch, std::uint64_t seed) {
+inline Batch random_batch(const model::ModelShape& s, int batch, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   Batch b;
   for (int i = 0; i < batch; ++i) {
@@ -44,19 +44,20 @@ inline Batch random_batch(const ModelShape& s, int batch, std::uint64_t seed) {
 // Initial values with non-matrix weights spread out: matrices N(0, (0.02*scale)^2), norm
 // gains 1 + N(0, 0.1^2). Larger weights make attention and SwiGLU visibly non-linear, which a
 // gradient check needs to mean anything.
-inline std::vector<float> spread_weights(const ParameterLayout& layout, std::uint64_t seed, float scale) {
+inline std::vector<float> spread_weights(const model::ParameterLayout& layout, std::uint64_t seed,
+                                         float scale) {
   std::vector<float> w(static_cast<std::size_t>(layout.total()));
-  initial_values(layout, seed, 0, w);
+  model::initial_values(layout, seed, 0, w);
   for (const auto& e : layout.entries())
     for (std::int64_t i = e.offset; i < e.offset + e.numel(); ++i)
-      w[static_cast<std::size_t>(i)] =
-          e.is_norm ? 1.0f + 0.1f * static_cast<float>(hashed_normal(seed + 1, static_cast<std::uint64_t>(i)))
-                    : w[static_cast<std::size_t>(i)] * scale;
+      w[static_cast<std::size_t>(i)] = e.is_norm ? 1.0f + 0.1f * static_cast<float>(model::hashed_normal(
+                                                                     seed + 1, static_cast<std::uint64_t>(i)))
+                                                 : w[static_cast<std::size_t>(i)] * scale;
   return w;
 }
 
 // The gradient buffer (f32 or f64, host-addressable on the CPU backend) as doubles.
-inline std::vector<double> gradients_of(const TransformerModel& m) {
+inline std::vector<double> gradients_of(const model::TransformerModel& m) {
   const Tensor g = m.gradients();
   std::vector<double> out(static_cast<std::size_t>(g.numel()));
   for (std::size_t i = 0; i < out.size(); ++i)

@@ -12,24 +12,24 @@ namespace mlpo::testing {
 namespace {
 
 TEST(ParameterLayout, Llama2SevenBShapeHasItsPublishedParameterCount) {
-  ModelShape s{32000, 4096, 32, 32, 32, 11008, 4096};
+  model::ModelShape s{32000, 4096, 32, 32, 32, 11008, 4096};
   EXPECT_EQ(s.parameter_count(), 6738415616);
-  EXPECT_EQ(ParameterLayout(s).total(), 6738415616);
+  EXPECT_EQ(model::ParameterLayout(s).total(), 6738415616);
 }
 
 TEST(ParameterLayout, TotalMatchesFormulaForTiedAndGroupedQueryShapes) {
   for (bool tied : {false, true}) {
-    const ModelShape s = tiny_shape(tied);
+    const model::ModelShape s = tiny_shape(tied);
     const std::int64_t V = 64, h = 32, kv = 16, f = 64;
     const std::int64_t expected =
         V * h * (tied ? 1 : 2) + 2 * (h * h + 2 * h * kv + h * h + 3 * h * f + 2 * h) + h;
-    EXPECT_EQ(ParameterLayout(s).total(), expected);
+    EXPECT_EQ(model::ParameterLayout(s).total(), expected);
     EXPECT_EQ(s.parameter_count(), expected);
   }
 }
 
 TEST(ParameterLayout, UsesHuggingFaceNamesShapesAndDocumentedOrder) {
-  const ParameterLayout layout(tiny_shape());
+  const model::ParameterLayout layout(tiny_shape());
   const std::vector<std::string> expected = {
       "model.embed_tokens.weight",
       "model.layers.0.input_layernorm.weight",
@@ -58,14 +58,14 @@ TEST(ParameterLayout, UsesHuggingFaceNamesShapesAndDocumentedOrder) {
 }
 
 TEST(ParameterLayout, TiedHeadIsTheEmbeddingAndHasNoOwnEntry) {
-  const ParameterLayout layout(tiny_shape(true));
+  const model::ParameterLayout layout(tiny_shape(true));
   EXPECT_EQ(layout.find("lm_head.weight"), nullptr);
   EXPECT_EQ(layout.lm_head().offset, layout.embedding().offset);
   EXPECT_EQ(layout.head_range().count, 32);  // just the final norm
 }
 
 TEST(ParameterLayout, LayerHeadAndEmbeddingRangesPartitionTheBuffer) {
-  const ParameterLayout layout(tiny_shape());
+  const model::ParameterLayout layout(tiny_shape());
   std::int64_t covered = layout.embedding_range().count + layout.head_range().count;
   EXPECT_EQ(layout.layer_range(0).offset, layout.embedding_range().count);
   for (int l = 0; l < 2; ++l) {
@@ -80,31 +80,31 @@ TEST(ParameterLayout, LayerHeadAndEmbeddingRangesPartitionTheBuffer) {
 }
 
 TEST(ModelShape, RejectsHeadsNotDividingHidden) {
-  ModelShape s = tiny_shape();
+  model::ModelShape s = tiny_shape();
   s.heads = 5;
   EXPECT_THROW(s.validate(), Error);
   s = tiny_shape();
   s.kv_heads = 3;
-  EXPECT_THROW(ParameterLayout{s}, Error);
+  EXPECT_THROW(model::ParameterLayout{s}, Error);
 }
 
 TEST(ParameterInit, IsAPureFunctionOfSeedAndIndex) {
-  const ParameterLayout layout(tiny_shape());
+  const model::ParameterLayout layout(tiny_shape());
   std::vector<float> all(static_cast<std::size_t>(layout.total())), part(1000), again(all.size()),
       other(all.size());
-  initial_values(layout, 7, 0, all);
-  initial_values(layout, 7, 2000, part);  // any slice, computed alone, matches
-  initial_values(layout, 7, 0, again);
-  initial_values(layout, 8, 0, other);
+  model::initial_values(layout, 7, 0, all);
+  model::initial_values(layout, 7, 2000, part);  // any slice, computed alone, matches
+  model::initial_values(layout, 7, 0, again);
+  model::initial_values(layout, 8, 0, other);
   EXPECT_EQ(all, again);
   EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + 2000));
   EXPECT_NE(all, other);
 }
 
 TEST(ParameterInit, NormsAreOneAndMatricesHaveStd002) {
-  const ParameterLayout layout(tiny_shape());
+  const model::ParameterLayout layout(tiny_shape());
   std::vector<float> w(static_cast<std::size_t>(layout.total()));
-  initial_values(layout, 3, 0, w);
+  model::initial_values(layout, 3, 0, w);
   double sum = 0, sumsq = 0;
   std::int64_t n = 0;
   for (const auto& e : layout.entries())

@@ -12,13 +12,13 @@ namespace {
 constexpr int kBatch = 2;
 
 struct Harness {
-  explicit Harness(const ModelShape& shape, DType storage, unsigned threads = 2)
+  explicit Harness(const model::ModelShape& shape, DType storage, unsigned threads = 2)
       : pool(threads),
         backend(pool, CpuBackendOptions{2, cpu::GemmPath::blas}),
         model(backend, shape, {kBatch, storage}) {}
   ThreadPool pool;
   CpuBackend backend;
-  TransformerModel model;
+  model::TransformerModel model;
 };
 
 double relative_l2(const std::vector<double>& got, const std::vector<double>& want, std::int64_t offset,
@@ -48,7 +48,7 @@ TEST(TransformerModel, LossAtInitIsNearLogVocab) {
 // the tied case) the lm_head gradient landing in the embedding.
 void check_gradients_against_finite_differences(bool tied) {
   Harness h(tiny_shape(tied), DType::f64);
-  const ParameterLayout& layout = h.model.layout();
+  const model::ParameterLayout& layout = h.model.layout();
   h.model.load_weights(spread_weights(layout, 11, 10.0f));
   const Batch b = random_batch(h.model.shape(), kBatch, 12);
   h.model.forward(b.tokens, b.targets);
@@ -57,7 +57,7 @@ void check_gradients_against_finite_differences(bool tied) {
 
   double* w = h.model.weights().as<double>();
   std::mt19937_64 rng(13);
-  for (const ParameterEntry& e : layout.entries()) {
+  for (const model::ParameterEntry& e : layout.entries()) {
     std::vector<std::int64_t> picks;
     if (e.numel() <= 64) {
       for (std::int64_t i = 0; i < e.numel(); ++i) picks.push_back(e.offset + i);
@@ -96,7 +96,7 @@ TEST(TransformerModel, TiedEmbeddingGradientsMatchFiniteDifferences) {
 // of every stored activation and activation gradient costs a few percent, no more (measured:
 // at most 1.5% relative L2 error per tensor on this configuration; the bound is 5%).
 TEST(TransformerModel, Bf16GradientsStayCloseToDoublePrecision) {
-  const ModelShape shape = tiny_shape();
+  const model::ModelShape shape = tiny_shape();
   Harness lo(shape, DType::bf16), hi(shape, DType::f64);
   std::vector<float> w = spread_weights(lo.model.layout(), 21, 5.0f);
   for (float& x : w) x = bf16_to_float(float_to_bf16(x));
@@ -109,7 +109,7 @@ TEST(TransformerModel, Bf16GradientsStayCloseToDoublePrecision) {
   lo.model.backward();
   hi.model.backward();
   const auto g_lo = gradients_of(lo.model), g_hi = gradients_of(hi.model);
-  for (const ParameterEntry& e : lo.model.layout().entries()) {
+  for (const model::ParameterEntry& e : lo.model.layout().entries()) {
     const double err = relative_l2(g_lo, g_hi, e.offset, e.numel());
     EXPECT_LT(err, 0.05) << e.name;
   }
@@ -192,19 +192,19 @@ TEST(TransformerModel, HookHandsOverEachRangeOnceAndFinal) {
     h.model.init_weights(71);
     const Batch b = random_batch(h.model.shape(), kBatch, 72);
     h.model.forward(b.tokens, b.targets);
-    std::vector<GradientSegment> calls;
+    std::vector<model::GradientSegment> calls;
     std::vector<std::vector<double>> snapshots;
-    h.model.backward(1.0f, [&](const GradientSegment& s) {
+    h.model.backward(1.0f, [&](const model::GradientSegment& s) {
       calls.push_back(s);
       const auto all = gradients_of(h.model);
       snapshots.emplace_back(all.begin() + s.range.offset, all.begin() + s.range.offset + s.range.count);
     });
     ASSERT_EQ(calls.size(), 4u);
-    EXPECT_EQ(calls[0].part, GradientSegment::Part::head);
-    EXPECT_EQ(calls[1].part, GradientSegment::Part::layer);
+    EXPECT_EQ(calls[0].part, model::GradientSegment::Part::head);
+    EXPECT_EQ(calls[1].part, model::GradientSegment::Part::layer);
     EXPECT_EQ(calls[1].layer, 1);
     EXPECT_EQ(calls[2].layer, 0);
-    EXPECT_EQ(calls[3].part, GradientSegment::Part::embedding);
+    EXPECT_EQ(calls[3].part, model::GradientSegment::Part::embedding);
     const auto final_grads = gradients_of(h.model);
     std::int64_t covered = 0;
     for (std::size_t i = 0; i < calls.size(); ++i) {

@@ -25,7 +25,7 @@ struct Outcome {
 
 // Two steps of forward + backward over two micro-batches each; between the steps the weights
 // change (as an update would) through `change`.
-Outcome train_two_steps(TransformerModel& model, const std::function<void()>& change) {
+Outcome train_two_steps(model::TransformerModel& model, const std::function<void()>& change) {
   Outcome out;
   for (int step = 0; step < 2; ++step) {
     model.zero_gradients();
@@ -57,7 +57,7 @@ struct TinyModelRig {
       host[i] = float_to_bf16(bf16_to_float(host[i]) * 0.99f + 1e-3f);
   }
   Outcome resident() {
-    TransformerModel model(backend, shape, {kBatch, DType::bf16});
+    model::TransformerModel model(backend, shape, {kBatch, DType::bf16});
     std::vector<bf16> copy = host;
     std::memcpy(model.weights().data, copy.data(), copy.size() * sizeof(bf16));
     return train_two_steps(model, [&] {
@@ -67,28 +67,29 @@ struct TinyModelRig {
   }
   ThreadPool pool;
   CpuBackend backend;
-  ModelShape shape;
-  ParameterLayout layout;
+  model::ModelShape shape;
+  model::ParameterLayout layout;
   std::vector<float> initial;
   std::vector<bf16> host;
 };
 
 TEST(WeightWalk, ForwardThenBackwardOrderAndTiedHead) {
-  const ParameterLayout untied(tiny_shape(false)), tied(tiny_shape(true));
-  using P = WeightPart;
-  EXPECT_EQ(weight_walk(untied, WeightPass::forward),
+  const model::ParameterLayout untied(tiny_shape(false)), tied(tiny_shape(true));
+  using P = model::WeightPart;
+  EXPECT_EQ(model::weight_walk(untied, model::WeightPass::forward),
             (std::vector<P>{P::embedding(), P::transformer_layer(0), P::transformer_layer(1), P::head()}));
-  EXPECT_EQ(weight_walk(untied, WeightPass::backward),
+  EXPECT_EQ(model::weight_walk(untied, model::WeightPass::backward),
             (std::vector<P>{P::head(), P::transformer_layer(1), P::transformer_layer(0)}));
-  ASSERT_EQ(part_ranges(untied, P::head()).size(), 1u);
-  EXPECT_EQ(part_ranges(untied, P::head())[0].offset, untied.final_norm().offset);
+  ASSERT_EQ(model::part_ranges(untied, P::head()).size(), 1u);
+  EXPECT_EQ(model::part_ranges(untied, P::head())[0].offset, untied.final_norm().offset);
   // Tied: the head needs the final norm and the embedding (its lm_head).
-  const auto head = part_ranges(tied, P::head());
+  const auto head = model::part_ranges(tied, P::head());
   ASSERT_EQ(head.size(), 2u);
   EXPECT_EQ(head[1].offset, 0);
   EXPECT_EQ(head[1].count, tied.embedding().numel());
-  EXPECT_EQ(largest_part_elements(tied),
-            std::max(part_elements(tied, P::head()), part_elements(tied, P::transformer_layer(0))));
+  EXPECT_EQ(
+      model::largest_part_elements(tied),
+      std::max(model::part_elements(tied, P::head()), model::part_elements(tied, P::transformer_layer(0))));
 }
 
 TEST(HostStreamedWeights, GivesBitwiseTheResidentResultsWithAnyNumberOfSlots) {
@@ -97,8 +98,8 @@ TEST(HostStreamedWeights, GivesBitwiseTheResidentResultsWithAnyNumberOfSlots) {
     const Outcome want = s.resident();
     for (int slots : {1, 2, 3}) {
       TinyModelRig t(tied);
-      HostStreamedWeights streamed(t.backend, t.layout, DType::bf16, t.host.data(), slots);
-      TransformerModel model(t.backend, t.shape, {kBatch, DType::bf16}, &streamed);
+      model::HostStreamedWeights streamed(t.backend, t.layout, DType::bf16, t.host.data(), slots);
+      model::TransformerModel model(t.backend, t.shape, {kBatch, DType::bf16}, &streamed);
       const Outcome got = train_two_steps(model, [&] {
         streamed.drop_device_copies();
         t.change_host();
@@ -113,8 +114,8 @@ TEST(HostStreamedWeights, GivesBitwiseTheResidentResultsWithAnyNumberOfSlots) {
 // with the parts forward left resident (head, last layer).
 TEST(HostStreamedWeights, TwoSlotsFetchAheadAndReuseWhatForwardLeft) {
   TinyModelRig s(false);
-  HostStreamedWeights streamed(s.backend, s.layout, DType::bf16, s.host.data(), 2);
-  TransformerModel model(s.backend, s.shape, {kBatch, DType::bf16}, &streamed);
+  model::HostStreamedWeights streamed(s.backend, s.layout, DType::bf16, s.host.data(), 2);
+  model::TransformerModel model(s.backend, s.shape, {kBatch, DType::bf16}, &streamed);
   const Batch b = random_batch(s.shape, kBatch, 5);
   model.forward(b.tokens, b.targets);
   EXPECT_EQ(streamed.fetches(), 4);  // embedding, layer 0, layer 1, head
@@ -122,8 +123,8 @@ TEST(HostStreamedWeights, TwoSlotsFetchAheadAndReuseWhatForwardLeft) {
   EXPECT_EQ(streamed.fetches(), 5);  // + layer 0; head and layer 1 were still resident
   EXPECT_EQ(streamed.demand_fetches(), 0);
 
-  HostStreamedWeights one(s.backend, s.layout, DType::bf16, s.host.data(), 1);
-  TransformerModel single(s.backend, s.shape, {kBatch, DType::bf16}, &one);
+  model::HostStreamedWeights one(s.backend, s.layout, DType::bf16, s.host.data(), 1);
+  model::TransformerModel single(s.backend, s.shape, {kBatch, DType::bf16}, &one);
   single.forward(b.tokens, b.targets);
   single.backward();
   EXPECT_EQ(one.demand_fetches(), one.fetches());  // one slot: nothing can be fetched ahead
@@ -136,10 +137,10 @@ TEST(HostStreamedWeights, TwoSlotsFetchAheadAndReuseWhatForwardLeft) {
 TEST(StreamedGradients, EachRangeHandedOverIsBitwiseTheResidentGradient) {
   for (bool tied : {false, true}) {
     TinyModelRig s(tied);
-    TransformerModel resident(s.backend, s.shape, {kBatch, DType::bf16});
+    model::TransformerModel resident(s.backend, s.shape, {kBatch, DType::bf16});
     std::memcpy(resident.weights().data, s.host.data(), s.host.size() * sizeof(bf16));
-    HostStreamedWeights streamed(s.backend, s.layout, DType::bf16, s.host.data(), 2);
-    TransformerModel model(s.backend, s.shape, {kBatch, DType::bf16, true}, &streamed);
+    model::HostStreamedWeights streamed(s.backend, s.layout, DType::bf16, s.host.data(), 2);
+    model::TransformerModel model(s.backend, s.shape, {kBatch, DType::bf16, true}, &streamed);
     EXPECT_DEATH(model.gradients(), "no full gradient buffer");
     for (std::uint64_t seed : {3u, 4u}) {  // two micro-batches: nothing carries over between them
       const Batch b = random_batch(s.shape, kBatch, seed);
@@ -148,7 +149,7 @@ TEST(StreamedGradients, EachRangeHandedOverIsBitwiseTheResidentGradient) {
       resident.backward(0.5f);
       const std::vector<double> want = gradients_of(resident);
       std::int64_t covered = 0;
-      model.backward(0.5f, [&](const GradientSegment& seg) {
+      model.backward(0.5f, [&](const model::GradientSegment& seg) {
         ASSERT_EQ(seg.gradient.numel(), seg.range.count);
         const float* g = static_cast<const float*>(seg.gradient.data);
         for (std::int64_t i = 0; i < seg.range.count; ++i)
@@ -163,7 +164,7 @@ TEST(StreamedGradients, EachRangeHandedOverIsBitwiseTheResidentGradient) {
 
 TEST(HostStreamedWeights, RejectsZeroSlots) {
   TinyModelRig s(false);
-  EXPECT_THROW(HostStreamedWeights(s.backend, s.layout, DType::bf16, s.host.data(), 0), Error);
+  EXPECT_THROW(model::HostStreamedWeights(s.backend, s.layout, DType::bf16, s.host.data(), 0), Error);
 }
 
 // ZeRO-3 on a world of one: the gather is a copy of the whole shard, and the results are
@@ -176,8 +177,8 @@ TEST(GatheredWeights, OnOneRankGivesBitwiseTheResidentResults) {
     comm::SingleProcessCommunicator comm;
     const comm::ZeroPartition partition(t.layout.total(), 1, 0);
     comm::LayerExchange exchange(comm, partition);
-    GatheredWeights gathered(t.backend, t.layout, exchange, t.host);
-    TransformerModel model(t.backend, t.shape, {kBatch, DType::bf16}, &gathered);
+    model::GatheredWeights gathered(t.backend, t.layout, exchange, t.host);
+    model::TransformerModel model(t.backend, t.shape, {kBatch, DType::bf16}, &gathered);
     const Outcome got = train_two_steps(model, [&] { t.change_host(); });
     EXPECT_EQ(got.losses, want.losses) << "tied=" << tied;
     EXPECT_TRUE(got.gradients == want.gradients) << "tied=" << tied;

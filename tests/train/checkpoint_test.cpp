@@ -48,7 +48,7 @@ TEST(Checkpoint, KeepsOnlyTheLatestCompleteCheckpoint) {
   for (const char* f : {"manifest.json", "model.safetensors", "optimizer.rank0.p.f32",
                         "optimizer.rank0.m.f32", "optimizer.rank0.v.f32"})
     EXPECT_TRUE(fs::exists(dir / ("ckpt/ckpt-3/" + std::string(f)))) << f;
-  const ParameterLayout layout(ModelShape{256, 128, 4, 4, 2, 384, 32});
+  const model::ParameterLayout layout(model::ModelShape{256, 128, 4, 4, 2, 384, 32});
   EXPECT_EQ(fs::file_size(dir / "ckpt/ckpt-3/optimizer.rank0.v.f32"),
             static_cast<std::uintmax_t>(layout.total()) * 4);
 }
@@ -59,7 +59,7 @@ TEST(Checkpoint, WeightsUseHuggingFaceLlamaNamesAndShapes) {
   o.steps = 1;
   train(o, {});
   const auto tensors = read_safetensors_header(dir / "ckpt/ckpt-1/model.safetensors");
-  const ParameterLayout layout(ModelShape{256, 128, 4, 4, 2, 384, 32});
+  const model::ParameterLayout layout(model::ModelShape{256, 128, 4, 4, 2, 384, 32});
   ASSERT_EQ(tensors.size(), layout.entries().size());
   auto find = [&](const std::string& name) {
     for (const auto& t : tensors)
@@ -86,7 +86,7 @@ TEST(Checkpoint, CorruptStateFileIsRejectedOnOpen) {
   test::write_file(dir / "ckpt/ckpt-3/optimizer.rank0.m.f32", m);
   try {
     Checkpoint::open_latest(dir / "ckpt", o.model,
-                            ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
+                            model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
     FAIL() << "a corrupt checkpoint was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("optimizer.rank0.m.f32"), std::string::npos) << e.what();
@@ -154,7 +154,9 @@ TEST(Checkpoint, CheckpointOfAnotherModelIsRejected) {
   EXPECT_FALSE(Checkpoint::open_latest(dir / "nothing-here", o.model, 1).has_value());
 }
 
-std::int64_t tiny_params() { return ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(); }
+std::int64_t tiny_params() {
+  return model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
+}
 
 std::string error_of(const std::function<void()>& f) {
   try {

@@ -84,19 +84,20 @@ TEST(OpenBackend, CpuHasNoDeviceMemoryToCheck) {
 // The trainer's device-side objects for one rank, built on a counting backend exactly as
 // train() builds them: the model (with the provider and gradient mode the footprint implies),
 // the gradient hand-over and the micro-batch sum.
-std::int64_t allocated_by_training(const ModelShape& shape, const TrainingFootprint& f) {
+std::int64_t allocated_by_training(const model::ModelShape& shape, const TrainingFootprint& f) {
   ThreadPool pool(1);
   CpuBackend cpu(pool, CpuBackendOptions{1, cpu::GemmPath::blas});
   testing::CountingBackend counting(cpu);
-  const ParameterLayout layout(shape);
+  const model::ParameterLayout layout(shape);
   const std::vector<bf16> host(static_cast<std::size_t>(layout.total()));
-  std::unique_ptr<WeightProvider> provider;
+  std::unique_ptr<model::WeightProvider> provider;
   if (weight_slots(f) > 0)
-    provider =
-        std::make_unique<HostStreamedWeights>(counting, layout, DType::bf16, host.data(), weight_slots(f));
+    provider = std::make_unique<model::HostStreamedWeights>(counting, layout, DType::bf16, host.data(),
+                                                            weight_slots(f));
   else
-    provider = std::make_unique<ResidentWeights>(counting, layout, DType::bf16);
-  TransformerModel model(counting, shape, {f.micro_batch, DType::bf16, streams_gradients(f)}, provider.get());
+    provider = std::make_unique<model::ResidentWeights>(counting, layout, DType::bf16);
+  model::TransformerModel model(counting, shape, {f.micro_batch, DType::bf16, streams_gradients(f)},
+                                provider.get());
   const comm::ZeroPartition partition(layout.total(), 1, 0);
   GradientHandover handover(counting, layout, partition, nullptr);
   std::optional<MicroBatchGradientSum> sum;
@@ -108,7 +109,7 @@ TEST(TrainingDeviceMemory, EstimateEqualsWhatTrainingAllocates) {
   for (bool tied : {false, true})
     for (int accum : {1, 2, 3, 5})
       for (bool offload : {false, true}) {
-        const ModelShape shape = testing::tiny_shape(tied);
+        const model::ModelShape shape = testing::tiny_shape(tied);
         const TrainingFootprint f{2, accum, 1, offload};
         // The resident provider's load staging chunk is not allocated by training (it uploads
         // bf16 directly): count it out of the estimate the model test checks byte for byte.
@@ -121,24 +122,25 @@ TEST(TrainingDeviceMemory, EstimateEqualsWhatTrainingAllocates) {
 // Parameter offload with one micro-batch per step keeps neither the weights nor the gradients
 // whole on the device: what it needs grows with the largest layer, not with the layer count.
 TEST(TrainingDeviceMemory, ParamOffloadIsBoundedByTheLargestLayer) {
-  ModelShape shallow = testing::tiny_shape(false), deep = shallow;
+  model::ModelShape shallow = testing::tiny_shape(false), deep = shallow;
   deep.layers = 40;
   const TrainingFootprint f{2, 1, 1, true};
-  const DeviceMemoryNeed a = training_device_memory(shallow, f, 0), b = training_device_memory(deep, f, 0);
+  const model::DeviceMemoryNeed a = training_device_memory(shallow, f, 0),
+                                b = training_device_memory(deep, f, 0);
   EXPECT_EQ(b.weights, a.weights);
   EXPECT_EQ(b.gradients, a.gradients);
-  const DeviceMemoryNeed resident = training_device_memory(deep, {2, 1, 1, false}, 0);
-  EXPECT_EQ(resident.gradients, ParameterLayout(deep).total() * 4);
+  const model::DeviceMemoryNeed resident = training_device_memory(deep, {2, 1, 1, false}, 0);
+  EXPECT_EQ(resident.gradients, model::ParameterLayout(deep).total() * 4);
   EXPECT_LT(b.total(), resident.total() / 4);
 }
 
 TEST(TrainingMemoryCheck, ShortfallNamesNeededAndAvailableAndSuggestsParamOffload) {
-  const ModelShape shape = testing::tiny_shape(false);
+  const model::ModelShape shape = testing::tiny_shape(false);
   const TrainingFootprint f{2, 1, 1, false};
-  const DeviceMemoryNeed need = training_device_memory(shape, f, 1000);
+  const model::DeviceMemoryNeed need = training_device_memory(shape, f, 1000);
   TrainingFootprint off = f;
   off.param_offload = true;
-  const DeviceMemoryNeed offloaded = training_device_memory(shape, off, 1000);
+  const model::DeviceMemoryNeed offloaded = training_device_memory(shape, off, 1000);
   ASSERT_LT(offloaded.total(), need.total());
   EXPECT_NO_THROW(require_training_memory(need, f, &offloaded, static_cast<std::size_t>(need.total()),
                                           1 << 30, "cuda:0", ""));

@@ -72,7 +72,7 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
   fs::create_directories(dir / "a");
   fs::create_directories(dir / "b");
   const std::string data = test::make_token_file(dir);
-  const std::int64_t params = ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
+  const std::int64_t params = model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
   save_plan(test::two_tier_plan(params, dir / "a", dir / "b"), dir / "plan.json");
   auto args = [&](const std::string& run_dir) {
     return std::vector<std::string>{MLPO_RUN_BIN,

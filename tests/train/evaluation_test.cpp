@@ -13,7 +13,9 @@ namespace {
 
 using test::TempDir;
 
-std::int64_t tiny_params() { return ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(); }
+std::int64_t tiny_params() {
+  return model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
+}
 
 struct EvalRun {
   std::vector<double> losses;

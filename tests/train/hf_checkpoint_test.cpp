@@ -20,7 +20,7 @@ const char* const kDtypes[3] = {"BF16", "F16", "F32"};
 struct Fixture {
   TempDir dir;
   ModelSpec spec = test::tiny_model();
-  ParameterLayout layout{shape_of(spec)};
+  model::ParameterLayout layout{model::shape_of(spec)};
   std::vector<float> values = test::test_values(layout.total());
   test::HfDirectory hf = test::make_hf_directory(
       spec, values, [](std::size_t e) { return kDtypes[e % 3]; }, 3);
@@ -49,7 +49,7 @@ TEST(HfCheckpoint, ImportsShardedCheckpointOfBf16Fp16AndFp32Tensors) {
   for (std::int64_t at = 0; at < f.layout.total(); at += 10007)
     checkpoint.read(at, std::min<std::int64_t>(10007, f.layout.total() - at), got.data() + at);
   for (std::size_t e = 0; e < f.layout.entries().size(); ++e) {
-    const ParameterEntry& entry = f.layout.entries()[e];
+    const model::ParameterEntry& entry = f.layout.entries()[e];
     for (std::int64_t i = entry.offset; i < entry.offset + entry.numel(); ++i)
       ASSERT_EQ(got[static_cast<std::size_t>(i)],
                 test::stored_value(f.values[static_cast<std::size_t>(i)], kDtypes[e % 3]))
@@ -63,12 +63,12 @@ TEST(HfCheckpoint, ReadsTensorByTensorThroughABoundedBuffer) {
   const std::size_t staging = 4096;
   HfCheckpoint checkpoint(f.path, f.spec, staging);
   // One layer: exactly its tensors' bytes are read, in reads no larger than the buffer.
-  const ParameterRange layer = f.layout.layer_range(2);
+  const model::ParameterRange layer = f.layout.layer_range(2);
   std::vector<float> out(static_cast<std::size_t>(layer.count));
   checkpoint.read(layer.offset, layer.count, out.data());
   std::uint64_t layer_bytes = 0;
   for (std::size_t e = 0; e < f.layout.entries().size(); ++e) {
-    const ParameterEntry& entry = f.layout.entries()[e];
+    const model::ParameterEntry& entry = f.layout.entries()[e];
     if (entry.offset >= layer.offset && entry.offset < layer.offset + layer.count)
       layer_bytes +=
           static_cast<std::uint64_t>(entry.numel()) * (kDtypes[e % 3] == std::string("F32") ? 4 : 2);
@@ -81,7 +81,7 @@ TEST(HfCheckpoint, ReadsTensorByTensorThroughABoundedBuffer) {
 TEST(HfCheckpoint, SingleFileAndTiedEmbeddingsWithoutLmHead) {
   Fixture f;
   f.spec.tied_embeddings = true;
-  f.layout = ParameterLayout(shape_of(f.spec));
+  f.layout = model::ParameterLayout(model::shape_of(f.spec));
   f.values = test::test_values(f.layout.total());
   f.hf = test::make_hf_directory(
       f.spec, f.values, [](std::size_t) { return "BF16"; }, 1);

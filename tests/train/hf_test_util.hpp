@@ -12,9 +12,9 @@
 #include "core/bf16.hpp"
 #include "core/fp16.hpp"
 #include "core/hf_config.hpp"
+#include "executor/model/model_shape.hpp"
 #include "executor/model/parameter_layout.hpp"
 #include "executor/train/safetensors.hpp"
-#include "executor/train/spec_shape.hpp"
 #include "tests/train/train_test_util.hpp"
 
 namespace mlpo::train::test {
@@ -83,7 +83,7 @@ inline std::string encode(std::span<const float> values, const std::string& dtyp
 inline HfDirectory make_hf_directory(const ModelSpec& spec, std::span<const float> values,
                                      const std::function<std::string(std::size_t)>& dtype_of,
                                      std::size_t shards) {
-  const ParameterLayout layout(shape_of(spec));
+  const model::ParameterLayout layout(model::shape_of(spec));
   HfDirectory d{hf_config(spec, "bfloat16"), std::vector<std::vector<HfTensor>>(shards), true};
   const auto& entries = layout.entries();
   for (std::size_t e = 0; e < entries.size(); ++e) {

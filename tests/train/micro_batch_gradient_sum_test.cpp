@@ -50,7 +50,7 @@ std::vector<float> incremental_sum(Rig& rig, int first, int n, int* extra_buffer
   for (int i = 0; i < n; ++i) {
     const std::vector<float> v = leaf_values(first + i);
     std::memcpy(rig.leaf().data, v.data(), v.size() * sizeof(float));
-    for (ParameterRange r : {ParameterRange{600, 400}, ParameterRange{0, 600}}) {
+    for (model::ParameterRange r : {model::ParameterRange{600, 400}, model::ParameterRange{0, 600}}) {
       const Tensor t = sum.add(i, r);
       EXPECT_EQ(t.data != nullptr, i == n - 1) << "a sum is only returned for the last micro-batch";
       if (t.data)

@@ -21,7 +21,9 @@ struct Outcome {
   std::string weights;  // exported safetensors bytes
 };
 
-std::int64_t tiny_params() { return ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(); }
+std::int64_t tiny_params() {
+  return model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
+}
 
 TrainOptions base_options(const std::string& data) {
   TrainOptions o;

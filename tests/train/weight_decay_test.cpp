@@ -54,8 +54,8 @@ TEST(TrainingWeightDecay, NormGainsAreNotDecayedWhileMatricesAre) {
   o.lr = LrSchedule{1e-3, 1e-3, 0, 0};
   o.threads = 2;
   o.blas_threads = 1;
-  o.plan = test::two_tier_plan(ParameterLayout(ModelShape{256, 128, 4, 4, 2, 384, 32}).total(), dir / "a",
-                               dir / "b");
+  o.plan = test::two_tier_plan(model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total(),
+                               dir / "a", dir / "b");
   std::filesystem::create_directories(dir / "a");
   std::filesystem::create_directories(dir / "b");
   o.weight_decay = 0.0f;
@@ -81,7 +81,7 @@ TEST(TrainingWeightDecay, NormGainsAreNotDecayedWhileMatricesAre) {
 }
 
 TEST(TrainingWeightDecay, MaskHoldsEveryNormGainOfTheShardAndNothingElse) {
-  const ParameterLayout layout(ModelShape{256, 128, 4, 4, 2, 384, 32});
+  const model::ParameterLayout layout(model::ModelShape{256, 128, 4, 4, 2, 384, 32});
   std::int64_t covered = 0;
   for (int r = 0; r < 3; ++r) {
     const auto shard = offload::shard_for(layout.total(), 3, r);
