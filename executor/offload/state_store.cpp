@@ -13,19 +13,6 @@ std::vector<double> fractions_of(const Plan& plan) {
   return f;
 }
 
-io::TierKind io_kind(TierKind k) {
-  switch (k) {
-    case TierKind::host:
-      return io::TierKind::host;
-    case TierKind::nvme:
-      return io::TierKind::nvme;
-    case TierKind::remote:
-      return io::TierKind::remote;
-    default:
-      return io::TierKind::other;
-  }
-}
-
 }  // namespace
 
 std::vector<io::Tier> io_tiers_of(const Plan& plan) {
@@ -35,7 +22,6 @@ std::vector<io::Tier> io_tiers_of(const Plan& plan) {
     io::Tier tier;
     tier.name = t.name;
     tier.path = t.path;
-    tier.kind = io_kind(t.kind);
     tier.block_size = static_cast<std::uint64_t>(plan.io_block_size);
     tier.queue_depth = static_cast<unsigned>(plan.io_queue_depth);
     tier.direct_io = plan.direct_io && !updated_in_place(t.kind);  // a mapped file is not read or written
