@@ -33,9 +33,7 @@ class RankEngine {
   RankEngine& operator=(const RankEngine&) = delete;
 
   const Plan& plan() const { return plan_; }
-  StateStore& store() { return *store_; }
   UpdatePipeline& pipeline() { return *pipeline_; }
-  SubgroupCache& cache() { return cache_; }
 
   // The schedule of update iteration `iteration` (0-based): the plan's order for that
   // iteration through the cache model (which it advances).

@@ -43,11 +43,14 @@ struct Rig {
   // With `weights_written`, the new bf16 weights go to `weights` and it is called per subgroup.
   UpdateStats step(std::int64_t iteration, const AdamWParams& adam,
                    const std::function<void(const Subgroup&)>& weights_written = {}) {
-    auto steps = cache.plan_iteration(update_order(plan.order, iteration, layout.count()),
-                                      [&](std::int64_t s) { return store.resident(s); });
     if (weights_written) weights.resize(grads.size());
-    return pipeline.update(steps, grads, adam, weights_written ? std::span<bf16>(weights) : std::span<bf16>(),
-                           weights_written);
+    return pipeline.update(schedule(iteration), grads, adam,
+                           weights_written ? std::span<bf16>(weights) : std::span<bf16>(), weights_written);
+  }
+  // The plan's order for `iteration` through the cache model (which it advances).
+  std::vector<UpdateStep> schedule(std::int64_t iteration) {
+    return cache.plan_iteration(update_order(plan.order, iteration, layout.count()),
+                                [&](std::int64_t s) { return store.resident(s); });
   }
   Plan plan;
   RankShard shard;
