@@ -16,7 +16,7 @@
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_set.hpp"
 #include "executor/io/tier_slots.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
 #include "core/update_order.hpp"
 #include "executor/offload/update_pipeline.hpp"

@@ -21,7 +21,7 @@
 #include "executor/io/tier_set.hpp"
 #include "executor/offload/in_place_integrity.hpp"
 #include "executor/offload/placement_policy.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/subgroup_layout.hpp"
 
 namespace mlpo::offload {

@@ -21,7 +21,7 @@
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/local_rank_group.hpp"
 #include "executor/offload/rank_engine.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
 #include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/tier_run_directories.hpp"

@@ -92,7 +92,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   const TrainingData run_data = open_training_data(o);
   const TokenData& data = run_data.train;
   const comm::ZeroPartition partition(params, ranks, rank);
-  const offload::RankShard& mine = partition.mine();
+  const RankShard& mine = partition.mine();
   std::optional<Checkpoint> checkpoint;
   if (!o.checkpoint_dir.empty()) {
     if (o.resume) {
@@ -231,7 +231,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B * T)), targets(inputs.size());
   std::vector<double> my_losses(static_cast<std::size_t>(a)),
       all_losses(static_cast<std::size_t>(global_micro_batches));
-  const std::int64_t chunks = (params + offload::kNormChunk - 1) / offload::kNormChunk;
+  const std::int64_t chunks = (params + kNormChunk - 1) / kNormChunk;
   std::vector<double> chunk_sums(static_cast<std::size_t>(chunks));
   TrainResult result;
   if (run_data.validation)
@@ -299,7 +299,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       // own chunks, the others stay 0, so the sum over ranks is exact.
       std::fill(chunk_sums.begin(), chunk_sums.end(), 0.0);
       const auto my_sums = offload::chunk_square_sums(grads.shard(), threads);
-      std::copy(my_sums.begin(), my_sums.end(), chunk_sums.begin() + mine.global_begin / offload::kNormChunk);
+      std::copy(my_sums.begin(), my_sums.end(), chunk_sums.begin() + mine.global_begin / kNormChunk);
       collectives.all_reduce_sum(std::span<double>(chunk_sums));
       const double grad_norm = offload::global_norm(chunk_sums);
       // The same values on every rank, so every rank stops alike, before the update could

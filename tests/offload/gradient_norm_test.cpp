@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/state_digest.hpp"
 #include "executor/offload/synthetic_gradients.hpp"
 

@@ -12,7 +12,7 @@
 #include "core/update_order.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_set.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
 #include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/update_pipeline.hpp"
