@@ -20,10 +20,6 @@ void validate(const Tier& tier) {
   }
 }
 
-std::filesystem::path state_file_name(std::string_view run, int rank) {
-  return std::filesystem::path("mlpo") / std::string(run) / ("rank" + std::to_string(rank) + ".state");
-}
-
 WarningSink stderr_warnings() {
   return [](const std::string& line) { std::fprintf(stderr, "mlpo: warning: %s\n", line.c_str()); };
 }

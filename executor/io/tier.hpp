@@ -4,11 +4,7 @@
 // turns a list of them into running I/O engines (one io_uring and one I/O thread per tier).
 // The engine drives every tier alike: the kind of storage (core/tier_kind.hpp) is the plan's
 // business, which sets direct_io and maps `host` tiers' files (StateStore).
-//
-// Directory layout under a tier path P (docs/io.md):
-//   P/mlpo/<run>/rank<r>.state        one rank's optimizer-state file (preallocated)
-//   P/.mlpo-slots/<pool>-<i>.lock     the node-wide concurrency slots of this tier (TierSlots)
-// P itself must exist; everything below it is created on demand.
+// What MLPO puts under a tier path: tier_layout.hpp.
 
 #include <cstdint>
 #include <filesystem>
@@ -34,9 +30,6 @@ struct Tier {
 
 // Throws mlpo::Error when a field is unusable (empty name, block size not a multiple of 4 KiB...).
 void validate(const Tier& tier);
-
-// Relative path of one rank's state file inside a tier: "mlpo/<run>/rank<r>.state".
-std::filesystem::path state_file_name(std::string_view run, int rank);
 
 // Receives one-line warnings (e.g. O_DIRECT refused). The default prints "mlpo: warning: ..."
 // to stderr.

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/host_memory.hpp"
+#include "executor/io/tier_layout.hpp"
 #include "executor/offload/host_memory_need.hpp"
 
 namespace mlpo::offload {

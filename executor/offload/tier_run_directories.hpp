@@ -1,6 +1,6 @@
 #pragma once
 // TierRunDirectories: the per-process directories of a run's tier files,
-// <tier path>/mlpo/<run>/ (RankEngine puts rank<r>.state there), removed at the end — also
+// <tier path>/mlpo/<run>/ (io::run_directory; RankEngine puts rank<r>.state there), removed at the end — also
 // after an error — and, at start, those of earlier runs on this host whose process is gone
 // (killed runs). Training (train-<host>-<pid>) and mlpo-run --update-only
 // (update-<host>-<pid>, one directory for all its forked ranks) both use it, and each clean-up

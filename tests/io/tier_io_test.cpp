@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "executor/io/tier_layout.hpp"
 #include "executor/io/tier_set.hpp"
 #include "temp_dir.hpp"
 
