@@ -17,7 +17,7 @@
 #include "executor/comm/communicator.hpp"
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
-#include "executor/offload/update_only_run.hpp"
+#include "executor/update_only/update_only_run.hpp"
 #include "executor/train/hf_checkpoint.hpp"
 #include "executor/train/prepare_data.hpp"
 #include "executor/train/run_log.hpp"
@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
   // update-only
   bool update_only = false;
   std::string params_text, profile_path, mode = "mlp";
-  mlpo::offload::UpdateOnlyOptions u;
+  mlpo::update_only::UpdateOnlyOptions u;
   app.add_flag("--update-only", update_only, "Run only the offloaded update phase, with synthetic gradients");
   app.add_option("--params", params_text, "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)")
       ->check(mlpo::cli::count_at_least(1));
@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
       u.adam.eps = t.eps;
       u.adam.weight_decay = t.weight_decay;
       mlpo::train::RunLog log(log_path, false);
-      auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
+      auto result = mlpo::update_only::run_update_only(u, [&](const mlpo::Json& rec) {
         log.write(rec);
         if (!quiet) {
           std::printf("step %lld/%lld  update %.3f s  backward %.3f s  stall %.3f s  hits %lld",

@@ -14,8 +14,8 @@
 #include "executor/io/tier_set.hpp"
 #include "core/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
-#include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/update_pipeline.hpp"
+#include "executor/update_only/synthetic_gradients.hpp"
 
 namespace mlpo::offload::testing {
 
@@ -32,8 +32,8 @@ struct Rig {
         pipeline(store, pool, std::vector<io::TierSlots*>(tiers.size(), nullptr), threads, options),
         cache(plan.host_cache_subgroups),
         grads(static_cast<std::size_t>(elements)) {
-    pipeline.initialize([](std::int64_t i) { return synthetic_initial_weight(3, i); });
-    synthetic_gradients(3, 1, 0, grads, threads);
+    pipeline.initialize([](std::int64_t i) { return update_only::synthetic_initial_weight(3, i); });
+    update_only::synthetic_gradients(3, 1, 0, grads, threads);
   }
   UpdateStats step(std::int64_t iteration) {
     AdamWParams adam;

@@ -1,4 +1,4 @@
-#include "executor/offload/update_only_run.hpp"
+#include "executor/update_only/update_only_run.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,20 +14,31 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/rank_shard.hpp"
 #include "core/thread_pool.hpp"
 #include "core/tier_rates.hpp"
 #include "executor/io/tier_set.hpp"
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/gradient_norm.hpp"
-#include "executor/offload/local_rank_group.hpp"
 #include "executor/offload/rank_engine.hpp"
-#include "core/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
-#include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/tier_run_directories.hpp"
 #include "executor/offload/update_pipeline.hpp"
+#include "executor/update_only/local_rank_group.hpp"
+#include "executor/update_only/synthetic_gradients.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
+
+// The engine this program drives: the same one training drives (executor/offload).
+using offload::chunk_square_sums;
+using offload::clip_scale;
+using offload::default_run_name;
+using offload::global_norm;
+using offload::RankEngine;
+using offload::Subgroup;
+using offload::TierRunDirectories;
+using offload::UpdatePipeline;
+using offload::UpdateStats;
 
 namespace {
 
@@ -345,4 +356,4 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
   return result;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only
