@@ -1,7 +1,7 @@
 // mlpo-run: execute pre-training (or the update phase alone) under a plan.
 //
 // Four modes, each with its own flags: training (train::train), --update-only
-// (offload::run_update_only), prepare-data (train::prepare_data) and report
+// (update_only::run_update_only), prepare-data (train::prepare_data) and report
 // (train::write_run_report). main() declares the flags, checks that the chosen mode reads every
 // flag given (FlagModes), and hands the mode its flags: each mode validates them, calls its one
 // library function and prints. The --help text is cli/mlpo_run_help.hpp.
@@ -23,7 +23,7 @@
 #include "executor/comm/communicator.hpp"
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
-#include "executor/offload/update_only_run.hpp"
+#include "executor/update_only/update_only_run.hpp"
 #include "executor/train/hf_checkpoint.hpp"
 #include "executor/train/prepare_data.hpp"
 #include "executor/train/run_log.hpp"
@@ -72,7 +72,7 @@ struct TrainingFlags {
 struct UpdateOnlyFlags {
   bool update_only = false;
   std::string params_text, profile_path;
-  mlpo::offload::UpdateOnlyOptions options;
+  mlpo::update_only::UpdateOnlyOptions options;
 };
 
 // ---- Declaring the flags, in --help order -----------------------------------------------
@@ -256,7 +256,7 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
 }
 
 void add_update_only_flags(CLI::App& app, UpdateOnlyFlags& f, std::string& mode) {
-  mlpo::offload::UpdateOnlyOptions& u = f.options;
+  mlpo::update_only::UpdateOnlyOptions& u = f.options;
   app.add_flag("--update-only", f.update_only,
                "Run only the offloaded update phase, with synthetic gradients");
   app.add_option("--params", f.params_text,
@@ -371,11 +371,11 @@ int run_report(const ReportFlags& f) {
 }
 
 // The update-only options from the flags; `adamw` holds training's AdamW flags.
-mlpo::offload::UpdateOnlyOptions update_only_options(const StepFlags& s, const UpdateOnlyFlags& f,
+mlpo::update_only::UpdateOnlyOptions update_only_options(const StepFlags& s, const UpdateOnlyFlags& f,
                                                      const mlpo::train::TrainOptions& adamw) {
   if (f.params_text.empty()) throw mlpo::Error("--update-only needs --params (total parameters, e.g. 1e9)");
   if (s.plan_path.empty()) throw mlpo::Error("--update-only needs --plan (a plan file from mlpo-tune)");
-  mlpo::offload::UpdateOnlyOptions u = f.options;
+  mlpo::update_only::UpdateOnlyOptions u = f.options;
   u.params = static_cast<std::int64_t>(mlpo::parse_count(f.params_text, "--params"));
   u.plan = mlpo::load_plan(s.plan_path);
   if (s.mode == "baseline") u.plan = mlpo::baseline_of(u.plan);
@@ -392,10 +392,10 @@ mlpo::offload::UpdateOnlyOptions update_only_options(const StepFlags& s, const U
   return u;
 }
 
-int run_update_only(const StepFlags& s, const mlpo::offload::UpdateOnlyOptions& u) {
+int run_update_only(const StepFlags& s, const mlpo::update_only::UpdateOnlyOptions& u) {
   const bool tty = ::isatty(STDOUT_FILENO) && !s.quiet;
   mlpo::train::RunLog log(s.log_path, false);
-  auto result = mlpo::offload::run_update_only(u, [&](const mlpo::Json& rec) {
+  auto result = mlpo::update_only::run_update_only(u, [&](const mlpo::Json& rec) {
     log.write(rec);
     if (s.quiet) return;
     std::printf("step %lld/%lld  update %.3f s  backward %.3f s  stall %.3f s  hits %lld",

@@ -12,7 +12,6 @@ namespace mlpo {
 const char* to_string(PlanMode m) { return m == PlanMode::mlp ? "mlp" : "baseline"; }
 const char* to_string(OrderPolicy o) { return o == OrderPolicy::ascending ? "ascending" : "alternating"; }
 const char* to_string(GradientPolicy g) { return g == GradientPolicy::delayed ? "delayed" : "flush-fp32"; }
-const char* to_string(SlotScope s) { return s == SlotScope::combined ? "combined" : "separate"; }
 
 const PlanTier* Plan::find_tier(const std::string& name) const {
   for (const auto& t : tiers)

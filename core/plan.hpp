@@ -13,6 +13,7 @@
 
 #include "core/accounting.hpp"
 #include "core/json_io.hpp"
+#include "core/slot_scope.hpp"
 #include "core/tier_kind.hpp"
 
 namespace mlpo {
@@ -20,12 +21,10 @@ namespace mlpo {
 enum class PlanMode { mlp, baseline };
 enum class OrderPolicy { ascending, alternating };
 enum class GradientPolicy { delayed, flush_fp32 };
-enum class SlotScope { combined, separate };  // one k-slot pool for reads+writes, or one each
 
 const char* to_string(PlanMode m);
 const char* to_string(OrderPolicy o);
 const char* to_string(GradientPolicy g);
-const char* to_string(SlotScope s);
 
 struct PlanTier {
   std::string name;

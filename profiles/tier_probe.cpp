@@ -52,19 +52,6 @@ unsigned buffers_per_direction(std::uint64_t request) {
 
 std::string who(const TierSpec& spec) { return "tier '" + spec.name + "' (" + spec.path.string() + ")"; }
 
-io::TierKind io_kind(TierKind kind) {
-  switch (kind) {
-    case TierKind::host:
-      return io::TierKind::host;
-    case TierKind::nvme:
-      return io::TierKind::nvme;
-    case TierKind::remote:
-      return io::TierKind::remote;
-    default:
-      return io::TierKind::other;
-  }
-}
-
 bool on_tmpfs(const fs::path& path) {
   struct statfs sfs {};
   return ::statfs(path.c_str(), &sfs) == 0 && (sfs.f_type == TMPFS_MAGIC || sfs.f_type == RAMFS_MAGIC);
@@ -448,7 +435,6 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
   io::Tier tier;
   tier.name = spec.name;
   tier.path = scratch.path();
-  tier.kind = io_kind(spec.kind);
   tier.block_size = options.block_size;
   tier.queue_depth = options.queue_depth;
   tier.direct_io = true;

@@ -37,6 +37,7 @@
 #include "executor/io/block_device_stats.hpp"
 #include "executor/io/crc32c.hpp"
 #include "executor/io/tier_file.hpp"
+#include "executor/io/tier_layout.hpp"
 #include "executor/io/tier_set.hpp"
 
 namespace mlpo::io {
@@ -85,7 +86,7 @@ std::string fmt(const Stats& s) {
 
 const char* op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
 
-std::filesystem::path bench_dir(const Tier& t) { return t.path / "mlpo" / "bench"; }
+std::filesystem::path bench_dir(const Tier& t) { return run_directory(t.path, "bench"); }
 
 void drop_page_cache() {
   ::sync();
@@ -153,8 +154,7 @@ EngineRun run_engine(TierSet& tiers, PinnedBufferPool& pool, const Options& opt,
     if (bytes_per_stream[t] == 0) continue;
     for (unsigned s = 0; s < opt.streams; ++s) {
       Stream st{t, s};
-      const std::filesystem::path rel =
-          std::filesystem::path("mlpo") / "bench" / ("stream-" + std::to_string(s) + ".bin");
+      const std::filesystem::path rel = run_file_name("bench", "stream-" + std::to_string(s) + ".bin");
       if (op == IoOp::write) std::filesystem::remove(tiers[t].tier().path / rel);
       st.file = &tiers[t].open_file(rel, op == IoOp::write ? bytes_per_stream[t] : 0);
       if (op == IoOp::read && st.file->size() < bytes_per_stream[t]) {
@@ -326,7 +326,7 @@ std::vector<Tier> parse_tiers(const Options& opt) {
     t.direct_io = opt.direct;
     t.crc = opt.crc;
     std::error_code ec;
-    std::filesystem::create_directories(t.path / "mlpo" / "bench", ec);
+    std::filesystem::create_directories(run_directory(t.path, "bench"), ec);
     if (ec)
       throw Error("tier '" + t.name + "' (" + t.path.string() +
                   "): cannot create its bench directory: " + ec.message());
@@ -350,7 +350,7 @@ int run(const Options& opt) {
   // The mode each tier really runs in (tmpfs falls back to buffered): fio gets the same.
   std::vector<bool> direct(n);
   for (std::size_t t = 0; t < n; ++t) {
-    TierFile& probe = tiers[t].open_file(std::filesystem::path("mlpo") / "bench" / "probe", 0);
+    TierFile& probe = tiers[t].open_file(run_file_name("bench", "probe"), 0);
     direct[t] = probe.direct();
     const std::filesystem::path p = probe.path();
     tiers[t].close_file(probe);
@@ -530,7 +530,7 @@ int run(const Options& opt) {
                 static_cast<unsigned long long>(c.retries), static_cast<unsigned long long>(c.errors));
     std::error_code ec;
     std::filesystem::remove_all(bench_dir(tier_list[t]), ec);
-    std::filesystem::remove(tier_list[t].path / "mlpo", ec);  // only when nothing else is in it
+    std::filesystem::remove(runs_directory(tier_list[t].path), ec);  // only when nothing else is in it
   }
   return 0;
 }

@@ -9,7 +9,7 @@ namespace mlpo::comm {
 
 ZeroPartition::ZeroPartition(std::int64_t total, int ranks, int rank) : total_(total), rank_(rank) {
   if (ranks <= 0) throw Error("data-parallel ranks: must be > 0, got " + std::to_string(ranks));
-  for (int r = 0; r < ranks; ++r) shards_.push_back(offload::shard_for(total, ranks, r));
+  for (int r = 0; r < ranks; ++r) shards_.push_back(shard_for(total, ranks, r));
   MLPO_CHECK(rank >= 0 && rank < ranks, "rank " + std::to_string(rank) + " of " + std::to_string(ranks));
 }
 
@@ -27,7 +27,7 @@ std::vector<std::int64_t> ZeroPartition::counts(ParamRange range) const {
 }
 
 ParamRange ZeroPartition::my_piece(ParamRange range) const {
-  const offload::RankShard& s = mine();
+  const RankShard& s = mine();
   const std::int64_t lo = std::max(range.begin, s.global_begin);
   const std::int64_t hi = std::min(range.end, s.global_end());
   if (hi <= lo) return {s.global_begin, s.global_begin};

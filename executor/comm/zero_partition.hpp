@@ -1,15 +1,15 @@
 #pragma once
 // ZeroPartition: ZeRO-3 ownership of the flat parameter index. Rank r owns the shard
-// offload::shard_for(total, ranks, r) — the same chunk-aligned shard its optimizer state
-// (UpdatePipeline, StateStore) covers — of the bf16 weights, of the gradients and of the
-// fp32 optimizer state. Shards are contiguous and in rank order, so any range of the index
+// shard_for(total, ranks, r) (core/rank_shard.hpp: the one definition of a rank's shard, the
+// same chunk-aligned shard its optimizer state covers) of the bf16 weights, of the gradients
+// and of the fp32 optimizer state. Shards are contiguous and in rank order, so any range of the index
 // (a layer's parameters) splits into one contiguous piece per rank whose concatenation in
 // rank order is the range: exactly the counts all_gather and reduce_scatter_sum take.
 
 #include <cstdint>
 #include <vector>
 
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 
 namespace mlpo::comm {
 
@@ -28,8 +28,8 @@ class ZeroPartition {
   std::int64_t total() const { return total_; }
   int ranks() const { return static_cast<int>(shards_.size()); }
   int rank() const { return rank_; }
-  const offload::RankShard& shard(int r) const { return shards_[static_cast<std::size_t>(r)]; }
-  const offload::RankShard& mine() const { return shard(rank_); }
+  const RankShard& shard(int r) const { return shards_[static_cast<std::size_t>(r)]; }
+  const RankShard& mine() const { return shard(rank_); }
 
   // Elements of `range` in each rank's shard, in rank order (they sum to range.size()).
   // `range` must lie inside [0, total).
@@ -41,7 +41,7 @@ class ZeroPartition {
  private:
   std::int64_t total_;
   int rank_;
-  std::vector<offload::RankShard> shards_;
+  std::vector<RankShard> shards_;
 };
 
 }  // namespace mlpo::comm

@@ -6,27 +6,6 @@
 
 namespace mlpo::io {
 
-std::string_view to_string(TierKind kind) {
-  switch (kind) {
-    case TierKind::host:
-      return "host";
-    case TierKind::nvme:
-      return "nvme";
-    case TierKind::remote:
-      return "remote";
-    case TierKind::other:
-      return "other";
-  }
-  return "other";
-}
-
-TierKind parse_tier_kind(std::string_view text) {
-  for (TierKind k : {TierKind::host, TierKind::nvme, TierKind::remote, TierKind::other}) {
-    if (text == to_string(k)) return k;
-  }
-  throw Error("unknown tier kind '" + std::string(text) + "': use host, nvme, remote or other");
-}
-
 void validate(const Tier& tier) {
   const std::string who = "tier '" + tier.name + "' (" + tier.path.string() + "): ";
   if (tier.name.empty())
@@ -39,10 +18,6 @@ void validate(const Tier& tier) {
   if (tier.queue_depth == 0 || tier.queue_depth > 4096) {
     throw Error(who + "queue depth " + std::to_string(tier.queue_depth) + " must be between 1 and 4096");
   }
-}
-
-std::filesystem::path state_file_name(std::string_view run, int rank) {
-  return std::filesystem::path("mlpo") / std::string(run) / ("rank" + std::to_string(rank) + ".state");
 }
 
 WarningSink stderr_warnings() {

@@ -2,11 +2,9 @@
 // Tier: one storage level the optimizer state can live on (host memory, node-local NVMe, a
 // remote file system, any other path) and how the engine drives it. A plain value; TierSet
 // turns a list of them into running I/O engines (one io_uring and one I/O thread per tier).
-//
-// Directory layout under a tier path P (docs/io.md):
-//   P/mlpo/<run>/rank<r>.state        one rank's optimizer-state file (preallocated)
-//   P/.mlpo-slots/<pool>-<i>.lock     the node-wide concurrency slots of this tier (TierSlots)
-// P itself must exist; everything below it is created on demand.
+// The engine drives every tier alike: the kind of storage (core/tier_kind.hpp) is the plan's
+// business, which sets direct_io and maps `host` tiers' files (StateStore).
+// What MLPO puts under a tier path: tier_layout.hpp.
 
 #include <cstdint>
 #include <filesystem>
@@ -21,16 +19,9 @@ namespace mlpo::io {
 // O_DIRECT needs offsets, lengths and buffers aligned to this many bytes.
 inline constexpr std::uint64_t kIoAlign = 4096;
 
-enum class TierKind { host, nvme, remote, other };
-
-std::string_view to_string(TierKind kind);
-// "host", "nvme", "remote", "other"; throws mlpo::Error naming the accepted values.
-TierKind parse_tier_kind(std::string_view text);
-
 struct Tier {
-  std::string name;            // shown in every message and counter ("nvme", "shm")
-  std::filesystem::path path;  // existing directory the tier's files live under
-  TierKind kind = TierKind::other;
+  std::string name;                    // shown in every message and counter ("nvme", "shm")
+  std::filesystem::path path;          // existing directory the tier's files live under
   std::uint64_t block_size = 1 * MiB;  // bytes per I/O operation; multiple of kIoAlign, <= 1 GiB
   unsigned queue_depth = 8;            // max I/O operations in flight on this tier, all requests together
   bool direct_io = true;               // O_DIRECT (falls back to buffered, with one warning, where refused)
@@ -39,9 +30,6 @@ struct Tier {
 
 // Throws mlpo::Error when a field is unusable (empty name, block size not a multiple of 4 KiB...).
 void validate(const Tier& tier);
-
-// Relative path of one rank's state file inside a tier: "mlpo/<run>/rank<r>.state".
-std::filesystem::path state_file_name(std::string_view run, int rank);
 
 // Receives one-line warnings (e.g. O_DIRECT refused). The default prints "mlpo: warning: ..."
 // to stderr.

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "executor/io/tier_layout.hpp"
 
 namespace mlpo::io {
 
@@ -40,7 +41,7 @@ TierSlots::TierSlots(const Tier& tier, unsigned k, SlotScope scope, TierCounters
       k_(k),
       scope_(scope),
       counters_(counters),
-      directory_(tier.path / ".mlpo-slots") {
+      directory_(slot_directory(tier.path)) {
   if (k_ == 0) return;
   std::error_code ec;
   if (!std::filesystem::is_directory(tier.path, ec)) {

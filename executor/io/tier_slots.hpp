@@ -29,14 +29,15 @@
 #include <string>
 #include <vector>
 
+#include "core/slot_scope.hpp"
 #include "executor/io/tier.hpp"
 #include "executor/io/tier_counters.hpp"
 #include "executor/io/unique_fd.hpp"
 
 namespace mlpo::io {
 
-// combined: k slots shared by reads and writes; separate: k for reads and k for writes.
-enum class SlotScope { combined, separate };
+// The pools follow the plan's SlotScope (core/slot_scope.hpp): combined, k slots shared by
+// reads and writes; separate, k for reads and k for writes.
 enum class SlotUse { read, write };
 
 class TierSlots;

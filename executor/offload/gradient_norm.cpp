@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 
 namespace mlpo::offload {
 

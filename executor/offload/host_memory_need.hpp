@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 
 namespace mlpo::offload {
 

@@ -5,15 +5,12 @@
 #include <filesystem>
 
 #include "core/host_memory.hpp"
+#include "executor/io/tier_layout.hpp"
 #include "executor/offload/host_memory_need.hpp"
 
 namespace mlpo::offload {
 
 namespace {
-io::SlotScope io_scope(SlotScope s) {
-  return s == SlotScope::combined ? io::SlotScope::combined : io::SlotScope::separate;
-}
-
 // Refuses the plan before anything is allocated when the engine's host memory
 // (host_memory_need) exceeds MemAvailable. The state files a host tier of this run already
 // holds (a restart) are memory taken already: they count as available to themselves.
@@ -58,9 +55,8 @@ RankEngine::RankEngine(const Plan& plan, const RankShard& shard, const std::stri
     if (t.kind == TierKind::memory) continue;
     auto& tier_io = (*tiers_)[io_index++];
     if (t.concurrency_limit > 0) {
-      slot_sets_.push_back(std::make_unique<io::TierSlots>(tier_io.tier(),
-                                                           static_cast<unsigned>(t.concurrency_limit),
-                                                           io_scope(plan.slot_scope), &tier_io.counters()));
+      slot_sets_.push_back(std::make_unique<io::TierSlots>(
+          tier_io.tier(), static_cast<unsigned>(t.concurrency_limit), plan.slot_scope, &tier_io.counters()));
       slots.push_back(slot_sets_.back().get());
     } else {
       slots.push_back(nullptr);

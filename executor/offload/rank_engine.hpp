@@ -16,7 +16,7 @@
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_set.hpp"
 #include "executor/io/tier_slots.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
 #include "core/update_order.hpp"
 #include "executor/offload/update_pipeline.hpp"
@@ -33,9 +33,7 @@ class RankEngine {
   RankEngine& operator=(const RankEngine&) = delete;
 
   const Plan& plan() const { return plan_; }
-  StateStore& store() { return *store_; }
   UpdatePipeline& pipeline() { return *pipeline_; }
-  SubgroupCache& cache() { return cache_; }
 
   // The schedule of update iteration `iteration` (0-based): the plan's order for that
   // iteration through the cache model (which it advances).

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "executor/io/capacity.hpp"
+#include "executor/io/tier_layout.hpp"
 
 namespace mlpo::offload {
 
@@ -13,19 +14,6 @@ std::vector<double> fractions_of(const Plan& plan) {
   return f;
 }
 
-io::TierKind io_kind(TierKind k) {
-  switch (k) {
-    case TierKind::host:
-      return io::TierKind::host;
-    case TierKind::nvme:
-      return io::TierKind::nvme;
-    case TierKind::remote:
-      return io::TierKind::remote;
-    default:
-      return io::TierKind::other;
-  }
-}
-
 }  // namespace
 
 std::vector<io::Tier> io_tiers_of(const Plan& plan) {
@@ -35,7 +23,6 @@ std::vector<io::Tier> io_tiers_of(const Plan& plan) {
     io::Tier tier;
     tier.name = t.name;
     tier.path = t.path;
-    tier.kind = io_kind(t.kind);
     tier.block_size = static_cast<std::uint64_t>(plan.io_block_size);
     tier.queue_depth = static_cast<unsigned>(plan.io_queue_depth);
     tier.direct_io = plan.direct_io && !updated_in_place(t.kind);  // a mapped file is not read or written
@@ -86,11 +73,11 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
       if (t < 0) continue;
       const auto n = static_cast<std::uint64_t>(placement_.subgroups_on(static_cast<int>(p)));
       auto& tier = (*tiers_)[static_cast<std::size_t>(t)];
-      std::string base = "mlpo/" + run + "/rank" + std::to_string(shard.rank);
       const std::uint64_t state_bytes = n * static_cast<std::uint64_t>(layout_.extent_bytes());
       const std::uint64_t grad_bytes = n * static_cast<std::uint64_t>(layout_.array_bytes());
-      state_files_.push_back(&tier.open_file(base + ".state", state_bytes));
-      grad_files_.push_back(fp32_grads ? &tier.open_file(base + ".grad", grad_bytes) : nullptr);
+      state_files_.push_back(&tier.open_file(io::state_file_name(run, shard.rank), state_bytes));
+      grad_files_.push_back(fp32_grads ? &tier.open_file(io::grad_file_name(run, shard.rank), grad_bytes)
+                                       : nullptr);
       const bool map = in_place_[p];
       state_maps_.push_back(map ? std::make_unique<io::MappedFile>(*state_files_.back(), state_bytes)
                                 : nullptr);

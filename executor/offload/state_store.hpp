@@ -4,7 +4,8 @@
 // on a file tier are extents of that tier's state file
 //   <tier path>/mlpo/<run>/rank<r>.state      extent of subgroup s at slot(s) * extent_bytes
 // and, with fp32 gradient flushing (baseline), of its gradient file
-//   <tier path>/mlpo/<run>/rank<r>.grad       extent of subgroup s at slot(s) * array_bytes.
+//   <tier path>/mlpo/<run>/rank<r>.grad       extent of subgroup s at slot(s) * array_bytes
+// (names from io::state_file_name and io::grad_file_name, executor/io/tier_layout.hpp).
 // Files are preallocated at construction, after a capacity check of every tier. The files of
 // a `host` tier (a RAM-backed file system: their pages are memory already) are mapped into the
 // process, and its subgroups are resident too: AdamW updates them in place in the file, with
@@ -21,7 +22,7 @@
 #include "executor/io/tier_set.hpp"
 #include "executor/offload/in_place_integrity.hpp"
 #include "executor/offload/placement_policy.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/subgroup_layout.hpp"
 
 namespace mlpo::offload {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "executor/io/tier_layout.hpp"
+
 namespace mlpo::offload {
 
 namespace fs = std::filesystem;
@@ -45,8 +47,8 @@ TierRunDirectories::TierRunDirectories(const Plan& plan, const std::string& run)
   const std::string host = host_name();
   for (const auto& t : plan.tiers) {
     if (t.kind == TierKind::memory) continue;
-    const fs::path base = fs::path(t.path) / "mlpo";
-    dirs_.push_back(base / run);
+    const fs::path base = io::runs_directory(t.path);
+    dirs_.push_back(io::run_directory(t.path, run));
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(base, ec)) {
       const long pid = own_host_pid(e.path().filename().string(), host);

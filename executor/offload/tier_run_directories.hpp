@@ -1,8 +1,8 @@
 #pragma once
 // TierRunDirectories: the per-process directories of a run's tier files,
-// <tier path>/mlpo/<run>/ (RankEngine puts rank<r>.state there), removed at the end — also
-// after an error — and, at start, those of earlier runs on this host whose process is gone
-// (killed runs). Training (train-<host>-<pid>) and mlpo-run --update-only
+// <tier path>/mlpo/<run>/ (io::run_directory, executor/io/tier_layout.hpp; RankEngine puts
+// rank<r>.state there), removed at the end — also after an error — and, at start, those of
+// earlier runs on this host whose process is gone (killed runs). Training (train-<host>-<pid>) and mlpo-run --update-only
 // (update-<host>-<pid>, one directory for all its forked ranks) both use it, and each clean-up
 // judges the directories of both kinds.
 //

@@ -498,19 +498,6 @@ void UpdatePipeline::verify_in_place(const Subgroup& sg, const float* p) const {
   }
 }
 
-void UpdatePipeline::flush_cache(SubgroupCache& cache) {
-  FirstError error;
-  Writers writers(*this, error);
-  for (std::int64_t s : cache.drain()) {
-    auto it = cache_.find(s);
-    MLPO_CHECK(it != cache_.end(), "cache model and cached buffers disagree");
-    writers.push(WriteJob{s, false, std::move(it->second)});
-    cache_.erase(it);
-  }
-  writers.close();
-  error.rethrow();
-}
-
 void UpdatePipeline::visit_state(
     const std::function<void(const Subgroup&, const float*, const float*, const float*)>& visit) {
   const auto& layout = store_.layout();

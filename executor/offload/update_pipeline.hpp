@@ -117,9 +117,6 @@ class UpdatePipeline {
                      const AdamWParams& adam, std::span<bf16> weights_out,
                      const std::function<void(const Subgroup&)>& weights_written = {});
 
-  // Writes every cached subgroup back to its tier and empties the cache (checkpoint, exit).
-  void flush_cache(SubgroupCache& cache);
-
   // Calls visit(subgroup, p, m, v) for every subgroup in ascending order with its current
   // state, wherever it lives (cache, memory, tier). Does not change anything.
   void visit_state(

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/bf16.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "kernels/cpu/adamw.hpp"
 
 namespace mlpo::offload {

@@ -151,7 +151,7 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
 
   // This rank's p, m, v: subgroups are visited in ascending order, each a contiguous range of
   // the shard.
-  const offload::RankShard& mine = partition.mine();
+  const RankShard& mine = partition.mine();
   std::int64_t record[kRecordFields] = {mine.global_begin, mine.elements};
   {
     std::optional<SyncedFile> files[3];

@@ -98,7 +98,7 @@ std::optional<Checkpoint> open_checkpoint(const TrainOptions& o, const model::Pa
   std::optional<Checkpoint> checkpoint;
   if (o.checkpoint_dir.empty()) return checkpoint;
   const std::int64_t params = layout.total();
-  const offload::RankShard& mine = partition.mine();
+  const RankShard& mine = partition.mine();
   if (o.resume) {
     // Each rank checks the state files it will read; rank 0 also the weights file.
     checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params,
@@ -197,7 +197,7 @@ LrSchedule lr_schedule(const TrainOptions& o) {
 
 // From this run's checkpoint: p, m, v of this rank's range; returns where the run stands.
 TrainingPosition resume_state(Checkpoint& checkpoint, const TrainOptions& o, const Json& settings,
-                              offload::UpdatePipeline& pipeline, const offload::RankShard& mine,
+                              offload::UpdatePipeline& pipeline, const RankShard& mine,
                               std::span<bf16> weights, const Note& note) {
   const TrainingPosition pos = checkpoint.position();
   for (const std::string& line : checkpoint.notes()) note(line);
@@ -218,7 +218,7 @@ TrainingPosition resume_state(Checkpoint& checkpoint, const TrainOptions& o, con
 // From a Hugging Face checkpoint (--init-from): each rank streams its own range, tensor by
 // tensor, into its subgroups' homes; m = v = 0.
 void load_hf_weights(HfCheckpoint& init, const TrainOptions& o, offload::UpdatePipeline& pipeline,
-                     const offload::RankShard& mine, std::span<bf16> weights, const Note& note) {
+                     const RankShard& mine, std::span<bf16> weights, const Note& note) {
   pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
     init.read(mine.global_begin + sg.begin, sg.elements, p);
     fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
@@ -229,7 +229,7 @@ void load_hf_weights(HfCheckpoint& init, const TrainOptions& o, offload::UpdateP
 // A fresh run: each element's initial value is a pure function of (seed, index), hashed on
 // every core (billions of parameters would take minutes on one); m = v = 0.
 void load_initial_values(const model::ParameterLayout& layout, std::uint64_t seed,
-                         offload::UpdatePipeline& pipeline, const offload::RankShard& mine,
+                         offload::UpdatePipeline& pipeline, const RankShard& mine,
                          std::span<bf16> weights, ThreadPool& threads) {
   pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
     threads.parallel_for(
@@ -323,7 +323,7 @@ class StepReductions {
       : collectives_(collectives),
         global_micro_batches_(global_micro_batches),
         all_losses_(static_cast<std::size_t>(global_micro_batches)),
-        chunk_sums_(static_cast<std::size_t>((params + offload::kNormChunk - 1) / offload::kNormChunk)) {}
+        chunk_sums_(static_cast<std::size_t>((params + kNormChunk - 1) / kNormChunk)) {}
 
   // Every micro-batch's loss, added in global order as one process does, over their count.
   double loss(std::span<const double> my_losses) {
@@ -338,7 +338,7 @@ class StepReductions {
   double gradient_norm(std::span<const bf16> shard, std::int64_t global_begin, ThreadPool& threads) {
     std::fill(chunk_sums_.begin(), chunk_sums_.end(), 0.0);
     const auto my_sums = offload::chunk_square_sums(shard, threads);
-    std::copy(my_sums.begin(), my_sums.end(), chunk_sums_.begin() + global_begin / offload::kNormChunk);
+    std::copy(my_sums.begin(), my_sums.end(), chunk_sums_.begin() + global_begin / kNormChunk);
     collectives_.all_reduce_sum(std::span<double>(chunk_sums_));
     return offload::global_norm(chunk_sums_);
   }
@@ -558,7 +558,7 @@ class TrainingRun {
   comm::Communicator& comm_;  // host-memory collectives
   const int ranks_, rank_;
   RunInputs& in_;
-  const offload::RankShard& mine_;
+  const RankShard& mine_;
   ThreadPool& threads_;
   ComputeBackend& device_;
   Backend& backend_;

@@ -16,7 +16,7 @@ WeightDecayScope parse_weight_decay_scope(const std::string& text, const std::st
 const char* to_string(WeightDecayScope scope) { return scope == WeightDecayScope::all ? "all" : "matrices"; }
 
 offload::WeightDecayMask weight_decay_mask(WeightDecayScope scope, const model::ParameterLayout& layout,
-                                           const offload::RankShard& shard) {
+                                           const RankShard& shard) {
   if (scope == WeightDecayScope::all) return {};
   std::vector<offload::ElementRange> exempt;
   for (const model::ParameterRange& r : layout.norm_ranges())

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "executor/model/parameter_layout.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/weight_decay_mask.hpp"
 
 namespace mlpo::train {
@@ -24,6 +24,6 @@ const char* to_string(WeightDecayScope scope);
 
 // The mask of `shard` for `scope`: the layout's norm ranges exempt (matrices) or none (all).
 offload::WeightDecayMask weight_decay_mask(WeightDecayScope scope, const model::ParameterLayout& layout,
-                                           const offload::RankShard& shard);
+                                           const RankShard& shard);
 
 }  // namespace mlpo::train

@@ -167,7 +167,7 @@ int zero(Communicator& comm) {
   const std::vector<ParamRange> layers = {{0, 5000}, {5000, 13000}, {13000, 14001}};
   const std::int64_t total = layers.back().end;
   const ZeroPartition partition(total, comm.size(), comm.rank());
-  const offload::RankShard& shard = partition.mine();
+  const RankShard& shard = partition.mine();
   std::vector<bf16> weights_global(static_cast<std::size_t>(total));
   for (std::int64_t i = 0; i < total; ++i)
     weights_global[static_cast<std::size_t>(i)] = float_to_bf16(value(99, i));

@@ -14,11 +14,11 @@ namespace {
 TEST(ZeroPartition, ShardsAreTheOptimizerShards) {
   const ZeroPartition p(100000, 3, 1);
   for (int r = 0; r < 3; ++r) {
-    const offload::RankShard want = offload::shard_for(100000, 3, r);
+    const RankShard want = shard_for(100000, 3, r);
     EXPECT_EQ(p.shard(r).global_begin, want.global_begin);
     EXPECT_EQ(p.shard(r).elements, want.elements);
   }
-  EXPECT_EQ(p.mine().global_begin, offload::shard_for(100000, 3, 1).global_begin);
+  EXPECT_EQ(p.mine().global_begin, shard_for(100000, 3, 1).global_begin);
 }
 
 TEST(ZeroPartition, LayerPiecesConcatenateToTheLayerInRankOrder) {

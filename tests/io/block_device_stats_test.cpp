@@ -17,7 +17,7 @@ using testing::TempDir;
 TEST(BlockDeviceStats, TmpfsHasNoBlockDevice) {
   EXPECT_FALSE(BlockDeviceStats::of("/dev/shm").has_value());
   TempDir shm("/dev/shm");
-  TierIo tio({"shm", shm.path(), TierKind::host, 1 * MiB, 4, false}, nullptr, {});
+  TierIo tio({"shm", shm.path(), 1 * MiB, 4, false}, nullptr, {});
   EXPECT_FALSE(tio.device().has_value());
 }
 
@@ -36,7 +36,7 @@ TEST(BlockDeviceStats, ADirectoryNotMadeYetIsOnItsParentsDevice) {
 TEST(BlockDeviceStats, CountsATiersDirectWrites) {
   TempDir disk;
   PinnedBufferPool pool(16 * MiB);
-  TierIo tio({"disk", disk.path(), TierKind::nvme, 1 * MiB, 8, true}, &pool, {});
+  TierIo tio({"disk", disk.path(), 1 * MiB, 8, true}, &pool, {});
   if (!tio.device())
     GTEST_SKIP() << disk.path() << " is not on a block device (overlay, btrfs, tmpfs or no /sys)";
   TierFile& file = tio.open_file("f.bin", 16 * MiB);

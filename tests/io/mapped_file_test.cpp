@@ -15,7 +15,7 @@ using testing::TempDir;
 
 TEST(MappedFile, FileShorterThanTheMappingIsAClearError) {
   TempDir shm("/dev/shm");
-  Tier tier{"shm", shm.path(), TierKind::host, 1 * MiB, 8, false};
+  Tier tier{"shm", shm.path(), 1 * MiB, 8, false};
   auto file = TierFile::open(tier, "state", 64 * KiB, {});
   try {
     MappedFile map(*file, 1 * MiB);
@@ -30,7 +30,7 @@ TEST(MappedFile, FileShorterThanTheMappingIsAClearError) {
 TEST(MappedFileDeathTest, TouchingAPageTruncatedAwayExitsWithAnErrorNamingTheFile) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   TempDir shm("/dev/shm");
-  Tier tier{"shm", shm.path(), TierKind::host, 1 * MiB, 8, false};
+  Tier tier{"shm", shm.path(), 1 * MiB, 8, false};
   auto file = TierFile::open(tier, "state", 1 * MiB, {});
   MappedFile map(*file, 1 * MiB);
   EXPECT_EXIT(

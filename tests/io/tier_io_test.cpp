@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "executor/io/tier_layout.hpp"
 #include "executor/io/tier_set.hpp"
 #include "temp_dir.hpp"
 
@@ -64,10 +65,10 @@ struct Collected {
 // disk, remote as buffered I/O on the local disk (no network file system on a test machine).
 std::vector<Tier> every_kind(const TempDir& disk, const TempDir& shm) {
   std::vector<Tier> tiers;
-  tiers.push_back({"host", shm.sub("host"), TierKind::host, 64 * KiB, 4, true, false});
-  tiers.push_back({"nvme", disk.sub("nvme"), TierKind::nvme, 64 * KiB, 4, true, false});
-  tiers.push_back({"remote", disk.sub("remote"), TierKind::remote, 128 * KiB, 2, false, false});
-  tiers.push_back({"other", disk.sub("other"), TierKind::other, 1 * MiB, 8, true, true});
+  tiers.push_back({"host", shm.sub("host"), 64 * KiB, 4, true, false});
+  tiers.push_back({"nvme", disk.sub("nvme"), 64 * KiB, 4, true, false});
+  tiers.push_back({"remote", disk.sub("remote"), 128 * KiB, 2, false, false});
+  tiers.push_back({"other", disk.sub("other"), 1 * MiB, 8, true, true});
   return tiers;
 }
 
@@ -116,7 +117,7 @@ TEST(TierIo, RoundTripsRandomDataThroughEveryTierKindIncludingUnalignedLengths) 
 
 TEST(TierIo, LocalDiskTierReallyUsesODirect) {
   TempDir disk("/var/tmp");
-  TierIo tio({"nvme", disk.path(), TierKind::nvme}, nullptr, {});
+  TierIo tio({"nvme", disk.path()}, nullptr, {});
   TierFile& file = tio.open_file("f.bin", 1 * MiB);
   ASSERT_TRUE(file.direct());
   EXPECT_NE(::fcntl(file.fd(), F_GETFL) & O_DIRECT, 0);
@@ -125,8 +126,7 @@ TEST(TierIo, LocalDiskTierReallyUsesODirect) {
 TEST(TierIo, FallsBackToBufferedIoOnDevShmWithOneWarningNamingTheTier) {
   TempDir shm("/dev/shm");
   Collected warnings;
-  TierSet tiers({{"shm", shm.path(), TierKind::host, 1 * MiB, 8, /*direct_io=*/true}},
-                {nullptr, warnings.sink()});
+  TierSet tiers({{"shm", shm.path(), 1 * MiB, 8, /*direct_io=*/true}}, {nullptr, warnings.sink()});
   TierFile& a = tiers[0].open_file("a.bin", 1 * MiB);
   TierFile& b = tiers[0].open_file("b.bin", 1 * MiB);
   EXPECT_FALSE(a.direct());
@@ -147,7 +147,7 @@ TEST(TierIo, FallsBackToBufferedIoOnDevShmWithOneWarningNamingTheTier) {
 TEST(TierIo, DirectIoRejectsUnalignedOffsetsAndBuffers) {
   TempDir disk("/var/tmp");
   PinnedBufferPool pool(1 * MiB);
-  TierIo tio({"nvme", disk.path(), TierKind::nvme}, &pool, {});
+  TierIo tio({"nvme", disk.path()}, &pool, {});
   TierFile& file = tio.open_file("f.bin", 1 * MiB);
   PinnedBuffer buf = pool.acquire(64 * KiB);
   EXPECT_NE(message_of([&] { tio.write(file, 100, 4096, buf.data()); }).find("4 KiB-aligned"),
@@ -160,7 +160,7 @@ TEST(TierIo, ReadPastTheEndOfATruncatedFileIsAnErrorNotZeros) {
   TempDir disk("/var/tmp"), shm("/dev/shm");
   PinnedBufferPool pool(4 * MiB);
   for (const TempDir* dir : {&disk, &shm}) {
-    TierIo tio({"t", dir->path(), TierKind::other, 256 * KiB, 4}, &pool, {});
+    TierIo tio({"t", dir->path(), 256 * KiB, 4}, &pool, {});
     TierFile& file = tio.open_file("state.bin");
     PinnedBuffer buf = pool.acquire(1 * MiB);
     fill_random(buf.data(), 1 * MiB, 9);
@@ -179,7 +179,7 @@ TEST(TierIo, ReadPastTheEndOfATruncatedFileIsAnErrorNotZeros) {
 TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
   TempDir disk("/var/tmp");
   PinnedBufferPool pool(4 * MiB);
-  Tier tier{"nvme", disk.path(), TierKind::nvme, 256 * KiB, 4, true, /*crc=*/true};
+  Tier tier{"nvme", disk.path(), 256 * KiB, 4, true, /*crc=*/true};
   TierIo tio(tier, &pool, {});
   TierFile& file = tio.open_file("state.bin", 2 * MiB);
   PinnedBuffer buf = pool.acquire(1 * MiB + 5);
@@ -205,7 +205,7 @@ TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
 
 TEST(TierIo, MissingTierPathIsAClearError) {
   TempDir disk("/var/tmp");
-  TierIo tio({"nvme", disk.path() / "no-such-dir", TierKind::nvme}, nullptr, {});
+  TierIo tio({"nvme", disk.path() / "no-such-dir"}, nullptr, {});
   const std::string msg = message_of([&] { tio.open_file("state.bin", 1 * MiB); });
   EXPECT_NE(msg.find("tier 'nvme'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("No such file or directory"), std::string::npos) << msg;
@@ -217,7 +217,7 @@ TEST(TierIo, MissingTierPathIsAClearError) {
 TEST(TierIo, TierPathBelowARegularFileIsAClearError) {
   TempDir disk("/var/tmp");
   std::ofstream(disk.path() / "plain-file") << "x";
-  TierIo tio({"nvme", disk.path() / "plain-file" / "tier", TierKind::nvme}, nullptr, {});
+  TierIo tio({"nvme", disk.path() / "plain-file" / "tier"}, nullptr, {});
   const std::string msg = message_of([&] { tio.open_file("state.bin", 1 * MiB); });
   EXPECT_NE(msg.find("tier 'nvme'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("Not a directory"), std::string::npos) << msg;
@@ -244,7 +244,7 @@ TEST(TierIo, UnwritableTierDirectoryIsAClearError) {
     std::filesystem::permissions(dir,
                                  std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
   }
-  TierIo tio({"nvme", dir, TierKind::nvme}, nullptr, {});
+  TierIo tio({"nvme", dir}, nullptr, {});
   const std::string msg = message_of([&] { tio.open_file(state_file_name("run", 0), 1 * MiB); });
   // Undo before asserting so the temp dir can always be removed.
   {
@@ -266,7 +266,7 @@ TEST(TierIo, UnwritableTierDirectoryIsAClearError) {
 
 TEST(TierIo, CompletionCallbackRunsBeforeWaitReturns) {
   TempDir shm("/dev/shm");
-  TierIo tio({"shm", shm.path(), TierKind::host, 4 * KiB, 2, false}, nullptr, {});
+  TierIo tio({"shm", shm.path(), 4 * KiB, 2, false}, nullptr, {});
   TierFile& file = tio.open_file("f.bin", 64 * KiB);
   std::vector<std::byte> buf(64 * KiB);
   IoResult seen;
@@ -286,8 +286,7 @@ TEST(TierIo, CompletionCallbackRunsBeforeWaitReturns) {
 TEST(TierIo, TwoTiersStreamConcurrentlyFromSeveralThreads) {
   TempDir disk("/var/tmp"), shm("/dev/shm");
   PinnedBufferPool pool(64 * MiB);
-  TierSet tiers({{"disk", disk.path(), TierKind::nvme, 256 * KiB, 8},
-                 {"shm", shm.path(), TierKind::host, 256 * KiB, 8}},
+  TierSet tiers({{"disk", disk.path(), 256 * KiB, 8}, {"shm", shm.path(), 256 * KiB, 8}},
                 {&pool, [](const std::string&) {}});
   constexpr std::uint64_t kExtent = 2 * MiB;
   constexpr int kExtents = 8;
@@ -331,8 +330,7 @@ TEST(TierIo, ReleasesFileDescriptorsRingsThreadsAndPinnedMemory) {
   {
     TempDir disk("/var/tmp"), shm("/dev/shm");
     PinnedBufferPool pool(16 * MiB);
-    TierSet tiers({{"disk", disk.path(), TierKind::nvme}, {"shm", shm.path(), TierKind::host}},
-                  {&pool, [](const std::string&) {}});
+    TierSet tiers({{"disk", disk.path()}, {"shm", shm.path()}}, {&pool, [](const std::string&) {}});
     EXPECT_GE(count_entries("/proc/self/fd"), fds_before + 4) << "two rings + two eventfds";
     EXPECT_EQ(count_entries("/proc/self/task"), threads_before + 2) << "one I/O thread per tier";
     PinnedBuffer buf = pool.acquire(4 * MiB);

@@ -101,7 +101,7 @@ class TierSlotsLimit : public ::testing::TestWithParam<unsigned> {};
 TEST_P(TierSlotsLimit, NeverMoreThanKInFlightAcrossProcesses) {
   const unsigned k = GetParam();
   TempDir dir("/var/tmp");
-  const Tier tier{"nvme", dir.path(), TierKind::nvme};
+  const Tier tier{"nvme", dir.path()};
   SharedPage shared;
   ASSERT_NE(shared.get(), nullptr);
   constexpr int kProcesses = 4, kIterations = 25;
@@ -124,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(K, TierSlotsLimit, ::testing::Values(1u, 2u));
 TEST(TierSlots, WithoutALimitTheSameLoadOverlaps) {
   // Control for the test above: with k = 0 (no limit) the counter does see overlap.
   TempDir dir("/var/tmp");
-  const Tier tier{"nvme", dir.path(), TierKind::nvme};
+  const Tier tier{"nvme", dir.path()};
   SharedPage shared;
   std::vector<pid_t> children;
   for (int p = 0; p < 4; ++p) {
@@ -139,7 +139,7 @@ TEST(TierSlots, WithoutALimitTheSameLoadOverlaps) {
 
 TEST(TierSlots, KilledHolderReleasesItsSlotWithinOneSecond) {
   TempDir dir("/var/tmp");
-  const Tier tier{"nvme", dir.path(), TierKind::nvme};
+  const Tier tier{"nvme", dir.path()};
   SharedPage shared;
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
@@ -189,7 +189,7 @@ TEST(TierSlots, KilledHolderReleasesItsSlotWithinOneSecond) {
 
 TEST(TierSlots, SeparateScopeKeepsReadsAndWritesApartCombinedShares) {
   TempDir dir("/var/tmp");
-  const Tier tier{"nvme", dir.path(), TierKind::nvme};
+  const Tier tier{"nvme", dir.path()};
   {
     TierSlots combined(tier, 1, SlotScope::combined);
     TierSlot r = combined.acquire(SlotUse::read);
@@ -209,7 +209,7 @@ TEST(TierSlots, SeparateScopeKeepsReadsAndWritesApartCombinedShares) {
 
 TEST(TierSlots, WaitTimeIsRecordedInTheSlotAndTheTierCounters) {
   TempDir dir("/var/tmp");
-  const Tier tier{"nvme", dir.path(), TierKind::nvme};
+  const Tier tier{"nvme", dir.path()};
   TierCounters counters;
   TierSlots slots(tier, 1, SlotScope::combined, &counters);
   TierSlot first = slots.acquire(SlotUse::read);
@@ -231,7 +231,7 @@ TEST(TierSlots, AWaiterGetsTheSlotBeforeAHolderThatAsksAgainAtOnce) {
   // must not keep the slot from a process already waiting. Without the waiters' turn, the
   // waiter wins only when its poll lands in the microseconds between release and re-take.
   TempDir dir("/var/tmp");
-  const Tier tier{"nvme", dir.path(), TierKind::nvme};
+  const Tier tier{"nvme", dir.path()};
   SharedPage shared;
   ASSERT_NE(shared.get(), nullptr);
   constexpr int kMaxCycles = 200;
@@ -258,7 +258,7 @@ TEST(TierSlots, AWaiterGetsTheSlotBeforeAHolderThatAsksAgainAtOnce) {
 }
 
 TEST(TierSlots, MissingTierDirectoryIsAClearError) {
-  const Tier tier{"nvme", "/var/tmp/mlpo-no-such-tier-dir", TierKind::nvme};
+  const Tier tier{"nvme", "/var/tmp/mlpo-no-such-tier-dir"};
   try {
     TierSlots slots(tier, 1);
     FAIL() << "expected an error";

@@ -12,10 +12,10 @@
 #include "core/update_order.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_set.hpp"
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
-#include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/update_pipeline.hpp"
+#include "executor/update_only/synthetic_gradients.hpp"
 
 namespace mlpo::offload::testing {
 
@@ -32,8 +32,8 @@ struct Rig {
         pipeline(store, pool, std::vector<io::TierSlots*>(tiers.size(), nullptr), threads, options),
         cache(plan.host_cache_subgroups),
         grads(static_cast<std::size_t>(elements)) {
-    pipeline.initialize([](std::int64_t i) { return synthetic_initial_weight(3, i); });
-    synthetic_gradients(3, 1, 0, grads, threads);
+    pipeline.initialize([](std::int64_t i) { return update_only::synthetic_initial_weight(3, i); });
+    update_only::synthetic_gradients(3, 1, 0, grads, threads);
   }
   UpdateStats step(std::int64_t iteration) {
     AdamWParams adam;
@@ -43,11 +43,14 @@ struct Rig {
   // With `weights_written`, the new bf16 weights go to `weights` and it is called per subgroup.
   UpdateStats step(std::int64_t iteration, const AdamWParams& adam,
                    const std::function<void(const Subgroup&)>& weights_written = {}) {
-    auto steps = cache.plan_iteration(update_order(plan.order, iteration, layout.count()),
-                                      [&](std::int64_t s) { return store.resident(s); });
     if (weights_written) weights.resize(grads.size());
-    return pipeline.update(steps, grads, adam, weights_written ? std::span<bf16>(weights) : std::span<bf16>(),
-                           weights_written);
+    return pipeline.update(schedule(iteration), grads, adam,
+                           weights_written ? std::span<bf16>(weights) : std::span<bf16>(), weights_written);
+  }
+  // The plan's order for `iteration` through the cache model (which it advances).
+  std::vector<UpdateStep> schedule(std::int64_t iteration) {
+    return cache.plan_iteration(update_order(plan.order, iteration, layout.count()),
+                                [&](std::int64_t s) { return store.resident(s); });
   }
   Plan plan;
   RankShard shard;

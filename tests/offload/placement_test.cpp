@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "executor/offload/rank_shard.hpp"
 #include "executor/offload/subgroup_layout.hpp"
 
 namespace mlpo::offload {
@@ -48,23 +47,6 @@ TEST(PlacementFractions, SlotsAreDenseOrdinalsPerTier) {
 TEST(PlacementFractions, ZeroFractionTierGetsNothing) {
   PlacementPolicy p({0.0, 0.7, 0.3}, 500);
   EXPECT_EQ(p.subgroups_on(0), 0);
-}
-
-TEST(RankShards, AreChunkAlignedAndCoverTheModel) {
-  for (std::int64_t total : {1, 4095, 4097, 1000000, 853120}) {
-    for (int ranks : {1, 2, 3, 4}) {
-      std::int64_t expected_begin = 0;
-      for (int r = 0; r < ranks; ++r) {
-        RankShard s = shard_for(total, ranks, r);
-        EXPECT_EQ(s.global_begin, expected_begin);
-        if (s.elements > 0 && s.global_end() < total) {
-          EXPECT_EQ(s.global_end() % kNormChunk, 0);
-        }
-        expected_begin = s.global_end();
-      }
-      EXPECT_EQ(expected_begin, total);
-    }
-  }
 }
 
 TEST(SubgroupLayoutTest, LastSubgroupIsShortAndArraysArePadded) {

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "executor/offload/update_only_run.hpp"
+#include "executor/update_only/update_only_run.hpp"
 
 namespace mlpo::offload {
 namespace {
@@ -86,12 +86,12 @@ TEST(TierRunDirectories, UpdateOnlyRunCleansKilledRunsDirectories) {
   const std::string killed = "update-" + this_host() + "-" + std::to_string(kDead);
   fs::create_directories(base / killed);
   {
-    UpdateOnlyOptions o;
+    update_only::UpdateOnlyOptions o;
     o.plan = one_file_tier_plan(1 << 16, dir.path());
     o.params = 1 << 16;
     o.steps = 1;
     o.threads = 1;
-    run_update_only(o, {});
+    update_only::run_update_only(o, {});
   }
   EXPECT_FALSE(fs::exists(base / killed));
   EXPECT_FALSE(fs::exists(base));  // its own removed too, and then the empty mlpo/

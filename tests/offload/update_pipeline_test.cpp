@@ -10,8 +10,6 @@
 #include <limits>
 
 #include "core/error.hpp"
-#include "executor/offload/synthetic_gradients.hpp"
-#include "executor/offload/update_only_run.hpp"
 #include "offload_test_util.hpp"
 #include "pipeline_rig.hpp"
 
@@ -110,76 +108,21 @@ TEST(UpdatePipelineIo, TruncatedTierFileMidRunIsAClearErrorNotAHang) {
   EXPECT_EQ(rig.pool.in_use(), 0u) << "buffers leaked after the error";
 }
 
-TEST(UpdatePipelineIo, RemovedTierDirectoryIsAClearError) {
-  testing::ScratchTiers dirs("removed");
-  Plan plan = dirs.plan(1.0, 0, OrderPolicy::ascending);
-  plan.tiers[0].path = dirs.disk() + "/does-not-exist";
-  UpdateOnlyOptions o;
-  o.plan = plan;
-  o.params = 10000;
-  o.steps = 1;
-  try {
-    run_update_only(o, {});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("does-not-exist"), std::string::npos) << e.what();
-  }
-}
-
-TEST(UpdatePipelineIo, NoBuffersLeakAfterCacheFlush) {
+// The cache holds leases of the pool: they go back to it when the pipeline ends.
+TEST(UpdatePipelineIo, NoBuffersLeakWhenAPipelineWithCachedSubgroupsEnds) {
   testing::ScratchTiers dirs("leak");
   Rig rig(dirs.plan(0.5, 2, OrderPolicy::alternating), 6 * 16384);
-  rig.step(0);
-  rig.step(1);
-  EXPECT_EQ(rig.pool.in_use(), 2 * static_cast<std::uint64_t>(rig.layout.extent_bytes()));  // the cache
-  rig.pipeline.flush_cache(rig.cache);
-  EXPECT_EQ(rig.pool.in_use(), 0u);
-}
-
-TEST(UpdatePipelineIo, RankFailureEndsTheRunNamingTheRank) {
-  testing::ScratchTiers dirs("rankfail");
-  UpdateOnlyOptions o;
-  o.plan = dirs.plan(1.0, 0, OrderPolicy::ascending);
-  o.params = 100000;
-  o.ranks = 2;
-  o.steps = 3;
-  // Rank 1's shard needs more memory-locked pool than exists? Simpler: make the tier
-  // unusable for every rank by pointing it at a regular file.
-  o.plan.tiers[0].path = "/etc/hostname";
-  EXPECT_THROW(run_update_only(o, {}), Error);
-}
-
-// Checked before any tier file exists: NaN or out-of-range AdamW values, named by their flags.
-TEST(UpdateOnlyRun, NonFiniteOrOutOfRangeHyperParametersAreRefusedNamingTheFlag) {
-  const struct {
-    const char* flag;
-    void (*set)(UpdateOnlyOptions&);
-  } cases[] = {
-      {"--lr", [](UpdateOnlyOptions& o) { o.adam.lr = std::numeric_limits<float>::quiet_NaN(); }},
-      {"--lr", [](UpdateOnlyOptions& o) { o.adam.lr = -1; }},
-      {"--beta1", [](UpdateOnlyOptions& o) { o.adam.beta1 = 1; }},
-      {"--beta2", [](UpdateOnlyOptions& o) { o.adam.beta2 = std::numeric_limits<float>::quiet_NaN(); }},
-      {"--eps", [](UpdateOnlyOptions& o) { o.adam.eps = 0; }},
-      {"--weight-decay",
-       [](UpdateOnlyOptions& o) { o.adam.weight_decay = std::numeric_limits<float>::infinity(); }},
-      {"--max-grad-norm",
-       [](UpdateOnlyOptions& o) { o.max_grad_norm = std::numeric_limits<double>::quiet_NaN(); }},
-  };
-  for (const auto& c : cases) {
-    UpdateOnlyOptions o;
-    o.plan.model_name = "x";
-    o.plan.model_params = 10000;
-    o.plan.tiers = {PlanTier{"mem", "", TierKind::memory, 1.0, 0}};
-    o.params = 10000;
-    o.steps = 1;
-    c.set(o);
-    try {
-      run_update_only(o, {});
-      ADD_FAILURE() << c.flag << " accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()).rfind(std::string(c.flag) + ": must be", 0), 0u) << e.what();
+  {
+    UpdatePipeline pipeline(rig.store, rig.pool, std::vector<io::TierSlots*>(rig.tiers.size(), nullptr),
+                            rig.threads, rig.options);
+    for (std::int64_t iteration = 0; iteration < 2; ++iteration) {
+      AdamWParams adam;
+      adam.step = iteration + 1;
+      pipeline.update(rig.schedule(iteration), rig.grads, adam, {});
     }
+    EXPECT_EQ(rig.pool.in_use(), 2 * static_cast<std::uint64_t>(rig.layout.extent_bytes()));  // the cache
   }
+  EXPECT_EQ(rig.pool.in_use(), 0u);
 }
 
 }  // namespace mlpo::offload

@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/update_pipeline.hpp"
+#include "executor/update_only/synthetic_gradients.hpp"
 #include "offload_test_util.hpp"
 
 namespace mlpo::offload {
@@ -44,7 +44,7 @@ State run_updates(const Plan& plan, std::int64_t elements, const WeightDecayMask
   ThreadPool threads(2);
   UpdatePipeline pipeline(store, pool, std::vector<io::TierSlots*>(tiers.size(), nullptr), threads, options);
   SubgroupCache cache(plan.host_cache_subgroups);
-  pipeline.initialize([](std::int64_t i) { return synthetic_initial_weight(5, i); });
+  pipeline.initialize([](std::int64_t i) { return update_only::synthetic_initial_weight(5, i); });
   pipeline.set_weight_decay_mask(mask);
   for (int s = 0; s < steps; ++s) {
     AdamWParams adam;
@@ -98,7 +98,7 @@ TEST(UpdatePipelineDecay, ExemptElementsAreNotDecayedWhileOthersAre) {
   const State st = run_updates(dirs.plan(1.0, 0, OrderPolicy::ascending), n, mask, zero, 1);
   for (std::int64_t i = 0; i < n; ++i) {
     const bool exempt = (i >= 16000 && i < 17000) || (i >= 40000 && i < 40064);
-    const float p0 = synthetic_initial_weight(5, i);
+    const float p0 = update_only::synthetic_initial_weight(5, i);
     if (exempt)
       ASSERT_EQ(st.p[static_cast<std::size_t>(i)], p0) << "exempt element " << i << " was decayed";
     else
@@ -112,7 +112,7 @@ TEST(UpdatePipelineDecay, SameStateUnderAnySubgroupSizeAndTierSplit) {
   const std::int64_t n = 5 * 16384 + 333;
   std::vector<bf16> grads(static_cast<std::size_t>(n));
   ThreadPool threads(2);
-  synthetic_gradients(5, 1, 0, grads, threads);
+  update_only::synthetic_gradients(5, 1, 0, grads, threads);
   const WeightDecayMask mask({{16300, 16500}, {4090, 4100}, {60000, 70000}}, shard_for(n, 1, 0));
   const State want = run_updates(dirs.plan(1.0, 0, OrderPolicy::ascending), n, mask, grads, 3);
   const State split =

@@ -84,7 +84,7 @@ TEST(TrainingWeightDecay, MaskHoldsEveryNormGainOfTheShardAndNothingElse) {
   const model::ParameterLayout layout(model::ModelShape{256, 128, 4, 4, 2, 384, 32});
   std::int64_t covered = 0;
   for (int r = 0; r < 3; ++r) {
-    const auto shard = offload::shard_for(layout.total(), 3, r);
+    const auto shard = shard_for(layout.total(), 3, r);
     const auto mask = weight_decay_mask(WeightDecayScope::matrices, layout, shard);
     for (const auto& e : mask.exempt())
       for (std::int64_t i = e.begin; i < e.end; ++i)

@@ -11,7 +11,7 @@
 #include "core/bf16.hpp"
 #include "core/thread_pool.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 // Fills out[j] with the gradient of global element (global_begin + j).
 void synthetic_gradients(std::uint64_t seed, std::int64_t step, std::int64_t global_begin,
@@ -24,4 +24,4 @@ float synthetic_gradient(std::uint64_t seed, std::int64_t step, std::int64_t glo
 // uniform in [-0.05, 0.05).
 float synthetic_initial_weight(std::uint64_t seed, std::int64_t global_index);
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

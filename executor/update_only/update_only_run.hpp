@@ -14,6 +14,9 @@
 // bandwidth for its read/write mix. `bound` is the limit for the plan's placement (the
 // slowest tier); `ideal_bound` the limit for any placement (DESIGN.md's formula). Tier files live in
 // <tier path>/mlpo/<run>/ and are removed at the end (also after an error).
+//
+// This program has its own folder (executor/update_only, library mlpo_update_only) beside the
+// engine it drives (executor/offload), so the engine stays the engine alone.
 
 #include <cstdint>
 #include <functional>
@@ -26,7 +29,7 @@
 #include "core/profile.hpp"
 #include "kernels/cpu/adamw.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 struct UpdateOnlyOptions {
   Plan plan;
@@ -55,4 +58,4 @@ struct UpdateOnlyResult {
 UpdateOnlyResult run_update_only(const UpdateOnlyOptions& options,
                                  const std::function<void(const Json&)>& on_step);
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

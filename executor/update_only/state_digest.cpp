@@ -1,4 +1,4 @@
-#include "executor/offload/state_digest.hpp"
+#include "executor/update_only/state_digest.hpp"
 
 #include <openssl/evp.h>
 
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 namespace {
 
@@ -56,4 +56,4 @@ std::string combine_digests(std::span<const Sha256> chunk_digests) {
   return s;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 using Sha256 = std::array<std::uint8_t, 32>;
 
@@ -21,4 +21,4 @@ Sha256 chunk_digest(const float* p, const float* m, const float* v, std::size_t 
 // SHA-256 of the concatenated chunk digests, as lowercase hex.
 std::string combine_digests(std::span<const Sha256> chunk_digests);
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <span>
 
-#include "executor/offload/state_digest.hpp"
+#include "executor/update_only/state_digest.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 inline constexpr int kMaxStatTiers = 8;
 
@@ -56,4 +56,4 @@ class LocalRankGroup {
   RankStepRecord* records_ = nullptr;
 };
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

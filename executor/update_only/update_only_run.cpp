@@ -1,4 +1,4 @@
-#include "executor/offload/update_only_run.hpp"
+#include "executor/update_only/update_only_run.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,20 +14,31 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/rank_shard.hpp"
 #include "core/thread_pool.hpp"
 #include "core/tier_rates.hpp"
 #include "executor/io/tier_set.hpp"
 #include "executor/io/tier_slots.hpp"
 #include "executor/offload/gradient_norm.hpp"
-#include "executor/offload/local_rank_group.hpp"
 #include "executor/offload/rank_engine.hpp"
-#include "executor/offload/rank_shard.hpp"
 #include "executor/offload/state_store.hpp"
-#include "executor/offload/synthetic_gradients.hpp"
 #include "executor/offload/tier_run_directories.hpp"
 #include "executor/offload/update_pipeline.hpp"
+#include "executor/update_only/local_rank_group.hpp"
+#include "executor/update_only/synthetic_gradients.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
+
+// The engine this program drives: the same one training drives (executor/offload).
+using offload::chunk_square_sums;
+using offload::clip_scale;
+using offload::default_run_name;
+using offload::global_norm;
+using offload::RankEngine;
+using offload::Subgroup;
+using offload::TierRunDirectories;
+using offload::UpdatePipeline;
+using offload::UpdateStats;
 
 namespace {
 
@@ -205,10 +216,9 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   return j;
 }
 
-}  // namespace
-
-UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
-                                 const std::function<void(const Json&)>& on_step) {
+// Refuses options no run can use: counts out of range, AdamW values that are not finite or out
+// of range (named by their flags).
+void check_options(const UpdateOnlyOptions& o) {
   if (o.ranks < 1 || o.ranks > 256)
     throw Error("--ranks: must be between 1 and 256, got " + std::to_string(o.ranks));
   if (o.steps < 1) throw Error("--steps: must be >= 1");
@@ -224,40 +234,11 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
       {"--max-grad-norm: must be a finite number (0 = no clipping)", std::isfinite(o.max_grad_norm)}};
   for (const auto& [message, ok] : adam_checks)
     if (!ok) throw Error(message);
-  validate(o.plan);
-  std::vector<std::string> tier_names;
-  std::vector<std::optional<TierRates>> tier_rates;  // per file tier; none for one updated in place
-  double adam_rate = 0;
-  for (const auto& t : o.plan.tiers) {
-    if (t.kind == TierKind::memory) continue;
-    if (static_cast<int>(tier_names.size()) == kMaxStatTiers)
-      throw Error("tiers: at most " + std::to_string(kMaxStatTiers) + " file tiers are supported");
-    tier_names.push_back(t.name);
-    if (!std::filesystem::is_directory(t.path))
-      throw Error("tier '" + t.name + "' (" + t.path +
-                  "): directory does not exist; create it or fix the plan's path");
-    if (o.profile && updated_in_place(t.kind)) {
-      tier_rates.emplace_back();
-    } else if (o.profile) {
-      const TierProfile* tp = o.profile->find_tier(t.name);
-      if (!tp)
-        throw Error("--profile has no tier named '" + t.name +
-                    "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
-      tier_rates.push_back(tier_rates_of(*tp));
-    }
-  }
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(o.ranks));
-  if (o.profile)
-    adam_rate = interpolate(o.profile->host.adam_elements_per_s,
-                            static_cast<double>(std::min(cores, threads * static_cast<unsigned>(o.ranks))));
+}
 
-  // Its tier directories, removed at the end; those of killed runs on this host, at the start.
-  const std::string run = o.run_name.empty() ? default_run_name("update") : o.run_name;
-  TierRunDirectories run_dirs(o.plan, run);
-  const std::int64_t chunks = (o.params + kNormChunk - 1) / kNormChunk;
-  LocalRankGroup group(o.ranks, chunks, o.steps);
-
+// Runs every rank: in this process when there is one, else as forked processes, of which the
+// first to fail ends the others.
+void run_ranks(const UpdateOnlyOptions& o, const std::string& run, LocalRankGroup& group, unsigned threads) {
   if (o.ranks == 1) {
     run_rank(o, run, 0, group, threads);
   } else {
@@ -307,6 +288,48 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
     }
     if (!failure.empty()) throw Error(failure);
   }
+}
+
+}  // namespace
+
+UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
+                                 const std::function<void(const Json&)>& on_step) {
+  check_options(o);
+  validate(o.plan);
+  std::vector<std::string> tier_names;
+  std::vector<std::optional<TierRates>> tier_rates;  // per file tier; none for one updated in place
+  double adam_rate = 0;
+  for (const auto& t : o.plan.tiers) {
+    if (t.kind == TierKind::memory) continue;
+    if (static_cast<int>(tier_names.size()) == kMaxStatTiers)
+      throw Error("tiers: at most " + std::to_string(kMaxStatTiers) + " file tiers are supported");
+    tier_names.push_back(t.name);
+    if (!std::filesystem::is_directory(t.path))
+      throw Error("tier '" + t.name + "' (" + t.path +
+                  "): directory does not exist; create it or fix the plan's path");
+    if (o.profile && updated_in_place(t.kind)) {
+      tier_rates.emplace_back();
+    } else if (o.profile) {
+      const TierProfile* tp = o.profile->find_tier(t.name);
+      if (!tp)
+        throw Error("--profile has no tier named '" + t.name +
+                    "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
+      tier_rates.push_back(tier_rates_of(*tp));
+    }
+  }
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(o.ranks));
+  if (o.profile)
+    adam_rate = interpolate(o.profile->host.adam_elements_per_s,
+                            static_cast<double>(std::min(cores, threads * static_cast<unsigned>(o.ranks))));
+
+  // Its tier directories, removed at the end; those of killed runs on this host, at the start.
+  const std::string run = o.run_name.empty() ? default_run_name("update") : o.run_name;
+  TierRunDirectories run_dirs(o.plan, run);
+  const std::int64_t chunks = (o.params + kNormChunk - 1) / kNormChunk;
+  LocalRankGroup group(o.ranks, chunks, o.steps);
+
+  run_ranks(o, run, group, threads);
 
   UpdateOnlyResult result;
   double sum_update = 0, sum_flush = 0, sum_bound = 0, sum_ideal = 0;
@@ -345,4 +368,4 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
   return result;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

@@ -1,8 +1,8 @@
-#include "executor/offload/synthetic_gradients.hpp"
+#include "executor/update_only/synthetic_gradients.hpp"
 
 #include <bit>
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 namespace {
 
@@ -51,4 +51,4 @@ float synthetic_initial_weight(std::uint64_t seed, std::int64_t global_index) {
   return (static_cast<float>(h >> 40) * (1.0f / 16777216.0f) - 0.5f) * 0.1f;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

@@ -1,11 +1,11 @@
-#include "executor/offload/rank_shard.hpp"
+#include "core/rank_shard.hpp"
 
 #include <algorithm>
 #include <string>
 
 #include "core/error.hpp"
 
-namespace mlpo::offload {
+namespace mlpo {
 
 RankShard shard_for(std::int64_t total, int ranks, int rank) {
   if (total <= 0) throw Error("--params: must be > 0, got " + std::to_string(total));
@@ -22,4 +22,4 @@ RankShard shard_for(std::int64_t total, int ranks, int rank) {
   return s;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo

@@ -2,12 +2,14 @@
 // numbers. 10 steps with the same seed under every plan shape give the same state digest.
 #include <gtest/gtest.h>
 
-#include "executor/offload/update_only_run.hpp"
-#include "offload_test_util.hpp"
+#include "executor/update_only/update_only_run.hpp"
+#include "tests/offload/offload_test_util.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 namespace {
+
+using offload::testing::ScratchTiers;
 
 std::string digest_of(const Plan& plan, int ranks, bool baseline = false) {
   UpdateOnlyOptions o;
@@ -24,7 +26,7 @@ std::string digest_of(const Plan& plan, int ranks, bool baseline = false) {
 }  // namespace
 
 TEST(PlacementInvariance, SameStateDigestUnderEveryPlan) {
-  testing::ScratchTiers tiers("invariance");
+  ScratchTiers tiers("invariance");
   Plan memory;
   memory.model_name = "synthetic";
   memory.model_params = 1;
@@ -60,7 +62,7 @@ TEST(PlacementInvariance, SameStateDigestUnderEveryPlan) {
 }
 
 TEST(PlacementInvariance, DigestDependsOnTheSeed) {
-  testing::ScratchTiers tiers("seed");
+  ScratchTiers tiers("seed");
   UpdateOnlyOptions o;
   o.plan = tiers.plan(1.0, 0, OrderPolicy::ascending);
   o.params = 50000;
@@ -72,4 +74,4 @@ TEST(PlacementInvariance, DigestDependsOnTheSeed) {
   EXPECT_NE(run_update_only(o, {}).state_sha256, a);
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only

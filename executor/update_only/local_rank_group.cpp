@@ -1,4 +1,4 @@
-#include "executor/offload/local_rank_group.hpp"
+#include "executor/update_only/local_rank_group.hpp"
 
 #include <sys/mman.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 
-namespace mlpo::offload {
+namespace mlpo::update_only {
 
 namespace {
 
@@ -48,4 +48,4 @@ void LocalRankGroup::barrier() {
   if (ranks_ > 1) pthread_barrier_wait(barrier_);
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo::update_only
