@@ -37,12 +37,14 @@ PipelineReaders::PipelineReaders(StateStore& store, io::PinnedBufferPool& pool,
       if (!misses_[t].empty()) threads_.emplace_back([this, t] { run(t); });
   } catch (...) {  // a thread that did not start: stop the others before the members go
     stop_and_join();
+    error_.stop_waking(mutex_);
     throw;
   }
 }
 
 PipelineReaders::~PipelineReaders() {
   if (!joined_) stop_and_join();
+  error_.stop_waking(mutex_);
 }
 
 void PipelineReaders::stop_and_join() {

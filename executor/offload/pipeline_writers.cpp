@@ -13,8 +13,14 @@ PipelineWriters::PipelineWriters(StateStore& store, const std::vector<io::TierSl
     for (std::size_t t = 0; t < queues_.size(); ++t) threads_.emplace_back([this, t] { run(t); });
   } catch (...) {  // a thread that did not start: the others must not wait for jobs forever
     close();
+    error_.stop_waking(mutex_);
     throw;
   }
+}
+
+PipelineWriters::~PipelineWriters() {
+  close();
+  error_.stop_waking(mutex_);
 }
 
 void PipelineWriters::push(WriteJob job) {

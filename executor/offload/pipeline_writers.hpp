@@ -37,7 +37,7 @@ class PipelineWriters {
  public:
   // `slots[t]` limits file tier t (null = no limit). Everything passed in must outlive this.
   PipelineWriters(StateStore& store, const std::vector<io::TierSlots*>& slots, PipelineError& error);
-  ~PipelineWriters() { close(); }
+  ~PipelineWriters();
   PipelineWriters(const PipelineWriters&) = delete;
   PipelineWriters& operator=(const PipelineWriters&) = delete;
 
