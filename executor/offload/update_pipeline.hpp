@@ -9,10 +9,12 @@
 // (PipelineReaders, PipelineWriters), so all tiers stream at once. Readers run ahead of AdamW
 // by at most `prefetch_depth` reads (cache hits and resident subgroups do not count); writers
 // drain behind it; the calling thread runs AdamW (over the ThreadPool) in step order. Every
-// transfer holds one of its tier's node-wide TierSlots while in flight. Every wait blocks on
-// a condition signalled by the event that ends it (no polling). All
-// buffers are leases of one PinnedBufferPool sized (buffers + cache) x subgroup buffer, so
-// memory is bounded and a cache entry is just a lease kept instead of written.
+// transfer holds one of its tier's node-wide TierSlots while in flight. The pipeline's own
+// waits (prefetch window, a finished read, a free buffer, a pending write) block on a
+// condition signalled by the event that ends them, never on a timer; only taking a TierSlot
+// waits as TierSlots does (across processes). All buffers are leases of one PinnedBufferPool
+// sized (buffers + cache) x subgroup buffer, so memory is bounded and a cache entry is just a
+// lease kept instead of written.
 //
 // Integrity (plan.crc, on by default): streamed extents carry TierIo's per-extent CRC32C;
 // subgroups in a host tier's mapped file are verified chunk by chunk in AdamW's own pass
