@@ -5,13 +5,16 @@
 // (or the fp32 gradient read back, in baseline mode), writes the new bf16 weights, and
 // either keeps the subgroup in the cache or writes it back.
 //
-// Overlap: every file tier has a reader thread and a writer thread of its own, so all
-// tiers stream at once. Readers run ahead of AdamW by at most `prefetch_depth` reads (cache
-// hits and resident subgroups do not count); writers drain behind it; the calling thread
-// runs AdamW (over the ThreadPool) in step order. Every transfer holds one of its tier's
-// node-wide TierSlots while in flight. All
-// buffers are leases of one PinnedBufferPool sized (buffers + cache) x subgroup buffer, so
-// memory is bounded and a cache entry is just a lease kept instead of written.
+// Overlap: every file tier has a reader thread and a writer thread of its own
+// (PipelineReaders, PipelineWriters), so all tiers stream at once. Readers run ahead of AdamW
+// by at most `prefetch_depth` reads (cache hits and resident subgroups do not count); writers
+// drain behind it; the calling thread runs AdamW (over the ThreadPool) in step order. Every
+// transfer holds one of its tier's node-wide TierSlots while in flight. The pipeline's own
+// waits (prefetch window, a finished read, a free buffer, a pending write) block on a
+// condition signalled by the event that ends them, never on a timer; only taking a TierSlot
+// waits as TierSlots does (across processes). All buffers are leases of one PinnedBufferPool
+// sized (buffers + cache) x subgroup buffer, so memory is bounded and a cache entry is just a
+// lease kept instead of written.
 //
 // Integrity (plan.crc, on by default): streamed extents carry TierIo's per-extent CRC32C;
 // subgroups in a host tier's mapped file are verified chunk by chunk in AdamW's own pass
@@ -48,6 +51,9 @@
 #include "kernels/cpu/adamw.hpp"
 
 namespace mlpo::offload {
+
+class PipelineReaders;
+class PipelineWriters;
 
 struct TierIterationStats {
   std::string name;
@@ -123,8 +129,22 @@ class UpdatePipeline {
       const std::function<void(const Subgroup&, const float*, const float*, const float*)>& visit);
 
  private:
-  struct WriteJob;
-  class Writers;
+  struct StepState;
+  struct StepInputs {  // update()'s arguments that every step uses
+    std::span<const bf16> grads;
+    const AdamWParams& adam;
+    std::span<bf16> weights_out;
+    const std::function<void(const Subgroup&)>& weights_written;
+  };
+  // The phases of one step of update(): take the subgroup's state from memory, the cache or
+  // its reader (nullopt once the run failed), run AdamW on it, then keep it cached or queue its
+  // write-back (and the eviction the step causes).
+  std::optional<StepState> fetch(const UpdateStep& step, std::size_t pos, PipelineReaders& readers,
+                                 UpdateStats& stats);
+  void run_adamw(const UpdateStep& step, StepState& state, const StepInputs& in, UpdateStats& stats);
+  void put_back(const UpdateStep& step, io::PinnedBuffer lease, PipelineWriters& writers);
+
+  bool fp32_grads() const { return options_.gradients == GradientPolicy::flush_fp32; }
   std::uint64_t buffer_bytes() const;
   io::PinnedBuffer acquire_buffer();
   std::vector<TierIterationStats> tier_snapshot() const;

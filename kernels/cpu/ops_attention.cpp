@@ -24,25 +24,7 @@ namespace mlpo::cpu {
 
 namespace {
 
-struct AttentionShape {
-  std::int64_t B, T, Hq, Hkv, D;
-};
-
-AttentionShape check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
-                            const Tensor& lse, const char* op) {
-  MLPO_CHECK(q.rank == 4, std::string(op) + ": q must be [B, T, Hq, D], got " + q.describe());
-  AttentionShape s{q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)};
-  expect_shape(k, {s.B, s.T, s.Hkv, s.D}, op, "k");
-  expect_shape(v, {s.B, s.T, s.Hkv, s.D}, op, "v");
-  expect_shape(out, {s.B, s.T, s.Hq, s.D}, op, "out");
-  expect_shape(lse, {s.B, s.Hq, s.T}, op, "lse");
-  expect_type(lse, accumulator_dtype(q.dtype), op, "lse");
-  MLPO_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0,
-             std::string(op) + ": query heads must be a multiple of kv heads");
-  MLPO_CHECK(k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype,
-             std::string(op) + ": mixed storage types");
-  return s;
-}
+using op_contract::AttentionShape;
 
 // Copies head `h` of a [B, T, H, D] tensor for batch b into a dense [T, D] accumulator array.
 template <class T, class A>
@@ -62,7 +44,7 @@ A dot(const A* a, const A* b, std::int64_t n) {
 }  // namespace
 
 void attention_forward(ThreadPool& pool, Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) {
-  const AttentionShape s = check_shapes(q, k, v, out, lse, "attention_forward");
+  const AttentionShape s = op_contract::attention_forward(out, lse, q, k, v);
   dispatch_float(q.dtype, "attention_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;
@@ -100,11 +82,7 @@ void attention_forward(ThreadPool& pool, Tensor out, Tensor lse, Tensor q, Tenso
 
 void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
                         Tensor v, Tensor out, Tensor lse) {
-  const AttentionShape s = check_shapes(q, k, v, out, lse, "attention_backward");
-  expect_shape(dq, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dq");
-  expect_shape(dout, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dout");
-  expect_shape(dk, {s.B, s.T, s.Hkv, s.D}, "attention_backward", "dk");
-  expect_shape(dv, {s.B, s.T, s.Hkv, s.D}, "attention_backward", "dv");
+  const AttentionShape s = op_contract::attention_backward(dq, dk, dv, dout, q, k, v, out, lse);
   dispatch_float(q.dtype, "attention_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;

@@ -21,7 +21,7 @@ D convert(S x) {
 // Note on f64 -> bf16: going through f32 can double-round in rare ties; f64 storage is a
 // test-only path and never feeds bf16 training weights, so the simpler route is kept.
 void cast(ThreadPool& pool, Tensor dst, Tensor src) {
-  MLPO_CHECK(dst.numel() == src.numel(), "cast: " + dst.describe() + " <- " + src.describe());
+  op_contract::cast(dst, src);
   dispatch_float(dst.dtype, "cast", [&](auto dtag) {
     using D = typename decltype(dtag)::type;
     dispatch_float(src.dtype, "cast", [&](auto stag) {
@@ -55,9 +55,7 @@ void fill(ThreadPool& pool, Tensor dst, double value) {
 }
 
 void add(ThreadPool& pool, Tensor out, Tensor a, Tensor b) {
-  MLPO_CHECK(
-      out.numel() == a.numel() && out.numel() == b.numel() && out.dtype == a.dtype && out.dtype == b.dtype,
-      "add: " + out.describe() + " = " + a.describe() + " + " + b.describe());
+  op_contract::add(out, a, b);
   dispatch_float(out.dtype, "add", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = out.as<T>();

@@ -1,7 +1,8 @@
 #pragma once
 // Shared vocabulary of the CPU op files (internal to kernels/cpu): the accumulation type of
-// each storage type, loads and stores that convert between them, shape checks and the
-// switch from a runtime DType to a template instantiation.
+// each storage type, loads and stores that convert between them and the switch from a
+// runtime DType to a template instantiation. The argument checks are the shared contracts of
+// kernels/op_contracts.hpp.
 
 #include <cstdint>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "core/bf16.hpp"
 #include "core/error.hpp"
+#include "kernels/op_contracts.hpp"
 #include "kernels/tensor.hpp"
 
 namespace mlpo::cpu {
@@ -60,25 +62,9 @@ decltype(auto) dispatch_float(DType t, const char* op, Fn&& fn) {
   return fn(TypeTag<float>{});
 }
 
-inline void expect_type(const Tensor& t, DType type, const char* op, const char* what) {
-  MLPO_CHECK(t.dtype == type,
-             std::string(op) + ": " + what + " is " + t.describe() + ", expected " + dtype_name(type));
-}
-
-inline void expect_shape(const Tensor& t, std::initializer_list<std::int64_t> dims, const char* op,
-                         const char* what) {
-  bool ok = t.rank == static_cast<int>(dims.size());
-  int i = 0;
-  for (std::int64_t d : dims) ok = ok && t.shape[i++] == d;
-  std::string want;
-  for (std::int64_t d : dims) {
-    if (!want.empty()) want += ',';
-    want += std::to_string(d);
-  }
-  MLPO_CHECK(ok, std::string(op) + ": " + what + " is " + t.describe() + ", expected [" + want + "]");
-}
-
-// Type of weight gradients, norm statistics and losses for storage type `t`.
-constexpr DType accumulator_dtype(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+// The shared argument checks (kernels/op_contracts.hpp) under the names the op files use.
+using op_contract::accumulator_dtype;
+using op_contract::expect_shape;
+using op_contract::expect_type;
 
 }  // namespace mlpo::cpu

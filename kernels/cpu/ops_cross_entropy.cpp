@@ -12,13 +12,9 @@ namespace mlpo::cpu {
 namespace {
 
 void check_targets(const Tensor& targets, std::int64_t N, std::int64_t V) {
-  expect_shape(targets, {N}, "cross_entropy", "targets");
   const auto* t = targets.as<std::int32_t>();
   for (std::int64_t n = 0; n < N; ++n)
-    if (t[n] < 0 || t[n] >= V)
-      throw Error("target " + std::to_string(t[n]) + " at position " + std::to_string(n) +
-                  " is outside the vocabulary [0, " + std::to_string(V) +
-                  "); the token data does not match the model's vocab size");
+    if (t[n] < 0 || t[n] >= V) throw op_contract::out_of_vocabulary("target", t[n], n, V);
 }
 
 // Max and sum of exp(x - max) over one row.
@@ -36,8 +32,7 @@ std::pair<Acc<T>, Acc<T>> row_softmax_stats(const T* row, std::int64_t V) {
 
 void cross_entropy_forward(ThreadPool& pool, Tensor losses, Tensor logits, Tensor targets) {
   const std::int64_t N = logits.dim(0), V = logits.dim(1);
-  expect_shape(losses, {N}, "cross_entropy_forward", "losses");
-  expect_type(losses, accumulator_dtype(logits.dtype), "cross_entropy_forward", "losses");
+  op_contract::cross_entropy_forward(losses, logits, targets);
   check_targets(targets, N, V);
   dispatch_float(logits.dtype, "cross_entropy_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -57,8 +52,7 @@ void cross_entropy_forward(ThreadPool& pool, Tensor losses, Tensor logits, Tenso
 
 void cross_entropy_backward(ThreadPool& pool, Tensor dlogits, Tensor logits, Tensor targets, float scale) {
   const std::int64_t N = logits.dim(0), V = logits.dim(1);
-  expect_shape(dlogits, {N, V}, "cross_entropy_backward", "dlogits");
-  MLPO_CHECK(dlogits.dtype == logits.dtype, "cross_entropy_backward: dlogits and logits types differ");
+  op_contract::cross_entropy_backward(dlogits, logits, targets);
   check_targets(targets, N, V);
   dispatch_float(logits.dtype, "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -8,17 +8,13 @@ namespace {
 void check_tokens(const Tensor& tokens, std::int64_t vocab) {
   const auto* t = tokens.as<std::int32_t>();
   for (std::int64_t n = 0; n < tokens.numel(); ++n)
-    if (t[n] < 0 || t[n] >= vocab)
-      throw Error("token " + std::to_string(t[n]) + " at position " + std::to_string(n) +
-                  " is outside the vocabulary [0, " + std::to_string(vocab) +
-                  "); the token data does not match the model's vocab size");
+    if (t[n] < 0 || t[n] >= vocab) throw op_contract::out_of_vocabulary("token", t[n], n, vocab);
 }
 }  // namespace
 
 void embedding_forward(ThreadPool& pool, Tensor out, Tensor tokens, Tensor table) {
   const std::int64_t n_rows = tokens.numel(), vocab = table.dim(0), C = table.dim(1);
-  expect_shape(out, {n_rows, C}, "embedding_forward", "out");
-  MLPO_CHECK(out.dtype == table.dtype, "embedding_forward: out and table types differ");
+  op_contract::embedding_forward(out, tokens, table);
   check_tokens(tokens, vocab);
   dispatch_float(table.dtype, "embedding_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -37,8 +33,7 @@ void embedding_forward(ThreadPool& pool, Tensor out, Tensor tokens, Tensor table
 // which makes the summation order fixed.
 void embedding_backward(ThreadPool& pool, Tensor dtable, Tensor tokens, Tensor dout) {
   const std::int64_t n_rows = tokens.numel(), vocab = dtable.dim(0), C = dtable.dim(1);
-  expect_shape(dout, {n_rows, C}, "embedding_backward", "dout");
-  expect_type(dtable, accumulator_dtype(dout.dtype), "embedding_backward", "dtable");
+  op_contract::embedding_backward(dtable, tokens, dout);
   check_tokens(tokens, vocab);
   dispatch_float(dout.dtype, "embedding_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;

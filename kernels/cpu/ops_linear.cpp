@@ -91,9 +91,7 @@ void backward_reference(ThreadPool& pool, T* dx, Acc<T>* dw, const T* dout, cons
 
 void linear_forward(const LinearContext& ctx, Tensor out, Tensor x, Tensor w) {
   const std::int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);
-  expect_shape(w, {O, I}, "linear_forward", "w");
-  expect_shape(out, {N, O}, "linear_forward", "out");
-  MLPO_CHECK(out.dtype == x.dtype && w.dtype == x.dtype, "linear_forward: mixed storage types");
+  op_contract::linear_forward(out, x, w);
   dispatch_float(x.dtype, "linear_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (ctx.path == GemmPath::reference)
@@ -115,13 +113,7 @@ void linear_forward(const LinearContext& ctx, Tensor out, Tensor x, Tensor w) {
 void linear_backward(const LinearContext& ctx, Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w,
                      bool accumulate_dx) {
   const std::int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);
-  expect_shape(w, {O, I}, "linear_backward", "w");
-  expect_shape(dout, {N, O}, "linear_backward", "dout");
-  expect_shape(dx, {N, I}, "linear_backward", "dx");
-  expect_shape(dw, {O, I}, "linear_backward", "dw");
-  expect_type(dw, accumulator_dtype(x.dtype), "linear_backward", "dw");
-  MLPO_CHECK(dx.dtype == x.dtype && dout.dtype == x.dtype && w.dtype == x.dtype,
-             "linear_backward: mixed storage types");
+  op_contract::linear_backward(dx, dw, dout, x, w);
   dispatch_float(x.dtype, "linear_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;

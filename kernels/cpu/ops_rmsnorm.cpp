@@ -8,11 +8,7 @@ namespace mlpo::cpu {
 
 void rmsnorm_forward(ThreadPool& pool, Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps) {
   const std::int64_t N = x.dim(0), C = x.dim(1);
-  expect_shape(out, {N, C}, "rmsnorm_forward", "out");
-  expect_shape(weight, {C}, "rmsnorm_forward", "weight");
-  expect_shape(rstd, {N}, "rmsnorm_forward", "rstd");
-  expect_type(rstd, accumulator_dtype(x.dtype), "rmsnorm_forward", "rstd");
-  MLPO_CHECK(out.dtype == x.dtype && weight.dtype == x.dtype, "rmsnorm_forward: mixed storage types");
+  op_contract::rmsnorm_forward(out, rstd, x, weight);
   dispatch_float(x.dtype, "rmsnorm_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;
@@ -38,12 +34,7 @@ void rmsnorm_forward(ThreadPool& pool, Tensor out, Tensor rstd, Tensor x, Tensor
 void rmsnorm_backward(ThreadPool& pool, Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
                       Tensor rstd) {
   const std::int64_t N = x.dim(0), C = x.dim(1);
-  expect_shape(dx, {N, C}, "rmsnorm_backward", "dx");
-  expect_shape(dout, {N, C}, "rmsnorm_backward", "dout");
-  expect_shape(dweight, {C}, "rmsnorm_backward", "dweight");
-  expect_type(dweight, accumulator_dtype(x.dtype), "rmsnorm_backward", "dweight");
-  expect_type(rstd, accumulator_dtype(x.dtype), "rmsnorm_backward", "rstd");
-  MLPO_CHECK(dx.data != dout.data, "rmsnorm_backward: dx may not alias dout");
+  op_contract::rmsnorm_backward(dx, dweight, dout, x, weight, rstd);
   dispatch_float(x.dtype, "rmsnorm_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;

@@ -14,11 +14,8 @@ namespace {
 
 // sign = +1 rotates forward (forward pass), -1 rotates back (the transpose, for backward).
 void rotate(ThreadPool& pool, Tensor out, Tensor x, float theta, int sign, const char* op) {
-  MLPO_CHECK(x.rank == 4, std::string(op) + ": x must be [B, T, H, D], got " + x.describe());
+  op_contract::rope(out, x, op);
   const std::int64_t B = x.dim(0), T = x.dim(1), H = x.dim(2), D = x.dim(3), half = D / 2;
-  MLPO_CHECK(D % 2 == 0, std::string(op) + ": head dimension must be even");
-  expect_shape(out, {B, T, H, D}, op, "out");
-  MLPO_CHECK(out.dtype == x.dtype, std::string(op) + ": out and x types differ");
   dispatch_float(x.dtype, op, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using A = Acc<S>;

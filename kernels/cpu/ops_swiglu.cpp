@@ -12,9 +12,7 @@ constexpr std::size_t kGrain = 4096;
 }
 
 void swiglu_forward(ThreadPool& pool, Tensor out, Tensor gate, Tensor up) {
-  MLPO_CHECK(out.numel() == gate.numel() && up.numel() == gate.numel() && out.dtype == gate.dtype &&
-                 up.dtype == gate.dtype,
-             "swiglu_forward: " + out.describe() + " = f(" + gate.describe() + ", " + up.describe() + ")");
+  op_contract::swiglu_forward(out, gate, up);
   dispatch_float(gate.dtype, "swiglu_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;
@@ -32,11 +30,7 @@ void swiglu_forward(ThreadPool& pool, Tensor out, Tensor gate, Tensor up) {
 
 void swiglu_backward(ThreadPool& pool, Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up) {
   const std::int64_t n = gate.numel();
-  MLPO_CHECK(dgate.numel() == n && dup.numel() == n && dout.numel() == n && up.numel() == n,
-             "swiglu_backward: element counts differ");
-  MLPO_CHECK(dgate.dtype == gate.dtype && dup.dtype == gate.dtype && dout.dtype == gate.dtype &&
-                 up.dtype == gate.dtype,
-             "swiglu_backward: mixed storage types");
+  op_contract::swiglu_backward(dgate, dup, dout, gate, up);
   dispatch_float(gate.dtype, "swiglu_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;

@@ -2,7 +2,8 @@
 // Shared device code of the CUDA op files (internal to kernels/cuda): loads and stores that
 // convert storage types to fp32 and back with the same rounding as core/bf16.hpp (so a cast is
 // bitwise the CPU's), fixed-order warp and block reductions, launch checks and the switch from
-// a runtime DType to a template instantiation.
+// a runtime DType to a template instantiation. The argument checks are the shared contracts of
+// kernels/op_contracts.hpp.
 
 #include <cuda_runtime.h>
 
@@ -12,15 +13,15 @@
 
 #include "core/bf16.hpp"
 #include "core/error.hpp"
-#include "kernels/cpu/ops_common.hpp"  // the shape and type checks of the contract (header-only)
 #include "kernels/cuda/device.hpp"
+#include "kernels/op_contracts.hpp"  // the argument checks both backends share
 #include "kernels/tensor.hpp"
 
 namespace mlpo::gpu {
 
-using cpu::accumulator_dtype;
-using cpu::expect_shape;
-using cpu::expect_type;
+using op_contract::accumulator_dtype;
+using op_contract::expect_shape;
+using op_contract::expect_type;
 
 __device__ __forceinline__ float load(bf16 x) {
   return __uint_as_float(static_cast<std::uint32_t>(x.bits) << 16);

@@ -329,23 +329,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-struct Shape {
-  std::int64_t B, T, Hq, Hkv, D;
-};
+using Shape = op_contract::AttentionShape;
 
-Shape check_shapes(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                   const char* op) {
-  MLPO_CHECK(q.rank == 4, std::string(op) + ": q must be [B, T, Hq, D], got " + q.describe());
-  Shape s{q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)};
-  expect_shape(k, {s.B, s.T, s.Hkv, s.D}, op, "k");
-  expect_shape(v, {s.B, s.T, s.Hkv, s.D}, op, "v");
-  expect_shape(out, {s.B, s.T, s.Hq, s.D}, op, "out");
-  expect_shape(lse, {s.B, s.Hq, s.T}, op, "lse");
-  expect_type(lse, accumulator_dtype(q.dtype), op, "lse");
-  MLPO_CHECK(s.Hkv > 0 && s.Hq % s.Hkv == 0,
-             std::string(op) + ": query heads must be a multiple of kv heads");
-  MLPO_CHECK(k.dtype == q.dtype && v.dtype == q.dtype && out.dtype == q.dtype,
-             std::string(op) + ": mixed storage types");
+// The CUDA kernel's own limits, checked after the shared contract.
+Shape check_limits(const Shape& s, const char* op) {
   if (s.D > 128 || s.D < 1)
     throw Error(std::string(op) + ": head dimension " + std::to_string(s.D) +
                 " is not supported by the CUDA attention kernel (1 to 128); choose heads so that hidden / "
@@ -380,7 +367,7 @@ void allow_shared_memory(Kernel kernel, std::size_t bytes) {
 }  // namespace
 
 void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) {
-  const Shape s = check_shapes(q, k, v, out, lse, "attention_forward");
+  const Shape s = check_limits(op_contract::attention_forward(out, lse, q, k, v), "attention_forward");
   if (s.B * s.T * s.Hq == 0) return;
   const Dims d = dims_of(s);
   const dim3 grid(static_cast<unsigned>((s.T + kTile - 1) / kTile), static_cast<unsigned>(s.Hq),
@@ -401,13 +388,8 @@ void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, T
 
 void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q,
                         Tensor k, Tensor v, Tensor out, Tensor lse) {
-  const Shape s = check_shapes(q, k, v, out, lse, "attention_backward");
-  expect_shape(dq, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dq");
-  expect_shape(dout, {s.B, s.T, s.Hq, s.D}, "attention_backward", "dout");
-  expect_shape(dk, {s.B, s.T, s.Hkv, s.D}, "attention_backward", "dk");
-  expect_shape(dv, {s.B, s.T, s.Hkv, s.D}, "attention_backward", "dv");
-  MLPO_CHECK(dq.dtype == q.dtype && dk.dtype == q.dtype && dv.dtype == q.dtype && dout.dtype == q.dtype,
-             "attention_backward: mixed storage types");
+  const Shape s = check_limits(op_contract::attention_backward(dq, dk, dv, dout, q, k, v, out, lse),
+                               "attention_backward");
   const std::int64_t rows = s.B * s.Hq * s.T;
   if (rows == 0) return;
   const Dims d = dims_of(s);

@@ -34,7 +34,7 @@ __global__ void add_kernel(T* out, const T* a, const T* b, std::int64_t n) {
 }  // namespace
 
 void cast(const OpContext& ctx, Tensor dst, Tensor src) {
-  MLPO_CHECK(dst.numel() == src.numel(), "cast: " + dst.describe() + " <- " + src.describe());
+  op_contract::cast(dst, src);
   const std::int64_t n = src.numel();
   if (n == 0) return;
   dispatch_storage(dst.dtype, "cast", [&](auto dtag) {
@@ -67,9 +67,7 @@ void fill(const OpContext& ctx, Tensor dst, double value) {
 }
 
 void add(const OpContext& ctx, Tensor out, Tensor a, Tensor b) {
-  MLPO_CHECK(
-      out.numel() == a.numel() && out.numel() == b.numel() && out.dtype == a.dtype && out.dtype == b.dtype,
-      "add: " + out.describe() + " = " + a.describe() + " + " + b.describe());
+  op_contract::add(out, a, b);
   const std::int64_t n = out.numel();
   if (n == 0) return;
   dispatch_storage(out.dtype, "add", [&](auto tag) {

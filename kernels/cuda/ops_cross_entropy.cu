@@ -58,9 +58,7 @@ __global__ void cross_entropy_backward_kernel(T* dlogits, const T* logits, const
 
 void cross_entropy_forward(const OpContext& ctx, Tensor losses, Tensor logits, Tensor targets) {
   const std::int64_t N = logits.dim(0), V = logits.dim(1);
-  expect_shape(losses, {N}, "cross_entropy_forward", "losses");
-  expect_type(losses, accumulator_dtype(logits.dtype), "cross_entropy_forward", "losses");
-  expect_shape(targets, {N}, "cross_entropy", "targets");
+  op_contract::cross_entropy_forward(losses, logits, targets);
   check_ids(ctx, targets, V, "target");
   if (N == 0) return;
   dispatch_storage(logits.dtype, "cross_entropy_forward", [&](auto tag) {
@@ -75,9 +73,7 @@ void cross_entropy_forward(const OpContext& ctx, Tensor losses, Tensor logits, T
 void cross_entropy_backward(const OpContext& ctx, Tensor dlogits, Tensor logits, Tensor targets,
                             float scale) {
   const std::int64_t N = logits.dim(0), V = logits.dim(1);
-  expect_shape(dlogits, {N, V}, "cross_entropy_backward", "dlogits");
-  MLPO_CHECK(dlogits.dtype == logits.dtype, "cross_entropy_backward: dlogits and logits types differ");
-  expect_shape(targets, {N}, "cross_entropy", "targets");
+  op_contract::cross_entropy_backward(dlogits, logits, targets);
   check_ids(ctx, targets, V, "target");
   if (N == 0) return;
   dispatch_storage(logits.dtype, "cross_entropy_backward", [&](auto tag) {

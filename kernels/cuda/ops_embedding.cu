@@ -67,15 +67,12 @@ void check_ids(const OpContext& ctx, Tensor ids, std::int64_t vocab, const char*
                         cudaMemcpyDeviceToHost, ctx.stream),
         "id check read-back");
   check(cudaStreamSynchronize(ctx.stream), "id check read-back");
-  throw Error(std::string(what) + " " + std::to_string(id) + " at position " + std::to_string(first_bad) +
-              " is outside the vocabulary [0, " + std::to_string(vocab) +
-              "); the token data does not match the model's vocab size");
+  throw op_contract::out_of_vocabulary(what, id, first_bad, vocab);
 }
 
 void embedding_forward(const OpContext& ctx, Tensor out, Tensor tokens, Tensor table) {
   const std::int64_t N = tokens.numel(), vocab = table.dim(0), C = table.dim(1);
-  expect_shape(out, {N, C}, "embedding_forward", "out");
-  MLPO_CHECK(out.dtype == table.dtype, "embedding_forward: out and table types differ");
+  op_contract::embedding_forward(out, tokens, table);
   check_ids(ctx, tokens, vocab, "token");
   if (N == 0) return;
   dispatch_storage(table.dtype, "embedding_forward", [&](auto tag) {
@@ -89,8 +86,7 @@ void embedding_forward(const OpContext& ctx, Tensor out, Tensor tokens, Tensor t
 
 void embedding_backward(const OpContext& ctx, Tensor dtable, Tensor tokens, Tensor dout) {
   const std::int64_t N = tokens.numel(), vocab = dtable.dim(0), C = dtable.dim(1);
-  expect_shape(dout, {N, C}, "embedding_backward", "dout");
-  expect_type(dtable, accumulator_dtype(dout.dtype), "embedding_backward", "dtable");
+  op_contract::embedding_backward(dtable, tokens, dout);
   check_ids(ctx, tokens, vocab, "token");
   if (N == 0) return;
   dispatch_storage(dout.dtype, "embedding_backward", [&](auto tag) {

@@ -132,9 +132,7 @@ void Gemm::run(cudaStream_t stream, bool trans_a, bool trans_b, std::int64_t m, 
 
 void linear_forward(const OpContext& ctx, Gemm& gemm, Tensor out, Tensor x, Tensor w) {
   const std::int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);
-  expect_shape(w, {O, I}, "linear_forward", "w");
-  expect_shape(out, {N, O}, "linear_forward", "out");
-  MLPO_CHECK(out.dtype == x.dtype && w.dtype == x.dtype, "linear_forward: mixed storage types");
+  op_contract::linear_forward(out, x, w);
   const GemmType t = gemm_type(x.dtype, "linear_forward");
   if (I == 0) return fill(ctx, out, 0.0);
   gemm.run(ctx.stream, true, false, O, N, I, t, w.data, I, x.data, I, 0.0f, t, out.data, O);
@@ -143,13 +141,7 @@ void linear_forward(const OpContext& ctx, Gemm& gemm, Tensor out, Tensor x, Tens
 void linear_backward(const OpContext& ctx, Gemm& gemm, Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w,
                      bool accumulate_dx) {
   const std::int64_t N = x.dim(0), I = x.dim(1), O = w.dim(0);
-  expect_shape(w, {O, I}, "linear_backward", "w");
-  expect_shape(dout, {N, O}, "linear_backward", "dout");
-  expect_shape(dx, {N, I}, "linear_backward", "dx");
-  expect_shape(dw, {O, I}, "linear_backward", "dw");
-  expect_type(dw, accumulator_dtype(x.dtype), "linear_backward", "dw");
-  MLPO_CHECK(dx.dtype == x.dtype && dout.dtype == x.dtype && w.dtype == x.dtype,
-             "linear_backward: mixed storage types");
+  op_contract::linear_backward(dx, dw, dout, x, w);
   const GemmType t = gemm_type(x.dtype, "linear_backward");
   if (O == 0) {
     if (!accumulate_dx) fill(ctx, dx, 0.0);

@@ -74,11 +74,7 @@ __global__ void sum_partials_kernel(float* dweight, const float* partials, std::
 
 void rmsnorm_forward(const OpContext& ctx, Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps) {
   const std::int64_t N = x.dim(0), C = x.dim(1);
-  expect_shape(out, {N, C}, "rmsnorm_forward", "out");
-  expect_shape(weight, {C}, "rmsnorm_forward", "weight");
-  expect_shape(rstd, {N}, "rmsnorm_forward", "rstd");
-  expect_type(rstd, accumulator_dtype(x.dtype), "rmsnorm_forward", "rstd");
-  MLPO_CHECK(out.dtype == x.dtype && weight.dtype == x.dtype, "rmsnorm_forward: mixed storage types");
+  op_contract::rmsnorm_forward(out, rstd, x, weight);
   if (N == 0) return;
   dispatch_storage(x.dtype, "rmsnorm_forward", [&](auto tag) {
     using T = decltype(tag);
@@ -92,14 +88,7 @@ void rmsnorm_forward(const OpContext& ctx, Tensor out, Tensor rstd, Tensor x, Te
 void rmsnorm_backward(const OpContext& ctx, Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
                       Tensor rstd) {
   const std::int64_t N = x.dim(0), C = x.dim(1);
-  expect_shape(dx, {N, C}, "rmsnorm_backward", "dx");
-  expect_shape(dout, {N, C}, "rmsnorm_backward", "dout");
-  expect_shape(dweight, {C}, "rmsnorm_backward", "dweight");
-  expect_type(dweight, accumulator_dtype(x.dtype), "rmsnorm_backward", "dweight");
-  expect_type(rstd, accumulator_dtype(x.dtype), "rmsnorm_backward", "rstd");
-  MLPO_CHECK(dx.data != dout.data, "rmsnorm_backward: dx may not alias dout");
-  MLPO_CHECK(dx.dtype == x.dtype && dout.dtype == x.dtype && weight.dtype == x.dtype,
-             "rmsnorm_backward: mixed storage types");
+  op_contract::rmsnorm_backward(dx, dweight, dout, x, weight, rstd);
   if (N == 0) return;
   const std::int64_t chunks = std::min(kMaxReductionChunks, (N + 63) / 64);
   const std::int64_t rows_per_chunk = (N + chunks - 1) / chunks;

@@ -34,11 +34,8 @@ __global__ void rope_kernel(T* out, const T* x, std::int64_t BT, std::int64_t T_
 }
 
 void rotate(const OpContext& ctx, Tensor out, Tensor x, float theta, int sign, const char* op) {
-  MLPO_CHECK(x.rank == 4, std::string(op) + ": x must be [B, T, H, D], got " + x.describe());
+  op_contract::rope(out, x, op);
   const std::int64_t B = x.dim(0), T = x.dim(1), H = x.dim(2), D = x.dim(3);
-  MLPO_CHECK(D % 2 == 0, std::string(op) + ": head dimension must be even");
-  expect_shape(out, {B, T, H, D}, op, "out");
-  MLPO_CHECK(out.dtype == x.dtype, std::string(op) + ": out and x types differ");
   const std::int64_t pairs = B * T * (D / 2);
   if (pairs == 0) return;
   dispatch_storage(x.dtype, op, [&](auto tag) {

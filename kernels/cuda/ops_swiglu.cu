@@ -35,9 +35,7 @@ __global__ void swiglu_backward_kernel(T* dgate, T* dup, const T* dout, const T*
 }  // namespace
 
 void swiglu_forward(const OpContext& ctx, Tensor out, Tensor gate, Tensor up) {
-  MLPO_CHECK(out.numel() == gate.numel() && up.numel() == gate.numel() && out.dtype == gate.dtype &&
-                 up.dtype == gate.dtype,
-             "swiglu_forward: " + out.describe() + " = f(" + gate.describe() + ", " + up.describe() + ")");
+  op_contract::swiglu_forward(out, gate, up);
   const std::int64_t n = gate.numel();
   if (n == 0) return;
   dispatch_storage(gate.dtype, "swiglu_forward", [&](auto tag) {
@@ -50,11 +48,7 @@ void swiglu_forward(const OpContext& ctx, Tensor out, Tensor gate, Tensor up) {
 
 void swiglu_backward(const OpContext& ctx, Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up) {
   const std::int64_t n = gate.numel();
-  MLPO_CHECK(dgate.numel() == n && dup.numel() == n && dout.numel() == n && up.numel() == n,
-             "swiglu_backward: element counts differ");
-  MLPO_CHECK(dgate.dtype == gate.dtype && dup.dtype == gate.dtype && dout.dtype == gate.dtype &&
-                 up.dtype == gate.dtype,
-             "swiglu_backward: mixed storage types");
+  op_contract::swiglu_backward(dgate, dup, dout, gate, up);
   if (n == 0) return;
   dispatch_storage(gate.dtype, "swiglu_backward", [&](auto tag) {
     using T = decltype(tag);

@@ -1,4 +1,4 @@
-#include "tests/kernels/ops_test_util.hpp"
+#include "tests/kernels/backend_fixture.hpp"
 
 namespace mlpo::testing {
 namespace {
@@ -32,8 +32,8 @@ struct AttentionRun {
   Vec out, lse, dq, dk, dv;
 };
 
-AttentionRun run_cpu(OpRunner& run, DType t, const Vec& q, const Vec& k, const Vec& v, const Vec& dout,
-                     const reference::AttentionShape& s) {
+AttentionRun run_on(BackendRunner& run, DType t, const Vec& q, const Vec& k, const Vec& v, const Vec& dout,
+                    const reference::AttentionShape& s) {
   Tensor tq = run.upload(q, t, {s.B, s.T, s.Hq, s.D}), tk = run.upload(k, t, {s.B, s.T, s.Hkv, s.D});
   Tensor tv = run.upload(v, t, {s.B, s.T, s.Hkv, s.D}), out = run.empty(t, {s.B, s.T, s.Hq, s.D});
   Tensor lse = run.empty(acc_type(t), {s.B, s.Hq, s.T});
@@ -45,14 +45,14 @@ AttentionRun run_cpu(OpRunner& run, DType t, const Vec& q, const Vec& k, const V
   return {run.download(out), run.download(lse), run.download(dq), run.download(dk), run.download(dv)};
 }
 
-TEST(AttentionCpu, MatchesReferenceForEveryStorageType) {
-  for (DType t : kStorageTypes) {
+TEST_P(BackendOps, AttentionMatchesReferenceForEveryStorageType) {
+  for (DType t : storage_types()) {
     SCOPED_TRACE(dtype_name(t));
-    OpRunner run;
+    BackendRunner& run = runner();
     const Vec q = rounded(random_vec(kQ, 11), t), k = rounded(random_vec(kKV, 12), t),
               v = rounded(random_vec(kKV, 13), t);
     const Vec dout = rounded(random_vec(kQ, 14), t);
-    const AttentionRun got = run_cpu(run, t, q, k, v, dout, kShape);
+    const AttentionRun got = run_on(run, t, q, k, v, dout, kShape);
     EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, kShape)), tolerance(t));
     EXPECT_LT(normalized_error(got.lse, reference::attention_lse(q, k, kShape)), tolerance(acc_type(t)));
     const auto g = reference::attention_backward(dout, q, k, v, kShape);
@@ -68,7 +68,7 @@ TEST(AttentionCpu, MatchesReferenceForEveryStorageType) {
 // numbers: delta taken from the bf16-rounded out was off by about its rounding error and put
 // dq, dk 10-90 % off the exact gradient. Computed as sum_j p_j dp_j in fp32 it is exact to
 // fp32, and dq, dk carry only their own bf16 rounding.
-TEST(AttentionCpu, QueryAndKeyGradientsMatchReferenceWhenAttentionIsNearUniform) {
+TEST_P(BackendOps, AttentionQueryAndKeyGradientsMatchReferenceWhenAttentionIsNearUniform) {
   const reference::AttentionShape s{1, 48, 2, 1, 32};
   const int nq = s.B * s.T * s.Hq * s.D, nkv = s.B * s.T * s.Hkv * s.D;
   const DType t = DType::bf16;
@@ -78,8 +78,8 @@ TEST(AttentionCpu, QueryAndKeyGradientsMatchReferenceWhenAttentionIsNearUniform)
   for (int i = 0; i < nkv; ++i) v[i] = common[i % s.D] + noise[i];
   v = rounded(v, t);
   const Vec dout = rounded(random_vec(nq, 55), t);
-  OpRunner run;
-  const AttentionRun got = run_cpu(run, t, q, k, v, dout, s);
+  BackendRunner& run = runner();
+  const AttentionRun got = run_on(run, t, q, k, v, dout, s);
   const auto want = reference::attention_backward(dout, q, k, v, s);
   EXPECT_LT(normalized_error(got.dq, want.dq), tolerance(t));
   EXPECT_LT(normalized_error(got.dk, want.dk), tolerance(t));
@@ -93,7 +93,7 @@ TEST(AttentionCpu, MultiHeadWithoutGroupingMatchesReference) {
   const int nq = s.B * s.T * s.Hq * s.D;
   OpRunner run;
   const Vec q = random_vec(nq, 21), k = random_vec(nq, 22), v = random_vec(nq, 23), dout = random_vec(nq, 24);
-  const AttentionRun got = run_cpu(run, DType::f64, q, k, v, dout, s);
+  const AttentionRun got = run_on(run, DType::f64, q, k, v, dout, s);
   const auto g = reference::attention_backward(dout, q, k, v, s);
   EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, s)), tolerance(DType::f64));
   EXPECT_LT(normalized_error(got.dk, g.dk), tolerance(DType::f64));
@@ -110,8 +110,8 @@ TEST(AttentionCpu, FutureKeysAndValuesDoNotChangeEarlierOutputs) {
       k2[(b * kShape.T + last) * kShape.Hkv * kShape.D + i] += 5.0;
       v2[(b * kShape.T + last) * kShape.Hkv * kShape.D + i] -= 3.0;
     }
-  const Vec a = run_cpu(run, DType::f64, q, k, v, dout, kShape).out;
-  const Vec c = run_cpu(run, DType::f64, q, k2, v2, dout, kShape).out;
+  const Vec a = run_on(run, DType::f64, q, k, v, dout, kShape).out;
+  const Vec c = run_on(run, DType::f64, q, k2, v2, dout, kShape).out;
   for (int b = 0; b < kShape.B; ++b)
     for (int t = 0; t < kShape.T; ++t)
       for (int i = 0; i < kShape.Hq * kShape.D; ++i) {
@@ -127,8 +127,8 @@ TEST(AttentionCpu, BackwardIsBitwiseIndependentOfThreadCount) {
   const Vec q = random_vec(kQ, 41), k = random_vec(kKV, 42), v = random_vec(kKV, 43),
             dout = random_vec(kQ, 44);
   OpRunner one(1), three(3);
-  const AttentionRun a = run_cpu(one, DType::bf16, q, k, v, dout, kShape);
-  const AttentionRun b = run_cpu(three, DType::bf16, q, k, v, dout, kShape);
+  const AttentionRun a = run_on(one, DType::bf16, q, k, v, dout, kShape);
+  const AttentionRun b = run_on(three, DType::bf16, q, k, v, dout, kShape);
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.dq, b.dq);
   EXPECT_EQ(a.dk, b.dk);

@@ -1,10 +1,10 @@
-#include "tests/kernels/ops_test_util.hpp"
+#include "tests/kernels/backend_fixture.hpp"
 
 namespace mlpo::testing {
 namespace {
 
-TEST(CastCpu, RoundsF32ToBf16NearestEvenAndWidensExactly) {
-  OpRunner run;
+TEST_P(BackendOps, CastRoundsF32ToBf16NearestEvenAndWidensExactly) {
+  BackendRunner& run = runner();
   // 1 + 2^-8 is a tie between 1 and 1 + 2^-7: goes to the even one (1); 1 + 3*2^-8 goes up.
   const Vec values = {1.0, 1.00390625, 1.01171875, -2.5, 3.0e38, 1e-40};
   Tensor f = run.upload(values, DType::f32, {6}), h = run.empty(DType::bf16, {6}),
@@ -19,8 +19,8 @@ TEST(CastCpu, RoundsF32ToBf16NearestEvenAndWidensExactly) {
   EXPECT_EQ(got, rounded(values, DType::bf16));
 }
 
-TEST(AddCpu, AddsInAccumulatorTypeAndRoundsOnce) {
-  OpRunner run;
+TEST_P(BackendOps, AddAddsInAccumulatorTypeAndRoundsOnce) {
+  BackendRunner& run = runner();
   const Vec a = rounded(random_vec(100, 1), DType::bf16), b = rounded(random_vec(100, 2), DType::bf16);
   Tensor ta = run.upload(a, DType::bf16, {100}), tb = run.upload(b, DType::bf16, {100});
   run.backend().add(ta, ta, tb);  // in place

@@ -1,4 +1,4 @@
-#include "tests/kernels/ops_test_util.hpp"
+#include "tests/kernels/backend_fixture.hpp"
 
 namespace mlpo::testing {
 namespace {
@@ -19,11 +19,11 @@ TEST(CrossEntropyReference, BackwardMatchesFiniteDifferences) {
             kFiniteDifferenceTolerance);
 }
 
-TEST(CrossEntropyCpu, MatchesReferenceForEveryStorageTypeAndBackwardInPlace) {
+TEST_P(BackendOps, CrossEntropyMatchesReferenceForEveryStorageTypeAndBackwardInPlace) {
   const Tokens targets = random_tokens(N, V, 3);
-  for (DType t : kStorageTypes) {
+  for (DType t : storage_types()) {
     SCOPED_TRACE(dtype_name(t));
-    OpRunner run;
+    BackendRunner& run = runner();
     const Vec logits = rounded(random_vec(N * V, 4, 3.0), t);
     Tensor tl = run.upload(logits, t, {N, V}), tt = run.upload_tokens(targets),
            losses = run.empty(acc_type(t), {N});
@@ -37,16 +37,16 @@ TEST(CrossEntropyCpu, MatchesReferenceForEveryStorageTypeAndBackwardInPlace) {
   }
 }
 
-TEST(CrossEntropyCpu, UniformLogitsGiveLogVocab) {
-  OpRunner run;
+TEST_P(BackendOps, CrossEntropyUniformLogitsGiveLogVocab) {
+  BackendRunner& run = runner();
   Tensor losses = run.empty(DType::f32, {N});
   run.backend().cross_entropy_forward(losses, run.upload(Vec(N * V, 0.5), DType::bf16, {N, V}),
                                       run.upload_tokens(random_tokens(N, V, 5)));
   for (double l : run.download(losses)) EXPECT_NEAR(l, std::log(double(V)), 1e-6);
 }
 
-TEST(CrossEntropyCpu, RejectsTargetOutsideVocabulary) {
-  OpRunner run;
+TEST_P(BackendOps, CrossEntropyRejectsTargetOutsideVocabulary) {
+  BackendRunner& run = runner();
   Tokens targets = random_tokens(N, V, 6);
   targets[0] = -1;
   Tensor losses = run.empty(DType::f32, {N});

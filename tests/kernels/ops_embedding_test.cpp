@@ -1,4 +1,4 @@
-#include "tests/kernels/ops_test_util.hpp"
+#include "tests/kernels/backend_fixture.hpp"
 
 namespace mlpo::testing {
 namespace {
@@ -14,11 +14,11 @@ TEST(EmbeddingReference, BackwardMatchesFiniteDifferences) {
             kFiniteDifferenceTolerance);
 }
 
-TEST(EmbeddingCpu, MatchesReferenceForEveryStorageTypeWithRepeatedTokens) {
+TEST_P(BackendOps, EmbeddingMatchesReferenceForEveryStorageTypeWithRepeatedTokens) {
   const Tokens tokens = random_tokens(N, V, 4);  // 20 tokens over 11 ids: repeats guaranteed
-  for (DType t : kStorageTypes) {
+  for (DType t : storage_types()) {
     SCOPED_TRACE(dtype_name(t));
-    OpRunner run;
+    BackendRunner& run = runner();
     const Vec table = rounded(random_vec(V * C, 5), t), dout = rounded(random_vec(N * C, 6), t);
     const Vec dtable0 = rounded(random_vec(V * C, 7), acc_type(t));
     Tensor tt = run.upload(table, t, {V, C}), tok = run.upload_tokens(tokens), out = run.empty(t, {N, C});
@@ -32,8 +32,8 @@ TEST(EmbeddingCpu, MatchesReferenceForEveryStorageTypeWithRepeatedTokens) {
   }
 }
 
-TEST(EmbeddingCpu, RejectsTokenOutsideVocabulary) {
-  OpRunner run;
+TEST_P(BackendOps, EmbeddingRejectsTokenOutsideVocabulary) {
+  BackendRunner& run = runner();
   Tokens tokens = random_tokens(N, V, 8);
   tokens[3] = V;
   Tensor out = run.empty(DType::f32, {N, C});

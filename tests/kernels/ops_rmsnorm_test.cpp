@@ -1,4 +1,4 @@
-#include "tests/kernels/ops_test_util.hpp"
+#include "tests/kernels/backend_fixture.hpp"
 
 namespace mlpo::testing {
 namespace {
@@ -17,10 +17,10 @@ TEST(RmsNormReference, BackwardMatchesFiniteDifferences) {
   EXPECT_LT(normalized_error(g.dw, num_dw), kFiniteDifferenceTolerance);
 }
 
-TEST(RmsNormCpu, MatchesReferenceForEveryStorageType) {
-  for (DType t : kStorageTypes) {
+TEST_P(BackendOps, RmsNormMatchesReferenceForEveryStorageType) {
+  for (DType t : storage_types()) {
     SCOPED_TRACE(dtype_name(t));
-    OpRunner run;
+    BackendRunner& run = runner();
     const Vec x = rounded(random_vec(N * C, 11, 3.0), t), w = rounded(random_vec(C, 12, 0.5), t);
     const Vec dout = rounded(random_vec(N * C, 13), t), dw0 = rounded(random_vec(C, 14), acc_type(t));
     Tensor tx = run.upload(x, t, {N, C}), tw = run.upload(w, t, {C});
@@ -38,8 +38,8 @@ TEST(RmsNormCpu, MatchesReferenceForEveryStorageType) {
   }
 }
 
-TEST(RmsNormCpu, OutputHasUnitRootMeanSquareWithUnitWeight) {
-  OpRunner run;
+TEST_P(BackendOps, RmsNormOutputHasUnitRootMeanSquareWithUnitWeight) {
+  BackendRunner& run = runner();
   Tensor x = run.upload(random_vec(N * C, 5, 7.0), DType::f32, {N, C}),
          w = run.upload(Vec(C, 1.0), DType::f32, {C});
   Tensor out = run.empty(DType::f32, {N, C}), rstd = run.empty(DType::f32, {N});

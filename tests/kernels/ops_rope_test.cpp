@@ -1,4 +1,4 @@
-#include "tests/kernels/ops_test_util.hpp"
+#include "tests/kernels/backend_fixture.hpp"
 
 namespace mlpo::testing {
 namespace {
@@ -14,10 +14,10 @@ TEST(RopeReference, BackwardMatchesFiniteDifferences) {
             kFiniteDifferenceTolerance);
 }
 
-TEST(RopeCpu, MatchesReferenceForEveryStorageTypeAndWorksInPlace) {
-  for (DType t : kStorageTypes) {
+TEST_P(BackendOps, RopeMatchesReferenceForEveryStorageTypeAndWorksInPlace) {
+  for (DType t : storage_types()) {
     SCOPED_TRACE(dtype_name(t));
-    OpRunner run;
+    BackendRunner& run = runner();
     const Vec x = rounded(random_vec(B * T * H * D, 3), t), dout = rounded(random_vec(B * T * H * D, 4), t);
     Tensor tx = run.upload(x, t, {B, T, H, D}), out = run.empty(t, {B, T, H, D});
     run.backend().rope_forward(out, tx, static_cast<float>(kTheta));

@@ -1,4 +1,4 @@
-#include "tests/kernels/ops_test_util.hpp"
+#include "tests/kernels/backend_fixture.hpp"
 
 namespace mlpo::testing {
 namespace {
@@ -18,10 +18,10 @@ TEST(SwigluReference, BackwardMatchesFiniteDifferences) {
             kFiniteDifferenceTolerance);
 }
 
-TEST(SwigluCpu, MatchesReferenceForEveryStorageType) {
-  for (DType t : kStorageTypes) {
+TEST_P(BackendOps, SwigluMatchesReferenceForEveryStorageType) {
+  for (DType t : storage_types()) {
     SCOPED_TRACE(dtype_name(t));
-    OpRunner run;
+    BackendRunner& run = runner();
     const Vec g = rounded(random_vec(kN, 11, 3.0), t), u = rounded(random_vec(kN, 12), t),
               d = rounded(random_vec(kN, 13), t);
     Tensor tg = run.upload(g, t, {kN}), tu = run.upload(u, t, {kN}), out = run.empty(t, {kN});

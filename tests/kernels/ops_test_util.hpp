@@ -1,7 +1,7 @@
 #pragma once
 // Shared pieces of the op tests: random inputs, central finite differences, the error
 // measure and its tolerances, and a runner that moves std::vector<double> in and out of
-// CpuBackend tensors of any storage type.
+// a backend's tensors of any storage type (BackendRunner; OpRunner for the CPU backend).
 //
 // Error measure: normalized_error(got, want) = max_i |got_i - want_i| / max_i |want_i|.
 // Tolerances for CpuBackend vs the double reference (run on the same inputs, already rounded
@@ -20,11 +20,12 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/cpu/reference_double.hpp"
+#include "tests/kernels/reference_double.hpp"
 
 namespace mlpo::testing {
 
@@ -32,6 +33,7 @@ using reference::Tokens;
 using reference::Vec;
 
 inline constexpr DType kStorageTypes[] = {DType::bf16, DType::f32, DType::f64};
+inline constexpr DType kGpuStorageTypes[] = {DType::bf16, DType::f32};  // f64 is the CPU's test-only type
 inline constexpr double kFiniteDifferenceTolerance = 1e-6;
 
 inline double tolerance(DType t) {
@@ -120,25 +122,32 @@ inline Vec plus(const Vec& a, const Vec& b) {
   return r;
 }
 
-class OpRunner {
+// Moves std::vector<double> in and out of any backend's tensors, through host copies, for every
+// storage type the backend holds. Owns the backend (and the CPU backend's threads).
+class BackendRunner {
  public:
-  explicit OpRunner(unsigned threads = 2, cpu::GemmPath path = cpu::GemmPath::blas)
-      : pool_(threads), backend_(pool_, CpuBackendOptions{2, path}) {}
+  BackendRunner(std::unique_ptr<ThreadPool> pool, std::unique_ptr<Backend> backend)
+      : pool_(std::move(pool)), backend_(std::move(backend)) {}
 
-  CpuBackend& backend() { return backend_; }
+  Backend& backend() { return *backend_; }
 
   Tensor upload(const Vec& v, DType t, std::initializer_list<std::int64_t> dims) {
     Tensor x = empty(t, dims);
     EXPECT_EQ(static_cast<std::size_t>(x.numel()), v.size());
     switch (t) {
-      case DType::bf16:
-        for (std::size_t i = 0; i < v.size(); ++i) x.as<bf16>()[i] = float_to_bf16(static_cast<float>(v[i]));
+      case DType::bf16: {
+        std::vector<bf16> h(v.size());
+        for (std::size_t i = 0; i < v.size(); ++i) h[i] = float_to_bf16(static_cast<float>(v[i]));
+        backend_->copy_from_host(x, h.data());
         break;
-      case DType::f32:
-        for (std::size_t i = 0; i < v.size(); ++i) x.as<float>()[i] = static_cast<float>(v[i]);
+      }
+      case DType::f32: {
+        const std::vector<float> h(v.begin(), v.end());
+        backend_->copy_from_host(x, h.data());
         break;
+      }
       case DType::f64:
-        for (std::size_t i = 0; i < v.size(); ++i) x.as<double>()[i] = v[i];
+        backend_->copy_from_host(x, v.data());
         break;
       case DType::i32:
         ADD_FAILURE() << "use upload_tokens";
@@ -149,7 +158,7 @@ class OpRunner {
 
   Tensor upload_tokens(const Tokens& tokens) {
     Tensor t = empty(DType::i32, {static_cast<std::int64_t>(tokens.size())});
-    backend_.copy_from_host(t, tokens.data());
+    backend_->copy_from_host(t, tokens.data());
     return t;
   }
 
@@ -157,29 +166,46 @@ class OpRunner {
   Tensor empty(DType t, std::initializer_list<std::int64_t> dims) {
     std::int64_t n = 1;
     for (auto d : dims) n *= d;
-    buffers_.push_back(backend_.allocate(t, n));
+    buffers_.push_back(backend_->allocate(t, n));
     Tensor x = buffers_.back().view(t, dims);
-    if (t != DType::i32) backend_.fill(x, std::numeric_limits<double>::quiet_NaN());
+    if (t != DType::i32) backend_->fill(x, std::numeric_limits<double>::quiet_NaN());
     return x;
   }
 
   Vec download(const Tensor& x) {
     Vec v(static_cast<std::size_t>(x.numel()));
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (x.dtype == DType::bf16)
-        v[i] = bf16_to_float(x.as<bf16>()[i]);
-      else if (x.dtype == DType::f32)
-        v[i] = x.as<float>()[i];
-      else
-        v[i] = x.as<double>()[i];
+    if (x.dtype == DType::bf16) {
+      std::vector<bf16> h(v.size());
+      backend_->copy_to_host(h.data(), x);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = bf16_to_float(h[i]);
+    } else if (x.dtype == DType::f32) {
+      std::vector<float> h(v.size());
+      backend_->copy_to_host(h.data(), x);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = h[i];
+    } else {
+      backend_->copy_to_host(v.data(), x);
     }
     return v;
   }
 
  private:
-  ThreadPool pool_;
-  CpuBackend backend_;
-  std::vector<DeviceBuffer> buffers_;
+  std::unique_ptr<ThreadPool> pool_;  // the CPU backend's threads (none for a GPU backend)
+  std::unique_ptr<Backend> backend_;
+  std::vector<DeviceBuffer> buffers_;  // declared last: released before the backend goes
+};
+
+inline BackendRunner cpu_runner(unsigned threads, cpu::GemmPath path) {
+  auto pool = std::make_unique<ThreadPool>(threads);
+  auto backend = std::make_unique<CpuBackend>(*pool, CpuBackendOptions{2, path});
+  return BackendRunner(std::move(pool), std::move(backend));
+}
+
+// The CPU backend with `threads` threads and GEMM `path` (for CPU-only properties: thread
+// counts, GEMM paths, f64).
+class OpRunner : public BackendRunner {
+ public:
+  explicit OpRunner(unsigned threads = 2, cpu::GemmPath path = cpu::GemmPath::blas)
+      : BackendRunner(cpu_runner(threads, path)) {}
 };
 
 inline DType acc_type(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }

@@ -3,7 +3,8 @@
 // Written as directly from the formulas as possible (the attention reference builds the full
 // probability matrix, the softmax is explicit) so it shares no structure with the fast code
 // it checks. Tests verify each backward here against central finite differences of the
-// forward here, then check the CpuBackend (bf16/f32/f64 storage) against these values.
+// forward here, then check each backend (BackendOps: CPU with bf16/f32/f64 storage, CUDA with
+// bf16/f32) against these values.
 // All tensors are flat row-major std::vector<double> with the shapes of kernels/backend.hpp.
 
 #include <algorithm>
