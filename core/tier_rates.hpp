@@ -2,8 +2,8 @@
 // TierRates: one storage tier's measured bandwidth as a function of concurrent streams, alone
 // and with the other direction in flight too (the profile's curves), and the pure formulas on
 // it that the simulator, the tuner and the executor's bound all use: how long a tier needs for
-// a given number of read and written bytes. Bandwidths are bytes/s (the profile stores
-// decimal GB/s).
+// a given number of read and written bytes (core/rates.hpp builds them, with the other
+// rates, from a profile). Bandwidths are bytes/s (the profile stores decimal GB/s).
 
 #include <string>
 #include <vector>

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "simulator/rates.hpp"
+#include "core/rates.hpp"
 #include "simulator/workload.hpp"
 
 namespace mlpo::sim {

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/rates.hpp"
 #include "simulator/platform.hpp"
-#include "simulator/rates.hpp"
 #include "simulator/simulation_process.hpp"
 #include "simulator/workload.hpp"
 
