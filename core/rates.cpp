@@ -7,6 +7,18 @@
 
 namespace mlpo {
 
+TierRates tier_rates_of(const TierProfile& tier) {
+  TierRates t;
+  t.name = tier.name;
+  t.kind = tier.kind;
+  t.remote = tier.kind == TierKind::remote;
+  t.read_curve = tier.read_gbps;
+  t.write_curve = tier.write_gbps;
+  t.mixed_read_curve = tier.mixed_read_gbps;
+  t.mixed_write_curve = tier.mixed_write_gbps;
+  return t;
+}
+
 double adam_threads_per_rank(std::int64_t cores, std::int64_t ranks_per_node) {
   return std::max(1.0, static_cast<double>(cores) / static_cast<double>(ranks_per_node));
 }

@@ -3,10 +3,10 @@
 // — the simulator's two models, the tuner's tier split and the executor's physical bound of
 // the update phase. For one plan, rates_of gives compute FLOP/s per rank, PCIe bytes/s per
 // GPU, the node's CPU-Adam throughput as its ranks share the cores, and each plan tier's
-// read/write bandwidth; node_adam_elements_per_s is the Adam throughput formula itself, and
-// tier_update_bps / in_place_update_bps what a tier delivers to the update phase (the tuner
-// splits the state in proportion). A tier's curves and the formulas on them are
-// core/tier_rates.hpp. Bandwidths are bytes/s (the profile stores decimal GB/s).
+// read/write bandwidth (tier_rates_of); node_adam_elements_per_s is the Adam throughput
+// formula itself, and tier_update_bps / in_place_update_bps what a tier delivers to the
+// update phase (the tuner splits the state in proportion). A tier's curves and the formulas
+// on them are core/tier_rates.hpp. Bandwidths are bytes/s (the profile stores decimal GB/s).
 
 #include <cstdint>
 #include <string>
@@ -17,6 +17,9 @@
 #include "core/tier_rates.hpp"
 
 namespace mlpo {
+
+// One profile tier's curves, ready for the formulas of core/tier_rates.hpp.
+TierRates tier_rates_of(const TierProfile& tier);
 
 // Threads one rank's Adam uses in the models: the node's cores split evenly over its ranks,
 // at least one. (The executor runs whole threads; it passes its own count below.)
