@@ -59,18 +59,6 @@ double TierRates::interleaved_bps(double streams) const {
   return 2.0 / overlapped_seconds(1.0, 1.0, streams, streams);
 }
 
-TierRates tier_rates_of(const TierProfile& tier) {
-  TierRates t;
-  t.name = tier.name;
-  t.kind = tier.kind;
-  t.remote = tier.kind == TierKind::remote;
-  t.read_curve = tier.read_gbps;
-  t.write_curve = tier.write_gbps;
-  t.mixed_read_curve = tier.mixed_read_gbps;
-  t.mixed_write_curve = tier.mixed_write_gbps;
-  return t;
-}
-
 double TierRates::peak_read_bps() const { return std::max(peak(read_curve), peak(mixed_read_curve)); }
 double TierRates::peak_write_bps() const { return std::max(peak(write_curve), peak(mixed_write_curve)); }
 

@@ -2,8 +2,8 @@
 // TierRates: one storage tier's measured bandwidth as a function of concurrent streams, alone
 // and with the other direction in flight too (the profile's curves), and the pure formulas on
 // it that the simulator, the tuner and the executor's bound all use: how long a tier needs for
-// a given number of read and written bytes. Bandwidths are bytes/s (the profile stores
-// decimal GB/s).
+// a given number of read and written bytes (core/rates.hpp builds them from a profile's
+// tier, tier_rates_of). Bandwidths are bytes/s (the profile stores decimal GB/s).
 
 #include <string>
 #include <vector>
@@ -54,8 +54,5 @@ struct TierRates {
   // one after the other at the alone rates. The executor's physical bound of a tier.
   double least_seconds(double read_bytes, double write_bytes) const;
 };
-
-// One profile tier's rates.
-TierRates tier_rates_of(const TierProfile& tier);
 
 }  // namespace mlpo

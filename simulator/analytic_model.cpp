@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "simulator/rates.hpp"
+#include "core/rates.hpp"
 #include "simulator/workload.hpp"
 
 namespace mlpo::sim {
@@ -27,24 +27,25 @@ double remote_share(const TierRates& tr, const Rates& rates, double nodes) {
 
 double capped_bps(double bps, double cap) { return cap > 0 ? std::min(bps, cap) : bps; }
 
-}  // namespace
+// What every phase's terms read: the plan, its rates and its workload, for one node.
+struct Setting {
+  const Accounting& a;
+  const Plan& plan;
+  const Rates& rates;
+  const Workload& w;  // the schedule the SimGrid model runs too
+  double R = 1;       // ranks per node
+  double nodes = 1;
+  double ppr = 0;  // parameters per rank
+};
 
-AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan,
-                          const SimulationOptions& options) {
-  const Rates rates = rates_of(profile, plan, options.remote_backbone_gbps);
-  AnalyticBreakdown out;
-  out.warnings = rates.warnings;
-  const double R = static_cast<double>(rates.ranks_per_node);
-  const double nodes = static_cast<double>(rates.nodes);
-  const double ppr = static_cast<double>(a.params_per_rank);
+// Forward and backward (hardware FLOPs = forward + 3x forward with recompute): compute, the
+// bf16 gradients' PCIe copy and, in flush-fp32 mode, the fp32 gradient flush.
+void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakdown& out, Bound& fwd,
+                              Bound& bwd) {
+  const Accounting& a = s.a;
+  const Rates& rates = s.rates;
   const double tokens = static_cast<double>(a.shape.micro_batch * a.shape.seq_len * a.shape.grad_accum);
-  const bool flush = plan.gradients == GradientPolicy::flush_fp32;
-  // The schedule the SimGrid model runs too: per-tier elements read, written back and
-  // flushed, from the placement, the cache replay and the tiers updated in place.
-  const Workload w = make_workload(a, plan);
-
-  // Forward and backward (hardware FLOPs = forward + 3x forward with recompute).
-  if (!options.update_only) {
+  if (!update_only) {
     const double fwd_flops = a.hardware_flops_per_token / 4.0 * tokens;
     const double bwd_flops = 3.0 * fwd_flops;
     if (rates.compute_flops_per_rank > 0) {
@@ -52,100 +53,85 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
       out.backward_compute_s = bwd_flops / rates.compute_flops_per_rank;
     }
     if (rates.d2h_bps > 0)
-      out.grad_d2h_s = ppr * kBf16Bytes * static_cast<double>(a.shape.grad_accum) / rates.d2h_bps;
+      out.grad_d2h_s = s.ppr * kBf16Bytes * static_cast<double>(a.shape.grad_accum) / rates.d2h_bps;
   }
-  Bound fwd{out.forward_compute_s, rates.compute_on_gpu ? "GPU compute" : "CPU compute"};
-  Bound bwd{out.backward_compute_s, fwd.what};
+  fwd = Bound{out.forward_compute_s, rates.compute_on_gpu ? "GPU compute" : "CPU compute"};
+  bwd = Bound{out.backward_compute_s, fwd.what};
   bwd.consider(out.grad_d2h_s, "PCIe device-to-host (bf16 gradients)");
   // Each streamed subgroup's fp32 gradients go to its own tier, the R ranks' at once; the
   // slowest tier sets the flush (resident subgroups keep theirs in memory).
-  for (std::size_t i = 0; i < plan.tiers.size() && !options.update_only; ++i) {
-    if (w.flush_elements[i] <= 0) continue;
+  for (std::size_t i = 0; i < s.plan.tiers.size() && !update_only; ++i) {
+    if (s.w.flush_elements[i] <= 0) continue;
     const TierRates& t = rates.tiers[i];
-    const double s =
-        R * w.flush_elements[i] * kFp32GradBytes / capped_bps(t.write_bps(R), remote_share(t, rates, nodes));
-    out.grad_flush_s = std::max(out.grad_flush_s, s);
-    bwd.consider(s, "fp32 gradient flush to " + t.name);
+    const double seconds = s.R * s.w.flush_elements[i] * kFp32GradBytes /
+                           capped_bps(t.write_bps(s.R), remote_share(t, rates, s.nodes));
+    out.grad_flush_s = std::max(out.grad_flush_s, seconds);
+    bwd.consider(seconds, "fp32 gradient flush to " + t.name);
   }
   out.forward_bound = out.forward_compute_s > 0 ? fwd.what : "nothing (not predicted)";
   out.backward_bound = bwd.seconds > 0 ? bwd.what : "nothing (not predicted)";
+}
 
-  // Update: per-tier bytes of the node's ranks, from the workload's steps. A tier updated in
-  // place moves nothing and gets no term: its subgroups cost Adam time only.
-  out.cache_hits = w.cache_hits;
+// Tier i's update term: the node's ranks' bytes from the workload's steps, one reader and
+// one writer per rank (as the executor) within the slot limit. A tier updated in place moves
+// nothing and gets an empty term: its subgroups cost Adam time only.
+TierTerm tier_term(const Setting& s, std::size_t i) {
+  const TierRates& tr = s.rates.tiers[i];
+  TierTerm term;
+  term.name = tr.name;
+  if (s.w.in_place[i]) return term;
+  term.read_bytes = s.R * s.w.read_elements[i] * s.w.read_bytes_per_element;
+  term.write_bytes = s.R * s.w.write_elements[i] * s.w.write_bytes_per_element;
+  term.read_streams = s.R;
+  term.write_streams = s.R;
+  bool overlap = true;  // reads and writes in flight at once
+  if (const double k = static_cast<double>(s.plan.tiers[i].concurrency_limit); k > 0) {
+    if (s.plan.slot_scope == SlotScope::separate) {
+      term.read_streams = std::min(term.read_streams, k);
+      term.write_streams = std::min(term.write_streams, k);
+    } else if (term.read_streams + term.write_streams > k) {
+      term.read_streams = term.write_streams = std::max(1.0, k / 2);
+      overlap = k >= 2;  // one slot for both: a read and a write never overlap
+    }
+  }
+  const double share = remote_share(tr, s.rates, s.nodes);
+  term.read_bps = capped_bps(tr.read_bps(term.read_streams), share);
+  term.write_bps = capped_bps(tr.write_bps(term.write_streams), share);
+  if (term.read_bytes + term.write_bytes > 0)
+    term.seconds = overlap ? tr.overlapped_seconds(term.read_bytes, term.write_bytes, term.read_streams,
+                                                   term.write_streams, share)
+                           : term.read_bytes / term.read_bps + term.write_bytes / term.write_bps;
+  return term;
+}
 
+// Pipeline bound: a rank keeps at most min(d, tiers) reads in flight (one reader per tier,
+// at most d misses ahead of Adam) and B buffers (each held from its read through Adam to its
+// write), so it finishes at most min(reads / T_read, B / (T_read + T_adam + T_write))
+// misses per second, T being a transfer's mean time over the streamed tiers (by fraction)
+// at the per-stream mixed bandwidth of its tier. (It matters for shallow pipelines over
+// several tiers, where a rank's few reads cannot keep every tier busy; the SimGrid model
+// captures that more closely.) Tiers updated in place stream nothing and hold no buffer.
+double pipeline_depth_s(const Setting& s, const std::vector<TierTerm>& terms, double adam_node) {
+  const Plan& plan = s.plan;
+  const bool flush = plan.gradients == GradientPolicy::flush_fp32;
   const double d = static_cast<double>(plan.prefetch_depth);
-  Bound upd;
-  double sum_peak_bw = 0;
-  double bytes_moved = 0;
-  for (std::size_t i = 0; i < plan.tiers.size(); ++i) {
-    const TierRates& tr = rates.tiers[i];
-    TierTerm term;
-    term.name = tr.name;
-    if (w.in_place[i]) {
-      out.tiers.push_back(term);
-      continue;
-    }
-    term.read_bytes = R * w.read_elements[i] * w.read_bytes_per_element;
-    term.write_bytes = R * w.write_elements[i] * w.write_bytes_per_element;
-    const double f = plan.tiers[i].fraction;
-    // One reader and one writer per rank and tier (as the executor), within the slot limit.
-    term.read_streams = R;
-    term.write_streams = R;
-    bool overlap = true;  // reads and writes in flight at once
-    if (const double k = static_cast<double>(plan.tiers[i].concurrency_limit); k > 0) {
-      if (plan.slot_scope == SlotScope::separate) {
-        term.read_streams = std::min(term.read_streams, k);
-        term.write_streams = std::min(term.write_streams, k);
-      } else if (term.read_streams + term.write_streams > k) {
-        term.read_streams = term.write_streams = std::max(1.0, k / 2);
-        overlap = k >= 2;  // one slot for both: a read and a write never overlap
-      }
-    }
-    const double share = remote_share(tr, rates, nodes);
-    auto capped = [share](double bps) { return capped_bps(bps, share); };
-    term.read_bps = capped(tr.read_bps(term.read_streams));
-    term.write_bps = capped(tr.write_bps(term.write_streams));
-    if (term.read_bytes + term.write_bytes > 0)
-      term.seconds = overlap ? tr.overlapped_seconds(term.read_bytes, term.write_bytes, term.read_streams,
-                                                     term.write_streams, share)
-                             : term.read_bytes / term.read_bps + term.write_bytes / term.write_bps;
-    upd.consider(term.seconds, "tier " + term.name);
-    if (f > 0) sum_peak_bw += capped(tr.interleaved_bps(term.read_streams));
-    bytes_moved += term.read_bytes + term.write_bytes;
-    out.tiers.push_back(term);
-  }
-  const double adam_node = rates.adam_node_eps(R);
-  out.adam_s = R * ppr / adam_node;
-  upd.consider(out.adam_s, "CPU Adam");
-  if (rates.h2d_bps > 0) {
-    out.h2d_s = ppr * kBf16Bytes / rates.h2d_bps;
-    upd.consider(out.h2d_s, "PCIe host-to-device (bf16 weights)");
-  }
-  // Pipeline bound: a rank keeps at most min(d, tiers) reads in flight (one reader per tier,
-  // at most d misses ahead of Adam) and B buffers (each held from its read through Adam to its
-  // write), so it finishes at most min(reads / T_read, B / (T_read + T_adam + T_write))
-  // misses per second, T being a transfer's mean time over the streamed tiers (by fraction)
-  // at the per-stream mixed bandwidth of its tier. (It matters for shallow pipelines over
-  // several tiers, where a rank's few reads cannot keep every tier busy; the SimGrid model
-  // captures that more closely.) Tiers updated in place stream nothing and hold no buffer.
-  const double sg_elems = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
+  const double sg_elems = static_cast<double>(std::min(plan.subgroup_elements, s.a.params_per_rank));
   double streamed = 0;  // the share of subgroups on streamed tiers
   for (std::size_t i = 0; i < plan.tiers.size(); ++i)
-    if (!w.in_place[i]) streamed += plan.tiers[i].fraction;
+    if (!s.w.in_place[i]) streamed += plan.tiers[i].fraction;
   double mean_read_s = 0, mean_write_s = 0;
   double tiers_used = 0;
   for (std::size_t i = 0; i < plan.tiers.size(); ++i) {
-    const double f = w.in_place[i] || streamed <= 0 ? 0.0 : plan.tiers[i].fraction / streamed;
+    const double f = s.w.in_place[i] || streamed <= 0 ? 0.0 : plan.tiers[i].fraction / streamed;
     if (f <= 0) continue;
     tiers_used += 1;
-    const TierTerm& term = out.tiers[i];
-    const TierRates& tr = rates.tiers[i];
+    const TierTerm& term = terms[i];
+    const TierRates& tr = s.rates.tiers[i];
     double read_bps = tr.read_bps_mixed(term.read_streams),
            write_bps = tr.write_bps_mixed(term.write_streams);
     if (!tr.measured_mixed()) read_bps = write_bps = tr.shared_bps(term.read_streams + term.write_streams);
-    read_bps = capped_bps(read_bps, remote_share(tr, rates, nodes));
-    write_bps = capped_bps(write_bps, remote_share(tr, rates, nodes));
+    read_bps = capped_bps(read_bps, remote_share(tr, s.rates, s.nodes));
+    write_bps = capped_bps(write_bps, remote_share(tr, s.rates, s.nodes));
     mean_read_s += f * sg_elems * (static_cast<double>(kOptimizerStateBytes) + (flush ? kFp32GradBytes : 0)) /
                    (read_bps / term.read_streams);
     mean_write_s +=
@@ -153,29 +139,87 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   }
   // Reads in flight per rank: at most the prefetch depth, and one per tier.
   const double reads_in_flight = std::max(1.0, std::min(d, tiers_used));
-  const double adam_sg_s = sg_elems / (adam_node / R);
+  const double adam_sg_s = sg_elems / (adam_node / s.R);
   const double per_subgroup_s =
       std::max(mean_read_s / reads_in_flight,
                (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
   double misses = 0;
-  for (const UpdateStep& s : w.steps) misses += !s.resident && !s.hit;
-  upd.consider(misses * per_subgroup_s, "pipeline depth (prefetch " + std::to_string(plan.prefetch_depth) +
-                                            ", " + std::to_string(plan.buffers) + " buffers)");
+  for (const UpdateStep& step : s.w.steps) misses += !step.resident && !step.hit;
+  return misses * per_subgroup_s;
+}
 
-  // Pipeline fill: the first subgroup's read and the last one's write are not overlapped
-  // with anything (at the per-stream bandwidth of the node's busiest tier).
-  const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
+// Pipeline fill: the first subgroup's read and the last one's write are not overlapped
+// with anything (at the per-stream bandwidth of the node's busiest tier), nor the first
+// subgroup's Adam.
+double fill_s(const Setting& s, const std::vector<TierTerm>& terms, double bytes_moved, double adam_node) {
+  const bool flush = s.plan.gradients == GradientPolicy::flush_fp32;
+  const double sg = static_cast<double>(std::min(s.plan.subgroup_elements, s.a.params_per_rank));
+  double fill = 0;
   if (bytes_moved > 0) {
     double per_stream_bps = 0;
-    for (const auto& t : out.tiers)
+    for (const auto& t : terms)
       if (t.read_bytes + t.write_bytes > 0)
-        per_stream_bps = std::max(per_stream_bps, (t.read_bytes + t.write_bytes) / t.seconds / R);
-    out.fill_s =
+        per_stream_bps = std::max(per_stream_bps, (t.read_bytes + t.write_bytes) / t.seconds / s.R);
+    fill =
         sg * (static_cast<double>(kOptimizerStateBytes) * 2 + (flush ? kFp32GradBytes : 0)) / per_stream_bps;
   }
-  out.fill_s += sg / (adam_node / R);
+  fill += sg / (adam_node / s.R);
+  return fill;
+}
+
+// Update: the largest of the tiers' terms, CPU Adam, the bf16 weights' PCIe copy and the
+// pipeline depth, plus the fill; and DESIGN.md's physical limit.
+void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
+  const Rates& rates = s.rates;
+  out.cache_hits = s.w.cache_hits;
+  double sum_peak_bw = 0;
+  double bytes_moved = 0;
+  for (std::size_t i = 0; i < s.plan.tiers.size(); ++i) {
+    TierTerm term = tier_term(s, i);
+    if (!s.w.in_place[i]) {
+      upd.consider(term.seconds, "tier " + term.name);
+      const TierRates& tr = rates.tiers[i];
+      if (s.plan.tiers[i].fraction > 0)
+        sum_peak_bw += capped_bps(tr.interleaved_bps(term.read_streams), remote_share(tr, rates, s.nodes));
+      bytes_moved += term.read_bytes + term.write_bytes;
+    }
+    out.tiers.push_back(std::move(term));
+  }
+  const double adam_node = rates.adam_node_eps(s.R);
+  out.adam_s = s.R * s.ppr / adam_node;
+  upd.consider(out.adam_s, "CPU Adam");
+  if (rates.h2d_bps > 0) {
+    out.h2d_s = s.ppr * kBf16Bytes / rates.h2d_bps;
+    upd.consider(out.h2d_s, "PCIe host-to-device (bf16 weights)");
+  }
+  upd.consider(pipeline_depth_s(s, out.tiers, adam_node), "pipeline depth (prefetch " +
+                                                              std::to_string(s.plan.prefetch_depth) + ", " +
+                                                              std::to_string(s.plan.buffers) + " buffers)");
+  out.fill_s = fill_s(s, out.tiers, bytes_moved, adam_node);
   out.update_bound_s = std::max(bytes_moved > 0 ? bytes_moved / sum_peak_bw : 0.0, out.adam_s);
   out.update_bound = upd.what.empty() ? "nothing" : upd.what;
+}
+
+}  // namespace
+
+AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan,
+                          const SimulationOptions& options) {
+  const Rates rates = rates_of(profile, plan, options.remote_backbone_gbps);
+  // The schedule the SimGrid model runs too: per-tier elements read, written back and
+  // flushed, from the placement, the cache replay and the tiers updated in place.
+  const Workload w = make_workload(a, plan);
+  const Setting s{a,
+                  plan,
+                  rates,
+                  w,
+                  static_cast<double>(rates.ranks_per_node),
+                  static_cast<double>(rates.nodes),
+                  static_cast<double>(a.params_per_rank)};
+  AnalyticBreakdown out;
+  out.warnings = rates.warnings;
+  Bound fwd, bwd, upd;
+  predict_forward_backward(s, options.update_only, out, fwd, bwd);
+  predict_update(s, out, upd);
 
   Prediction& p = out.prediction;
   p.model = "analytic";
@@ -186,7 +230,7 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   for (const auto& t : out.tiers) p.tiers.push_back({t.name, t.read_bytes, t.write_bytes, t.seconds});
   if (!options.update_only)
     for (std::size_t i = 0; i < p.tiers.size(); ++i)
-      p.tiers[i].write_bytes += R * w.flush_elements[i] * w.grad_flush_bytes_per_element;
+      p.tiers[i].write_bytes += s.R * w.flush_elements[i] * w.grad_flush_bytes_per_element;
   return out;
 }
 

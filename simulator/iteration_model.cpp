@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "core/error.hpp"
+#include "core/rates.hpp"
 #include "simulator/platform.hpp"
-#include "simulator/rates.hpp"
 #include "simulator/simulation_process.hpp"
 #include "simulator/workload.hpp"
 
@@ -87,6 +87,22 @@ class IterationModel {
   SimulationResult run();
 
  private:
+  // Per tier, the transfers one rank makes in the iteration: reads (misses) and writes
+  // (write-backs, plus one for the fp32 gradient flush when there is one).
+  struct TierTransfers {
+    std::vector<std::int64_t> reads;
+    std::vector<std::int64_t> writes;
+  };
+
+  // Setup: each node's tier slots, the transfers per tier, the ranks' queues and semaphores.
+  void build_node_tiers(std::int64_t nodes);
+  TierTransfers tier_transfers() const;
+  void build_ranks(std::int64_t nodes);
+  // Actors: each rank's compute/Adam actor, its prefetcher, PCIe streams and tier streams.
+  void start_actors(const TierTransfers& transfers);
+  // Results: the phases' times and node 0's tier figures.
+  void collect_results();
+
   void rank_actor(Rank& rank);
   void prefetch_actor(Rank& rank);
   void read_stream(Rank& rank, std::size_t tier);
@@ -288,7 +304,17 @@ SimulationResult IterationModel::run() {
   result_.simulated_nodes = nodes;
   result_.warnings = rates_.warnings;
   platform_ = build_platform(rates_, nodes);
+  build_node_tiers(nodes);
+  const TierTransfers transfers = tier_transfers();
+  build_ranks(nodes);
+  start_actors(transfers);
+  engine.run();
+  collect_results();
+  result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return result_;
+}
 
+void IterationModel::build_node_tiers(std::int64_t nodes) {
   const std::size_t tiers = plan_.tiers.size();
   for (std::int64_t n = 0; n < nodes; ++n) {
     std::vector<NodeTier> per_tier(tiers);
@@ -301,23 +327,26 @@ SimulationResult IterationModel::run() {
     }
     node_tiers_.push_back(std::move(per_tier));
   }
+}
 
-  // Streams per rank and tier, as the executor's UpdatePipeline has them: one reader and one
-  // writer, each moving one subgroup at a time (the prefetch depth bounds how far ahead the
-  // reader runs, not how many reads are in flight), none for a tier without transfers — so
-  // none at all for a tier updated in place.
-  std::vector<std::int64_t> misses(tiers, 0), writes(tiers, 0);
+IterationModel::TierTransfers IterationModel::tier_transfers() const {
+  const std::size_t tiers = plan_.tiers.size();
+  TierTransfers n{std::vector<std::int64_t>(tiers, 0), std::vector<std::int64_t>(tiers, 0)};
   for (const UpdateStep& s : w_.steps) {
-    if (!s.resident && !s.hit) ++misses[static_cast<std::size_t>(s.tier)];
-    if (s.write_subgroup >= 0) ++writes[static_cast<std::size_t>(s.write_tier)];
+    if (!s.resident && !s.hit) ++n.reads[static_cast<std::size_t>(s.tier)];
+    if (s.write_subgroup >= 0) ++n.writes[static_cast<std::size_t>(s.write_tier)];
   }
   if (!options_.update_only)
     for (std::size_t t = 0; t < tiers; ++t)
-      if (w_.grad_flush_bytes_per_element > 0 && w_.flush_elements[t] > 0) ++writes[t];
+      if (w_.grad_flush_bytes_per_element > 0 && w_.flush_elements[t] > 0) ++n.writes[t];
   for (std::size_t t = 0; t < tiers; ++t)  // the platform has no endpoint for them
-    MLPO_CHECK(!w_.in_place[t] || misses[t] + writes[t] == 0,
+    MLPO_CHECK(!w_.in_place[t] || n.reads[t] + n.writes[t] == 0,
                "transfers on tier " + plan_.tiers[t].name + ", updated in place");
+  return n;
+}
 
+void IterationModel::build_ranks(std::int64_t nodes) {
+  const std::size_t tiers = plan_.tiers.size();
   barrier_ = sg4::Barrier::create(static_cast<unsigned>(nodes * rates_.ranks_per_node));
   for (std::int64_t n = 0; n < nodes; ++n) {
     for (std::int64_t g = 0; g < rates_.ranks_per_node; ++g) {
@@ -333,21 +362,28 @@ SimulationResult IterationModel::run() {
       ranks_.push_back(std::move(rank));
     }
   }
+}
+
+// Streams per rank and tier, as the executor's UpdatePipeline has them: one reader and one
+// writer, each moving one subgroup at a time (the prefetch depth bounds how far ahead the
+// reader runs, not how many reads are in flight), none for a tier without transfers — so
+// none at all for a tier updated in place.
+void IterationModel::start_actors(const TierTransfers& transfers) {
   for (auto& rank_ptr : ranks_) {
     Rank& rank = *rank_ptr;
-    sg4::Host* cpu = platform_.nodes[static_cast<std::size_t>(rank.node)].cpu;
+    const NodePlatform& np = platform_.nodes[static_cast<std::size_t>(rank.node)];
+    sg4::Host* cpu = np.cpu;
     const std::string name = "node" + std::to_string(rank.node) + ".rank" + std::to_string(rank.local);
-    sg4::Host* home =
-        platform_.nodes[static_cast<std::size_t>(rank.node)].compute[static_cast<std::size_t>(rank.local)];
+    sg4::Host* home = np.compute[static_cast<std::size_t>(rank.local)];
     sg4::Actor::create(name, home != nullptr ? home : cpu, [this, &rank] { rank_actor(rank); });
     sg4::Actor::create(name + ".prefetch", cpu, [this, &rank] { prefetch_actor(rank); });
-    if (platform_.nodes[static_cast<std::size_t>(rank.node)].pcie) {
+    if (np.pcie) {
       sg4::Actor::create(name + ".h2d", cpu, [this, &rank] { pcie_stream(rank, true); });
       sg4::Actor::create(name + ".d2h", cpu, [this, &rank] { pcie_stream(rank, false); });
     }
-    for (std::size_t t = 0; t < tiers; ++t) {
-      rank.readers.push_back(misses[t] > 0 ? 1 : 0);
-      rank.writers.push_back(writes[t] > 0 ? 1 : 0);
+    for (std::size_t t = 0; t < plan_.tiers.size(); ++t) {
+      rank.readers.push_back(transfers.reads[t] > 0 ? 1 : 0);
+      rank.writers.push_back(transfers.writes[t] > 0 ? 1 : 0);
       for (int j = 0; j < rank.readers[t]; ++j)
         sg4::Actor::create(name + "." + plan_.tiers[t].name + ".read" + std::to_string(j), cpu,
                            [this, &rank, t] { read_stream(rank, t); });
@@ -356,8 +392,9 @@ SimulationResult IterationModel::run() {
                            [this, &rank, t] { write_stream(rank, t); });
     }
   }
-  engine.run();
+}
 
+void IterationModel::collect_results() {
   Prediction& p = result_.prediction;
   p.model = "simgrid";
   p.forward_s = phase_end_[1] - phase_end_[0];
@@ -366,15 +403,13 @@ SimulationResult IterationModel::run() {
   p.iteration_s = phase_end_[3] - phase_end_[0];
   for (const auto& rank : ranks_)
     if (rank->node == 0) p.stall_s += rank->stall_s / static_cast<double>(rates_.ranks_per_node);
-  for (std::size_t t = 0; t < tiers; ++t) {
+  for (std::size_t t = 0; t < plan_.tiers.size(); ++t) {
     const NodeTier& nt = node_tiers_[0][t];
     p.tiers.push_back({plan_.tiers[t].name, nt.read_bytes, nt.write_bytes, nt.busy_s});
     result_.tiers.push_back(
         {plan_.tiers[t].name, nt.slot_wait_s, p.iteration_s > 0 ? nt.busy_s / p.iteration_s : 0});
   }
   result_.cache_hits = w_.cache_hits;
-  result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
-  return result_;
 }
 
 }  // namespace

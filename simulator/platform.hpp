@@ -23,7 +23,7 @@
 
 #include <simgrid/s4u.hpp>
 
-#include "simulator/rates.hpp"
+#include "core/rates.hpp"
 
 namespace mlpo::sim {
 

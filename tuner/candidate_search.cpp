@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "core/rates.hpp"
 #include "tuner/search.hpp"
 
 namespace mlpo::tune {

@@ -120,4 +120,20 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   return out;
 }
 
+std::string search_summary(const TuneResult& r) {
+  const Prediction& p = *r.chosen.plan.prediction;
+  std::string out = describe_plan(r.chosen.plan);
+  appendf(out, "predicted iteration %s (update %s)", format_seconds(p.iteration_s).c_str(),
+          format_seconds(p.update_s).c_str());
+  if (r.chosen.plan.baseline_prediction)
+    appendf(out, "; baseline (on %s) %s, speedup %.2fx", r.baseline->plan.tiers[0].name.c_str(),
+            format_seconds(r.chosen.plan.baseline_prediction->iteration_s).c_str(),
+            r.chosen.plan.baseline_prediction->iteration_s / p.iteration_s);
+  appendf(out,
+          "\nsearched %zu candidates of the grid's %.3g (%zu feasible, %zu from the finer search, %zu "
+          "simulated) in %s\n",
+          r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
+  return out;
+}
+
 }  // namespace mlpo::tune

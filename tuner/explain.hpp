@@ -1,7 +1,8 @@
 #pragma once
 // Explain: the text `mlpo-tune --explain` prints — the chosen plan, the resource that bounds
 // each phase, the tier split against the tiers' bandwidths, what each principle saves
-// (the chosen plan simulated with it switched off) and the speedup over the baseline.
+// (the chosen plan simulated with it switched off) and the speedup over the baseline — and
+// the shorter summary the search prints without --explain.
 
 #include <string>
 
@@ -12,5 +13,8 @@ namespace mlpo::tune {
 
 std::string describe_plan(const Plan& plan);  // one paragraph: tiers, sizes, policies
 std::string explain(const TuneResult& result, const Profile& profile);
+// The chosen plan, its predicted iteration and update time, the baseline's and the speedup,
+// and what the search did (candidates, feasible, refined, simulated, time).
+std::string search_summary(const TuneResult& result);
 
 }  // namespace mlpo::tune

@@ -5,9 +5,8 @@
 #include <functional>
 
 #include "core/error.hpp"
-#include "core/tier_rates.hpp"
+#include "core/rates.hpp"
 #include "core/units.hpp"
-#include "simulator/rates.hpp"
 
 namespace mlpo::tune {
 
@@ -20,39 +19,16 @@ double state_bytes_per_element(const Plan& plan) {
 
 PlanTier tier_of(const TierProfile& t) { return PlanTier{t.name, t.path, t.kind, 0.0, 0}; }
 
-}  // namespace
-
-double tier_update_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
-  const TierRates rates = tier_rates_of(t);
-  if (k == 1)
-    return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
-  const double per_direction =
-      k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
-  return rates.interleaved_bps(std::max(1.0, per_direction));
-}
-
-namespace {
-
-double effective_bps(const TierProfile& t, std::int64_t ranks, std::int64_t k) {
-  return tier_update_bps(t, ranks, k);
-}
-
-// A tier updated in place (memory, host) moves no bytes: Adam reads and writes its
-// subgroups' p, m and v (24 B an element) where they lie. What it delivers to the update is
-// the rate at which the node's CPU Adam consumes state — R ranks on their share of the cores,
-// as the models have it (sim::Rates::adam_node_eps) — in the bytes of an even read/write mix
-// that effective_bps gives a streamed tier. That is far above any streamed tier (the dev VM:
-// 1.8e9 elements/s, 44 GB/s, against 4 GB/s of disk), so split() gives the in-place tier
-// nearly all the state, up to the host memory the candidate leaves. Proportional, the
-// streamed tiers' share takes as long to move as Adam takes on the in-place share, so they
-// are done before Adam's pass over the whole shard is: Adam bounds such a plan. The models
-// then compare it with the candidates without the in-place tier.
-double in_place_bps(const Profile& profile, std::int64_t ranks) {
-  sim::Rates node;
-  node.ranks_per_node = ranks;
-  node.cores = profile.host.cores;
-  node.adam_curve = profile.host.adam_elements_per_s;
-  return node.adam_node_eps(static_cast<double>(ranks)) * 2 * static_cast<double>(kOptimizerStateBytes);
+// A tier updated in place (memory, host) moves no bytes: what it delivers to the update is
+// the rate at which the node's CPU Adam consumes its state (core/rates.hpp,
+// in_place_update_bps). That is far above any streamed tier (the dev VM: 1.8e9 elements/s,
+// 44 GB/s, against 4 GB/s of disk), so split() gives the in-place tier nearly all the state,
+// up to the host memory the candidate leaves. Proportional, the streamed tiers' share takes as
+// long to move as Adam takes on the in-place share, so they are done before Adam's pass over
+// the whole shard is: Adam bounds such a plan. The models then compare it with the candidates
+// without the in-place tier.
+double update_bps(const Profile& profile, const TierProfile& t, std::int64_t ranks, std::int64_t k) {
+  return updated_in_place(t.kind) ? in_place_update_bps(profile.host, ranks) : tier_update_bps(t, ranks, k);
 }
 
 // Fractions proportional to bandwidth, capped by capacity (`cap[t]` is the largest fraction
@@ -299,8 +275,7 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
     const TierProfile* tp = request.profile.find_tier(p.tiers[i].name);
     MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
-    bw.push_back(updated_in_place(tp->kind) ? in_place_bps(request.profile, R)
-                                            : effective_bps(*tp, R, p.tiers[i].concurrency_limit));
+    bw.push_back(update_bps(request.profile, *tp, R, p.tiers[i].concurrency_limit));
     p.tiers[i].fraction = 1.0;
     full_bytes.push_back(tier_bytes_needed(a, p, i));
     cap.push_back(
@@ -423,7 +398,7 @@ std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& reques
       if (!admits(tp)) continue;
       Plan p = baseline_on(a, tp, subgroup_elements);
       if (check_fits(a, p, request)) continue;
-      const double bw = effective_bps(tp, a.shape.gpus_per_node, 0);
+      const double bw = tier_update_bps(tp, a.shape.gpus_per_node, 0);
       if (!best || bw > best_bw) {
         best_bw = bw;
         best = p;

@@ -59,9 +59,6 @@ std::int64_t host_budget(const TuneRequest& request);
 // Throws mlpo::Error for --param-offload with several ranks (mlpo-run allows it on one rank
 // only; ZeRO-3 already gathers the weights a part at a time).
 void check_param_offload(bool param_offload, const ClusterShape& shape);
-// Aggregate node bandwidth of a streamed tier for the update's even read/write mix when R
-// ranks stream to it (one reader and one writer each) under a combined limit k (0: none).
-double tier_update_bps(const TierProfile& tier, std::int64_t ranks, std::int64_t k);
 HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan);
 // Optimizer state (and fp32 gradients in flush mode) a plan puts on tier `t`, for the whole
 // group that shares it: one node for local tiers, all nodes for remote ones.

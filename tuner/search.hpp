@@ -2,10 +2,10 @@
 // Search: from a model, a cluster shape and a profile to the plan to run. The analytic search
 // (tuner/candidate_search.hpp: coordinate descent per tier subset, then a finer local search;
 // µs per candidate, never the whole space in memory) yields the best `simulate_top` feasible
-// plans; they, the baseline plan and one ablation per principle of the chosen plan are then
-// simulated with SimGrid (child processes, `jobs` at a time), and the fastest simulated plan
-// wins. Costs: seconds of analytic scoring even at 8 tiers and 8 ranks per node, plus
-// ~0.1–1 s per SimGrid run.
+// plans; they and the baseline plan are then simulated with SimGrid (child processes, `jobs`
+// at a time), the fastest simulated plan wins, and one ablation per principle of the chosen
+// plan (tuner/ablations.hpp) is simulated too. Costs: seconds of analytic scoring even at 8
+// tiers and 8 ranks per node, plus ~0.1–1 s per SimGrid run.
 
 #include <optional>
 #include <string>
@@ -13,6 +13,7 @@
 
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
+#include "tuner/ablations.hpp"
 #include "tuner/plan_space.hpp"
 
 namespace mlpo::tune {
@@ -21,15 +22,6 @@ struct RankedPlan {
   Plan plan;
   sim::AnalyticBreakdown analytic;
   sim::SimulationResult simulated;
-};
-
-// The chosen plan with one of the five principles switched off, simulated.
-struct Ablation {
-  std::string principle;  // "multi-path tiers", "concurrency limit", ...
-  std::string change;     // what was changed ("nvme alone", "no limit", ...)
-  bool applies = true;    // false: not simulated; `why_not` says why
-  double seconds = 0;     // predicted iteration (or update) time without it
-  std::string why_not;
 };
 
 struct TuneResult {

@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/rank_shard.hpp"
+#include "core/rates.hpp"
 #include "core/thread_pool.hpp"
 #include "core/tier_rates.hpp"
 #include "executor/io/tier_set.hpp"
@@ -320,8 +321,8 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(o.ranks));
   if (o.profile)
-    adam_rate = interpolate(o.profile->host.adam_elements_per_s,
-                            static_cast<double>(std::min(cores, threads * static_cast<unsigned>(o.ranks))));
+    adam_rate = node_adam_elements_per_s(o.profile->host.adam_elements_per_s, static_cast<double>(cores),
+                                         static_cast<double>(o.ranks), static_cast<double>(threads));
 
   // Its tier directories, removed at the end; those of killed runs on this host, at the start.
   const std::string run = o.run_name.empty() ? default_run_name("update") : o.run_name;

@@ -1,18 +1,52 @@
-#include "simulator/rates.hpp"
+#include "core/rates.hpp"
 
 #include <algorithm>
 
+#include "core/accounting.hpp"
 #include "core/error.hpp"
 
-namespace mlpo::sim {
+namespace mlpo {
 
-double Rates::adam_threads_per_rank() const {
+TierRates tier_rates_of(const TierProfile& tier) {
+  TierRates t;
+  t.name = tier.name;
+  t.kind = tier.kind;
+  t.remote = tier.kind == TierKind::remote;
+  t.read_curve = tier.read_gbps;
+  t.write_curve = tier.write_gbps;
+  t.mixed_read_curve = tier.mixed_read_gbps;
+  t.mixed_write_curve = tier.mixed_write_gbps;
+  return t;
+}
+
+double adam_threads_per_rank(std::int64_t cores, std::int64_t ranks_per_node) {
   return std::max(1.0, static_cast<double>(cores) / static_cast<double>(ranks_per_node));
 }
 
+double node_adam_elements_per_s(const std::vector<CurvePoint>& adam_curve, double cores, double ranks,
+                                double threads_per_rank) {
+  return interpolate(adam_curve, std::min(cores, ranks * threads_per_rank));
+}
+
+double tier_update_bps(const TierProfile& tier, std::int64_t ranks, std::int64_t k) {
+  const TierRates rates = tier_rates_of(tier);
+  if (k == 1)
+    return 2.0 / (1.0 / rates.read_bps(1) + 1.0 / rates.write_bps(1));  // reads and writes take turns
+  const double per_direction =
+      k > 0 ? std::min(static_cast<double>(ranks), static_cast<double>(k) / 2) : static_cast<double>(ranks);
+  return rates.interleaved_bps(std::max(1.0, per_direction));
+}
+
+double in_place_update_bps(const HostProfile& host, std::int64_t ranks) {
+  const double eps =
+      node_adam_elements_per_s(host.adam_elements_per_s, static_cast<double>(host.cores),
+                               static_cast<double>(ranks), adam_threads_per_rank(host.cores, ranks));
+  return eps * 2 * static_cast<double>(kOptimizerStateBytes);
+}
+
 double Rates::adam_node_eps(double ranks) const {
-  const double threads = std::min(static_cast<double>(cores), ranks * adam_threads_per_rank());
-  return interpolate(adam_curve, threads);
+  return node_adam_elements_per_s(adam_curve, static_cast<double>(cores), ranks,
+                                  adam_threads_per_rank(cores, ranks_per_node));
 }
 
 Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps) {
@@ -77,4 +111,4 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   return r;
 }
 
-}  // namespace mlpo::sim
+}  // namespace mlpo

@@ -1,0 +1,69 @@
+#pragma once
+// Rates: the one path from a profile's figures to the rates every model of an iteration uses
+// — the simulator's two models, the tuner's tier split and the executor's physical bound of
+// the update phase. For one plan, rates_of gives compute FLOP/s per rank, PCIe bytes/s per
+// GPU, the node's CPU-Adam throughput as its ranks share the cores, and each plan tier's
+// read/write bandwidth (tier_rates_of); node_adam_elements_per_s is the Adam throughput
+// formula itself, and tier_update_bps / in_place_update_bps what a tier delivers to the
+// update phase (the tuner splits the state in proportion). A tier's curves and the formulas
+// on them are core/tier_rates.hpp. Bandwidths are bytes/s (the profile stores decimal GB/s).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "core/tier_rates.hpp"
+
+namespace mlpo {
+
+// One profile tier's curves, ready for the formulas of core/tier_rates.hpp.
+TierRates tier_rates_of(const TierProfile& tier);
+
+// Threads one rank's Adam uses in the models: the node's cores split evenly over its ranks,
+// at least one. (The executor runs whole threads; it passes its own count below.)
+double adam_threads_per_rank(std::int64_t cores, std::int64_t ranks_per_node);
+
+// Aggregate fused-AdamW elements/s of a node with `cores` cores when `ranks` ranks run Adam at
+// once on `threads_per_rank` threads each: the profile's curve (elements/s by threads) at the
+// threads in use, never more than the cores.
+double node_adam_elements_per_s(const std::vector<CurvePoint>& adam_curve, double cores, double ranks,
+                                double threads_per_rank);
+
+// Aggregate node bandwidth of a streamed tier for the update's even read/write mix when R
+// ranks stream to it (one reader and one writer each) under a combined limit k (0: none).
+double tier_update_bps(const TierProfile& tier, std::int64_t ranks, std::int64_t k);
+
+// What a tier updated in place (memory, host) delivers to the update: it moves no bytes, so
+// the rate at which the node's CPU Adam consumes state — `ranks` ranks on their share of the
+// cores — in the bytes of the even read/write mix tier_update_bps gives a streamed tier
+// (24 B an element).
+double in_place_update_bps(const HostProfile& host, std::int64_t ranks);
+
+struct Rates {
+  std::int64_t ranks_per_node = 1;
+  std::int64_t nodes = 1;
+  bool compute_on_gpu = false;
+  double compute_flops_per_rank = 0;  // 0: the profile has no compute figure (forward/backward not predicted)
+  double h2d_bps = 0;                 // per GPU; 0 without GPUs (weights and gradients stay in host memory)
+  double d2h_bps = 0;
+  std::int64_t cores = 1;
+  std::vector<CurvePoint> adam_curve;  // elements/s by threads
+  std::vector<TierRates> tiers;        // in plan order; kind is the plan tier's
+  double remote_backbone_bps = 0;      // cluster-wide, per direction
+  std::vector<std::string> warnings;
+
+  // Aggregate Adam elements/s of the node when `ranks` ranks run Adam at once, each on its
+  // adam_threads_per_rank(cores, ranks_per_node) threads.
+  double adam_node_eps(double ranks) const;
+};
+
+// Throws mlpo::Error when a streamed plan tier is not in the profile (names the tier and the
+// profile's tiers). A tier updated in place (memory, host) moves no bytes, so it needs no
+// figures: it may be missing from the profile, and its curves are never used (the tuner
+// checks its capacity and the host memory it takes). `remote_backbone_gbps` 0 means no
+// cluster-wide limit beyond each node's own link.
+Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps);
+
+}  // namespace mlpo
