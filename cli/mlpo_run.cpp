@@ -372,7 +372,7 @@ int run_report(const ReportFlags& f) {
 
 // The update-only options from the flags; `adamw` holds training's AdamW flags.
 mlpo::update_only::UpdateOnlyOptions update_only_options(const StepFlags& s, const UpdateOnlyFlags& f,
-                                                     const mlpo::train::TrainOptions& adamw) {
+                                                         const mlpo::train::TrainOptions& adamw) {
   if (f.params_text.empty()) throw mlpo::Error("--update-only needs --params (total parameters, e.g. 1e9)");
   if (s.plan_path.empty()) throw mlpo::Error("--update-only needs --plan (a plan file from mlpo-tune)");
   mlpo::update_only::UpdateOnlyOptions u = f.options;

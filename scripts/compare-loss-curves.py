@@ -9,7 +9,7 @@ Passes (exit 0) when
   * the mean of that relative difference over the last --tail steps <= --max-tail-rel;
   * both runs learned: the mean loss of the last --tail steps < 0.9 x the first step's.
 Why these bounds: one bf16 forward+backward on the GPU differs from the CPU backend's by < 2 %
-in loss and < 5 % in gradients (tests/cuda); AdamW steps are normalised by the moment estimates,
+in loss and < 5 % in gradients (tests/kernels/cuda); AdamW steps are normalised by the moment estimates,
 so the two trajectories separate only slowly, and the curves must stay close, not equal.
 Prints every 5th step, the worst step and the verdict. Exit 1 on a failed check, 2 on bad input.
 """

@@ -2,9 +2,9 @@
 // TierRunDirectories: the per-process directories of a run's tier files,
 // <tier path>/mlpo/<run>/ (io::run_directory, executor/io/tier_layout.hpp; RankEngine puts
 // rank<r>.state there), removed at the end — also after an error — and, at start, those of
-// earlier runs on this host whose process is gone (killed runs). Training (train-<host>-<pid>) and mlpo-run --update-only
-// (update-<host>-<pid>, one directory for all its forked ranks) both use it, and each clean-up
-// judges the directories of both kinds.
+// earlier runs on this host whose process is gone (killed runs). Training
+// (train-<host>-<pid>) and mlpo-run --update-only (update-<host>-<pid>, one directory for all
+// its forked ranks) both use it, and each clean-up judges the directories of both kinds.
 //
 // Run names are <kind>-<host>-<pid> (default_run_name), so every rank of a job has its own
 // directory even when ranks of one node share a tier, and the clean-up only ever judges

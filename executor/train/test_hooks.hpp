@@ -1,6 +1,6 @@
 #pragma once
 // The test hooks of a training run, read from the process's environment: tests that start
-// mlpo-run as a child process (tests/train/crash_safety_test.cpp, zero_mpi_test.cpp) set them
+// mlpo-run as a child process (tests/executor/train/crash_safety_test.cpp, zero_mpi_test.cpp) set them
 // to widen a checkpoint's window or to learn which phase a killed run was in. Unset, as in
 // normal use, they do nothing. docs/training.md, "Test hooks".
 

@@ -229,8 +229,8 @@ void load_hf_weights(HfCheckpoint& init, const TrainOptions& o, offload::UpdateP
 // A fresh run: each element's initial value is a pure function of (seed, index), hashed on
 // every core (billions of parameters would take minutes on one); m = v = 0.
 void load_initial_values(const model::ParameterLayout& layout, std::uint64_t seed,
-                         offload::UpdatePipeline& pipeline, const RankShard& mine,
-                         std::span<bf16> weights, ThreadPool& threads) {
+                         offload::UpdatePipeline& pipeline, const RankShard& mine, std::span<bf16> weights,
+                         ThreadPool& threads) {
   pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
     threads.parallel_for(
         static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {

@@ -19,7 +19,7 @@
 
 #include "core/json_io.hpp"
 #include "core/profile.hpp"
-#include "tests/io/temp_dir.hpp"
+#include "tests/executor/io/temp_dir.hpp"
 
 extern char** environ;
 

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "tests/io/temp_dir.hpp"
+#include "tests/executor/io/temp_dir.hpp"
 
 namespace mlpo::profiles {
 namespace {

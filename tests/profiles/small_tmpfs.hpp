@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/io/temp_dir.hpp"
+#include "tests/executor/io/temp_dir.hpp"
 
 namespace mlpo::profiles::testing {
 

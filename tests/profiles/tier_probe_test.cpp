@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "tests/io/temp_dir.hpp"
+#include "tests/executor/io/temp_dir.hpp"
 #include "tests/profiles/small_tmpfs.hpp"
 
 namespace mlpo::profiles {
