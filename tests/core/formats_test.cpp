@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo {
 
@@ -77,15 +78,7 @@ Json sample_plan() {
       {"gradients", "delayed"}};
 }
 
-// Runs `parse` and returns the Error message ("" if it did not throw an Error).
-std::string error_of(const std::function<void()>& parse) {
-  try {
-    parse();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 }  // namespace
 

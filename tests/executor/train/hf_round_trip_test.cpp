@@ -23,15 +23,10 @@ using test::TempDir;
 constexpr LrSchedule kFrozen{1e-3, 0.0, 0, 1};
 
 TrainOptions options(const std::string& data, std::int64_t steps) {
-  TrainOptions o;
-  o.model = test::tiny_model();
-  o.data = {data};
+  TrainOptions o = test::tiny_train_options(data);
   o.steps = steps;
-  o.micro_batch = 2;
   o.seed = 3;
   o.lr = LrSchedule{3e-3, 3e-4, 0, steps};
-  o.threads = 2;
-  o.blas_threads = 1;
   o.plan = test::memory_plan(853120);
   o.export_shard_bytes = 400'000;  // tiny's 1.7 MB of bf16 in several shards
   return o;

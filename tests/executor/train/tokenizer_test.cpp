@@ -11,20 +11,13 @@
 #include "executor/train/tokenizer.hpp"
 #include "tests/executor/train/tiny_tokenizer.hpp"
 #include "tests/executor/train/train_test_util.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::train {
 namespace {
 
+using mlpo::testing::error_of;
 using test::TempDir;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(Tokenizer, SentencePieceModelRoundTripsTextAndReportsItsVocab) {
   TempDir dir;
