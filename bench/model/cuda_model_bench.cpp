@@ -15,11 +15,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bench/model/model_bench_util.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
 #include "executor/model/device_memory.hpp"
@@ -27,12 +27,8 @@
 #include "executor/model/transformer_model.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-}  // namespace
+using mlpo::bench::Clock;
+using mlpo::bench::seconds_since;
 
 int main(int argc, char** argv) try {
   CLI::App app{"forward+backward throughput and MFU of the CUDA backend on a GPU-resident model"};
@@ -82,10 +78,7 @@ int main(int argc, char** argv) try {
 
   mlpo::model::TransformerModel model(backend, shape, options);
   model.init_weights(1234);
-  std::mt19937_64 rng(5);
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());
-  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
-  for (auto& t : targets) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
+  const auto [tokens, targets] = mlpo::bench::random_tokens(N, shape.vocab);
 
   const auto& L = model.layout();
   const std::int64_t matrix_params = L.total() -

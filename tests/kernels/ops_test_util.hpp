@@ -1,7 +1,8 @@
 #pragma once
 // Shared pieces of the op tests: random inputs, central finite differences, the error
-// measure and its tolerances, and a runner that moves std::vector<double> in and out of
-// a backend's tensors of any storage type (BackendRunner; OpRunner for the CPU backend).
+// measure and its tolerances, a runner that moves std::vector<double> in and out of a
+// backend's tensors of any storage type (BackendRunner; OpRunner for the CPU backend), and
+// attention forward+backward on a runner (run_attention), for the CPU and the CUDA op tests.
 //
 // Error measure: normalized_error(got, want) = max_i |got_i - want_i| / max_i |want_i|.
 // Tolerances for CpuBackend vs the double reference (run on the same inputs, already rounded
@@ -209,5 +210,24 @@ class OpRunner : public BackendRunner {
 };
 
 inline DType acc_type(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+// Attention forward and backward on `run`'s backend in storage type `t` (the log-sum-exp in
+// acc_type(t)): the output, the log-sum-exp and the three input gradients.
+struct AttentionRun {
+  Vec out, lse, dq, dk, dv;
+};
+
+inline AttentionRun run_attention(BackendRunner& run, DType t, const Vec& q, const Vec& k, const Vec& v,
+                                  const Vec& dout, const reference::AttentionShape& s) {
+  Tensor tq = run.upload(q, t, {s.B, s.T, s.Hq, s.D}), tk = run.upload(k, t, {s.B, s.T, s.Hkv, s.D});
+  Tensor tv = run.upload(v, t, {s.B, s.T, s.Hkv, s.D}), out = run.empty(t, {s.B, s.T, s.Hq, s.D});
+  Tensor lse = run.empty(acc_type(t), {s.B, s.Hq, s.T});
+  run.backend().attention_forward(out, lse, tq, tk, tv);
+  Tensor dq = run.empty(t, {s.B, s.T, s.Hq, s.D}), dk = run.empty(t, {s.B, s.T, s.Hkv, s.D});
+  Tensor dv = run.empty(t, {s.B, s.T, s.Hkv, s.D});
+  run.backend().attention_backward(dq, dk, dv, run.upload(dout, t, {s.B, s.T, s.Hq, s.D}), tq, tk, tv, out,
+                                   lse);
+  return {run.download(out), run.download(lse), run.download(dq), run.download(dk), run.download(dv)};
+}
 
 }  // namespace mlpo::testing

@@ -65,4 +65,11 @@ inline std::vector<double> gradients_of(const model::TransformerModel& m) {
   return out;
 }
 
+// One forward and backward(loss_scale) on `b`, added to the gradient buffer: the buffer after.
+inline std::vector<double> add_gradients(model::TransformerModel& m, const Batch& b, float loss_scale) {
+  m.forward(b.tokens, b.targets);
+  m.backward(loss_scale);
+  return gradients_of(m);
+}
+
 }  // namespace mlpo::testing
