@@ -34,6 +34,17 @@ TrainOptions tiny_options(const TempDir& dir, const std::string& data) {
   return o;
 }
 
+// The uninterrupted run the resumed ones are compared with: `steps` steps without
+// checkpoints, its weights exported to whole.safetensors. Returns its options.
+TrainOptions train_whole(const TempDir& dir, const std::string& data, std::int64_t steps) {
+  TrainOptions whole = tiny_options(dir, data);
+  whole.checkpoint_dir.clear();
+  whole.steps = steps;
+  whole.export_safetensors = dir / "whole.safetensors";
+  train(whole, {});
+  return whole;
+}
+
 TEST(Checkpoint, KeepsOnlyTheLatestCompleteCheckpoint) {
   TempDir dir;
   TrainOptions o = tiny_options(dir, test::make_token_file(dir));
@@ -96,11 +107,7 @@ TEST(Checkpoint, CorruptStateFileIsRejectedOnOpen) {
 TEST(Checkpoint, ResumesTheSingleFileFormatOfVersion1) {
   TempDir dir;
   const std::string data = test::make_token_file(dir);
-  TrainOptions whole = tiny_options(dir, data);
-  whole.checkpoint_dir.clear();
-  whole.steps = 4;
-  whole.export_safetensors = dir / "whole.safetensors";
-  train(whole, {});
+  const TrainOptions whole = train_whole(dir, data, 4);
 
   TrainOptions first = whole;
   first.steps = 2;
@@ -163,11 +170,7 @@ std::vector<std::string> entries(const std::string& dir) {
 TEST(Checkpoint, ResumeFallsBackToTheNewestCompleteCheckpointWhenLatestIsMissing) {
   TempDir dir;
   const std::string data = test::make_token_file(dir);
-  TrainOptions whole = tiny_options(dir, data);
-  whole.checkpoint_dir.clear();
-  whole.steps = 6;
-  whole.export_safetensors = dir / "whole.safetensors";
-  train(whole, {});
+  const TrainOptions whole = train_whole(dir, data, 6);
 
   TrainOptions first = tiny_options(dir, data);
   first.steps = 4;

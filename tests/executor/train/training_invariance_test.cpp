@@ -29,22 +29,22 @@ TrainOptions base_options(const std::string& data) {
   return o;
 }
 
-// A temporary directory with the token file and the two tier folders `a` and `b`.
-struct TwoTierDir {
-  TempDir dir;
-  std::string data = test::make_token_file(dir);
-  TwoTierDir() {
+// A temporary directory with the token file and the two tier folders `a` and `b`, and
+// base_options() on that file.
+class TwoTierRun : public ::testing::Test {
+ protected:
+  TwoTierRun() {
     fs::create_directories(dir / "a");
     fs::create_directories(dir / "b");
   }
-};
-
-TEST(TrainingPlacementInvariance, SameLossesAndWeightsUnderEveryPlan) {
-  const TwoTierDir setup;
-  const TempDir& dir = setup.dir;
+  TempDir dir;
   const std::int64_t params = tiny_params();
-  TrainOptions o = base_options(setup.data);
+  TrainOptions o = base_options(test::make_token_file(dir));
+};
+using TrainingPlacementInvariance = TwoTierRun;
+using TrainingResume = TwoTierRun;
 
+TEST_F(TrainingPlacementInvariance, SameLossesAndWeightsUnderEveryPlan) {
   o.plan = test::memory_plan(params);
   const Outcome memory = run(o, dir / "memory.safetensors");
   o.plan = test::one_tier_plan(params, dir / "a");
@@ -66,11 +66,7 @@ TEST(TrainingPlacementInvariance, SameLossesAndWeightsUnderEveryPlan) {
   EXPECT_FALSE(fs::exists(dir / "a/mlpo"));
 }
 
-TEST(TrainingResume, ContinuesBitwiseUnderAnotherPlan) {
-  const TwoTierDir setup;
-  const TempDir& dir = setup.dir;
-  const std::int64_t params = tiny_params();
-  TrainOptions o = base_options(setup.data);
+TEST_F(TrainingResume, ContinuesBitwiseUnderAnotherPlan) {
   o.plan = test::memory_plan(params);
   const Outcome whole = run(o, dir / "whole.safetensors");
 
