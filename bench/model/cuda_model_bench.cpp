@@ -32,14 +32,8 @@ using mlpo::bench::seconds_since;
 
 int main(int argc, char** argv) try {
   CLI::App app{"forward+backward throughput and MFU of the CUDA backend on a GPU-resident model"};
-  mlpo::model::ModelShape shape;
-  shape.hidden = 2048;
-  shape.layers = 16;
-  shape.heads = 16;
-  shape.kv_heads = 8;
-  shape.ffn_hidden = 5632;
-  shape.vocab = 32000;
-  shape.seq_len = 2048;
+  // vocab, hidden, layers, heads, kv heads, ffn, seq
+  mlpo::model::ModelShape shape{32000, 2048, 16, 16, 8, 5632, 2048};
   int batch = 4, steps = 5;
   double peak_tflops = 989.0;
   std::string model_name;

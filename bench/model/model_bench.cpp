@@ -65,13 +65,7 @@ int main(int argc, char** argv) {
 
   mlpo::model::ModelShape shape;  // byte-level vocabulary
   if (model_name.empty()) {
-    shape.vocab = 256;
-    shape.hidden = 384;
-    shape.layers = layers;
-    shape.heads = 6;
-    shape.kv_heads = 2;
-    shape.ffn_hidden = 1024;
-    shape.seq_len = 256;
+    shape = {256, 384, layers, 6, 2, 1024, 256};  // vocab, hidden, layers, heads, kv heads, ffn, seq
   } else {
     shape = mlpo::model::shape_of(mlpo::load_model(model_name));
     if (app.count("--layers")) shape.layers = layers;

@@ -12,14 +12,7 @@
 namespace mlpo::testing {
 
 inline model::ModelShape tiny_shape(bool tied = false) {
-  model::ModelShape s;
-  s.vocab = 64;
-  s.hidden = 32;
-  s.layers = 2;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.ffn_hidden = 64;
-  s.seq_len = 16;
+  model::ModelShape s{64, 32, 2, 4, 2, 64, 16};  // vocab, hidden, layers, heads, kv heads, ffn, seq
   s.tied_embeddings = tied;
   return s;
 }
