@@ -209,6 +209,17 @@ class OpRunner : public BackendRunner {
       : BackendRunner(cpu_runner(threads, path)) {}
 };
 
+// A two-input reference op's backward (da, db for the upstream gradient R) against central
+// differences of dot(forward(a, b), R) in each input, to kFiniteDifferenceTolerance.
+inline void expect_backward_matches_finite_differences(
+    const std::function<Vec(const Vec&, const Vec&)>& forward, const Vec& a, const Vec& b, const Vec& R,
+    const Vec& da, const Vec& db) {
+  EXPECT_LT(normalized_error(da, numeric_gradient([&](const Vec& v) { return dot(forward(v, b), R); }, a)),
+            kFiniteDifferenceTolerance);
+  EXPECT_LT(normalized_error(db, numeric_gradient([&](const Vec& v) { return dot(forward(a, v), R); }, b)),
+            kFiniteDifferenceTolerance);
+}
+
 inline DType acc_type(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
 
 // Attention forward and backward on `run`'s backend in storage type `t` (the log-sum-exp in
