@@ -15,11 +15,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bench/model/model_bench_util.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
 #include "executor/model/device_memory.hpp"
@@ -27,23 +27,13 @@
 #include "executor/model/transformer_model.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-}  // namespace
+using mlpo::bench::Clock;
+using mlpo::bench::seconds_since;
 
 int main(int argc, char** argv) try {
   CLI::App app{"forward+backward throughput and MFU of the CUDA backend on a GPU-resident model"};
-  mlpo::model::ModelShape shape;
-  shape.hidden = 2048;
-  shape.layers = 16;
-  shape.heads = 16;
-  shape.kv_heads = 8;
-  shape.ffn_hidden = 5632;
-  shape.vocab = 32000;
-  shape.seq_len = 2048;
+  // vocab, hidden, layers, heads, kv heads, ffn, seq
+  mlpo::model::ModelShape shape{32000, 2048, 16, 16, 8, 5632, 2048};
   int batch = 4, steps = 5;
   double peak_tflops = 989.0;
   std::string model_name;
@@ -82,10 +72,7 @@ int main(int argc, char** argv) try {
 
   mlpo::model::TransformerModel model(backend, shape, options);
   model.init_weights(1234);
-  std::mt19937_64 rng(5);
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());
-  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
-  for (auto& t : targets) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
+  const auto [tokens, targets] = mlpo::bench::random_tokens(N, shape.vocab);
 
   const auto& L = model.layout();
   const std::int64_t matrix_params = L.total() -

@@ -16,10 +16,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/model/model_bench_util.hpp"
 #include "core/model_spec.hpp"
 #include "core/thread_pool.hpp"
 #include "executor/model/model_shape.hpp"
@@ -28,10 +28,8 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using mlpo::bench::Clock;
+using mlpo::bench::seconds_since;
 
 // Times out = x @ w^T for x [N, I], w [O, I] in the given storage type; returns GFLOP/s.
 double gemm_rate(mlpo::Backend& backend, mlpo::DType type, std::int64_t N, std::int64_t I, std::int64_t O) {
@@ -67,13 +65,7 @@ int main(int argc, char** argv) {
 
   mlpo::model::ModelShape shape;  // byte-level vocabulary
   if (model_name.empty()) {
-    shape.vocab = 256;
-    shape.hidden = 384;
-    shape.layers = layers;
-    shape.heads = 6;
-    shape.kv_heads = 2;
-    shape.ffn_hidden = 1024;
-    shape.seq_len = 256;
+    shape = {256, 384, layers, 6, 2, 1024, 256};  // vocab, hidden, layers, heads, kv heads, ffn, seq
   } else {
     shape = mlpo::model::shape_of(mlpo::load_model(model_name));
     if (app.count("--layers")) shape.layers = layers;
@@ -94,10 +86,7 @@ int main(int argc, char** argv) {
 
   mlpo::model::TransformerModel model(backend, shape, {batch, mlpo::DType::bf16});
   model.init_weights(1234);
-  std::mt19937_64 rng(5);
-  std::vector<std::int32_t> tokens(static_cast<std::size_t>(N)), targets(tokens.size());
-  for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
-  for (auto& t : targets) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(shape.vocab));
+  const auto [tokens, targets] = mlpo::bench::random_tokens(N, shape.vocab);
 
   const auto& L = model.layout();
   const std::int64_t matrix_params = L.total() - L.embedding().numel() * (shape.tied_embeddings ? 0 : 1) -

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo {
 
@@ -77,15 +78,7 @@ Json sample_plan() {
       {"gradients", "delayed"}};
 }
 
-// Runs `parse` and returns the Error message ("" if it did not throw an Error).
-std::string error_of(const std::function<void()>& parse) {
-  try {
-    parse();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 }  // namespace
 
@@ -192,20 +185,23 @@ void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
 class MalformedProfile : public ::testing::TestWithParam<Malformed> {};
 class MalformedPlan : public ::testing::TestWithParam<Malformed> {};
 
+// `parse` (of a `kind` mutated by case `m`) must refuse it with a message containing m.expect.
+void expect_field_error(const Malformed& m, const std::string& kind, const std::function<void()>& parse) {
+  const std::string msg = error_of(parse);
+  ASSERT_FALSE(msg.empty()) << "accepted malformed " << kind << ": " << m.name;
+  EXPECT_NE(msg.find(m.expect), std::string::npos) << "message was: " << msg;
+}
+
 TEST_P(MalformedProfile, GivesNamedFieldError) {
   Json j = sample_profile();
   GetParam().mutate(j);
-  std::string msg = error_of([&] { profile_from_json(j); });
-  ASSERT_FALSE(msg.empty()) << "accepted malformed profile: " << GetParam().name;
-  EXPECT_NE(msg.find(GetParam().expect), std::string::npos) << "message was: " << msg;
+  expect_field_error(GetParam(), "profile", [&] { profile_from_json(j); });
 }
 
 TEST_P(MalformedPlan, GivesNamedFieldError) {
   Json j = sample_plan();
   GetParam().mutate(j);
-  std::string msg = error_of([&] { plan_from_json(j); });
-  ASSERT_FALSE(msg.empty()) << "accepted malformed plan: " << GetParam().name;
-  EXPECT_NE(msg.find(GetParam().expect), std::string::npos) << "message was: " << msg;
+  expect_field_error(GetParam(), "plan", [&] { plan_from_json(j); });
 }
 
 auto name_of = [](const auto& info) { return std::string(info.param.name); };

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/json_io.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo {
 namespace {
@@ -33,14 +34,7 @@ class ScratchDir {
   fs::path path_;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(PathChecks, InputThatIsAFifoOrDirectoryIsRefusedWithoutOpeningIt) {
   ScratchDir dir;

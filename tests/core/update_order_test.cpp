@@ -21,6 +21,14 @@ Counts count(const std::vector<UpdateStep>& steps) {
   return c;
 }
 
+// No step hits the cache: each of the `n` subgroups is read and written once.
+void expect_no_hits(const std::vector<UpdateStep>& steps, std::int64_t n) {
+  const Counts c = count(steps);
+  EXPECT_EQ(c.hits, 0);
+  EXPECT_EQ(c.reads, n);
+  EXPECT_EQ(c.writes, n);
+}
+
 }  // namespace
 
 TEST(UpdateOrderPolicy, AlternatingFlipsEveryIteration) {
@@ -45,19 +53,13 @@ TEST(CacheOrderInterplay, AscendingEvictsBeforeReuse) {
   SubgroupCache cache(3);
   cache.plan_iteration(update_order(OrderPolicy::ascending, 0, 10));
   auto steps = cache.plan_iteration(update_order(OrderPolicy::ascending, 1, 10));
-  Counts c = count(steps);
-  EXPECT_EQ(c.hits, 0);
-  EXPECT_EQ(c.reads, 10);
-  EXPECT_EQ(c.writes, 10);
+  expect_no_hits(steps, 10);
 }
 
 TEST(CacheOrderInterplay, NoCacheReadsAndWritesEverything) {
   SubgroupCache cache(0);
   auto steps = cache.plan_iteration(update_order(OrderPolicy::alternating, 0, 5));
-  Counts c = count(steps);
-  EXPECT_EQ(c.hits, 0);
-  EXPECT_EQ(c.reads, 5);
-  EXPECT_EQ(c.writes, 5);
+  expect_no_hits(steps, 5);
 }
 
 TEST(SubgroupCacheLru, HitMakesTheSubgroupMostRecentlyUpdated) {

@@ -264,24 +264,11 @@ std::vector<SimdIsa> supported_isas() {
 }
 
 AdamWParams typical() {
-  AdamWParams a;
-  a.lr = 1e-3f;
-  a.beta1 = 0.9f;
-  a.beta2 = 0.999f;
-  a.eps = 1e-8f;
-  a.weight_decay = 0.01f;
-  return a;
+  return {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f, .weight_decay = 0.01f};
 }
 
 AdamWParams aggressive() {  // big steps, strong decay, clipping active
-  AdamWParams a;
-  a.lr = 3e-2f;
-  a.beta1 = 0.8f;
-  a.beta2 = 0.95f;
-  a.eps = 1e-6f;
-  a.weight_decay = 0.1f;
-  a.grad_scale = 0.3f;
-  return a;
+  return {.lr = 3e-2f, .beta1 = 0.8f, .beta2 = 0.95f, .eps = 1e-6f, .weight_decay = 0.1f, .grad_scale = 0.3f};
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,23 +28,6 @@ TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
       kFiniteDifferenceTolerance);
 }
 
-struct AttentionRun {
-  Vec out, lse, dq, dk, dv;
-};
-
-AttentionRun run_on(BackendRunner& run, DType t, const Vec& q, const Vec& k, const Vec& v, const Vec& dout,
-                    const reference::AttentionShape& s) {
-  Tensor tq = run.upload(q, t, {s.B, s.T, s.Hq, s.D}), tk = run.upload(k, t, {s.B, s.T, s.Hkv, s.D});
-  Tensor tv = run.upload(v, t, {s.B, s.T, s.Hkv, s.D}), out = run.empty(t, {s.B, s.T, s.Hq, s.D});
-  Tensor lse = run.empty(acc_type(t), {s.B, s.Hq, s.T});
-  run.backend().attention_forward(out, lse, tq, tk, tv);
-  Tensor dq = run.empty(t, {s.B, s.T, s.Hq, s.D}), dk = run.empty(t, {s.B, s.T, s.Hkv, s.D});
-  Tensor dv = run.empty(t, {s.B, s.T, s.Hkv, s.D});
-  run.backend().attention_backward(dq, dk, dv, run.upload(dout, t, {s.B, s.T, s.Hq, s.D}), tq, tk, tv, out,
-                                   lse);
-  return {run.download(out), run.download(lse), run.download(dq), run.download(dk), run.download(dv)};
-}
-
 TEST_P(BackendOps, AttentionMatchesReferenceForEveryStorageType) {
   for (DType t : storage_types()) {
     SCOPED_TRACE(dtype_name(t));
@@ -52,7 +35,7 @@ TEST_P(BackendOps, AttentionMatchesReferenceForEveryStorageType) {
     const Vec q = rounded(random_vec(kQ, 11), t), k = rounded(random_vec(kKV, 12), t),
               v = rounded(random_vec(kKV, 13), t);
     const Vec dout = rounded(random_vec(kQ, 14), t);
-    const AttentionRun got = run_on(run, t, q, k, v, dout, kShape);
+    const AttentionRun got = run_attention(run, t, q, k, v, dout, kShape);
     EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, kShape)), tolerance(t));
     EXPECT_LT(normalized_error(got.lse, reference::attention_lse(q, k, kShape)), tolerance(acc_type(t)));
     const auto g = reference::attention_backward(dout, q, k, v, kShape);
@@ -79,7 +62,7 @@ TEST_P(BackendOps, AttentionQueryAndKeyGradientsMatchReferenceWhenAttentionIsNea
   v = rounded(v, t);
   const Vec dout = rounded(random_vec(nq, 55), t);
   BackendRunner& run = runner();
-  const AttentionRun got = run_on(run, t, q, k, v, dout, s);
+  const AttentionRun got = run_attention(run, t, q, k, v, dout, s);
   const auto want = reference::attention_backward(dout, q, k, v, s);
   EXPECT_LT(normalized_error(got.dq, want.dq), tolerance(t));
   EXPECT_LT(normalized_error(got.dk, want.dk), tolerance(t));
@@ -93,7 +76,7 @@ TEST(AttentionCpu, MultiHeadWithoutGroupingMatchesReference) {
   const int nq = s.B * s.T * s.Hq * s.D;
   OpRunner run;
   const Vec q = random_vec(nq, 21), k = random_vec(nq, 22), v = random_vec(nq, 23), dout = random_vec(nq, 24);
-  const AttentionRun got = run_on(run, DType::f64, q, k, v, dout, s);
+  const AttentionRun got = run_attention(run, DType::f64, q, k, v, dout, s);
   const auto g = reference::attention_backward(dout, q, k, v, s);
   EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, s)), tolerance(DType::f64));
   EXPECT_LT(normalized_error(got.dk, g.dk), tolerance(DType::f64));
@@ -110,8 +93,8 @@ TEST(AttentionCpu, FutureKeysAndValuesDoNotChangeEarlierOutputs) {
       k2[(b * kShape.T + last) * kShape.Hkv * kShape.D + i] += 5.0;
       v2[(b * kShape.T + last) * kShape.Hkv * kShape.D + i] -= 3.0;
     }
-  const Vec a = run_on(run, DType::f64, q, k, v, dout, kShape).out;
-  const Vec c = run_on(run, DType::f64, q, k2, v2, dout, kShape).out;
+  const Vec a = run_attention(run, DType::f64, q, k, v, dout, kShape).out;
+  const Vec c = run_attention(run, DType::f64, q, k2, v2, dout, kShape).out;
   for (int b = 0; b < kShape.B; ++b)
     for (int t = 0; t < kShape.T; ++t)
       for (int i = 0; i < kShape.Hq * kShape.D; ++i) {
@@ -127,8 +110,8 @@ TEST(AttentionCpu, BackwardIsBitwiseIndependentOfThreadCount) {
   const Vec q = random_vec(kQ, 41), k = random_vec(kKV, 42), v = random_vec(kKV, 43),
             dout = random_vec(kQ, 44);
   OpRunner one(1), three(3);
-  const AttentionRun a = run_on(one, DType::bf16, q, k, v, dout, kShape);
-  const AttentionRun b = run_on(three, DType::bf16, q, k, v, dout, kShape);
+  const AttentionRun a = run_attention(one, DType::bf16, q, k, v, dout, kShape);
+  const AttentionRun b = run_attention(three, DType::bf16, q, k, v, dout, kShape);
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.dq, b.dq);
   EXPECT_EQ(a.dk, b.dk);

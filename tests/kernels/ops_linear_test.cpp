@@ -8,12 +8,9 @@ constexpr int N = 7, I = 24, O = 10;
 TEST(LinearReference, BackwardMatchesFiniteDifferences) {
   const Vec x = random_vec(N * I, 1), w = random_vec(O * I, 2), R = random_vec(N * O, 3);
   const auto g = reference::linear_backward(R, x, w, N, I, O);
-  const Vec num_dx =
-      numeric_gradient([&](const Vec& xv) { return dot(reference::linear_forward(xv, w, N, I, O), R); }, x);
-  const Vec num_dw =
-      numeric_gradient([&](const Vec& wv) { return dot(reference::linear_forward(x, wv, N, I, O), R); }, w);
-  EXPECT_LT(normalized_error(g.dx, num_dx), kFiniteDifferenceTolerance);
-  EXPECT_LT(normalized_error(g.dw, num_dw), kFiniteDifferenceTolerance);
+  expect_backward_matches_finite_differences(
+      [](const Vec& xv, const Vec& wv) { return reference::linear_forward(xv, wv, N, I, O); }, x, w, R, g.dx,
+      g.dw);
 }
 
 // Both GEMM paths, every storage type: forward, dx (overwritten and accumulated), dw (+=).

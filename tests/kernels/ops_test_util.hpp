@@ -1,7 +1,8 @@
 #pragma once
 // Shared pieces of the op tests: random inputs, central finite differences, the error
-// measure and its tolerances, and a runner that moves std::vector<double> in and out of
-// a backend's tensors of any storage type (BackendRunner; OpRunner for the CPU backend).
+// measure and its tolerances, a runner that moves std::vector<double> in and out of a
+// backend's tensors of any storage type (BackendRunner; OpRunner for the CPU backend), and
+// attention forward+backward on a runner (run_attention), for the CPU and the CUDA op tests.
 //
 // Error measure: normalized_error(got, want) = max_i |got_i - want_i| / max_i |want_i|.
 // Tolerances for CpuBackend vs the double reference (run on the same inputs, already rounded
@@ -208,6 +209,36 @@ class OpRunner : public BackendRunner {
       : BackendRunner(cpu_runner(threads, path)) {}
 };
 
+// A two-input reference op's backward (da, db for the upstream gradient R) against central
+// differences of dot(forward(a, b), R) in each input, to kFiniteDifferenceTolerance.
+inline void expect_backward_matches_finite_differences(
+    const std::function<Vec(const Vec&, const Vec&)>& forward, const Vec& a, const Vec& b, const Vec& R,
+    const Vec& da, const Vec& db) {
+  EXPECT_LT(normalized_error(da, numeric_gradient([&](const Vec& v) { return dot(forward(v, b), R); }, a)),
+            kFiniteDifferenceTolerance);
+  EXPECT_LT(normalized_error(db, numeric_gradient([&](const Vec& v) { return dot(forward(a, v), R); }, b)),
+            kFiniteDifferenceTolerance);
+}
+
 inline DType acc_type(DType t) { return t == DType::f64 ? DType::f64 : DType::f32; }
+
+// Attention forward and backward on `run`'s backend in storage type `t` (the log-sum-exp in
+// acc_type(t)): the output, the log-sum-exp and the three input gradients.
+struct AttentionRun {
+  Vec out, lse, dq, dk, dv;
+};
+
+inline AttentionRun run_attention(BackendRunner& run, DType t, const Vec& q, const Vec& k, const Vec& v,
+                                  const Vec& dout, const reference::AttentionShape& s) {
+  Tensor tq = run.upload(q, t, {s.B, s.T, s.Hq, s.D}), tk = run.upload(k, t, {s.B, s.T, s.Hkv, s.D});
+  Tensor tv = run.upload(v, t, {s.B, s.T, s.Hkv, s.D}), out = run.empty(t, {s.B, s.T, s.Hq, s.D});
+  Tensor lse = run.empty(acc_type(t), {s.B, s.Hq, s.T});
+  run.backend().attention_forward(out, lse, tq, tk, tv);
+  Tensor dq = run.empty(t, {s.B, s.T, s.Hq, s.D}), dk = run.empty(t, {s.B, s.T, s.Hkv, s.D});
+  Tensor dv = run.empty(t, {s.B, s.T, s.Hkv, s.D});
+  run.backend().attention_backward(dq, dk, dv, run.upload(dout, t, {s.B, s.T, s.Hq, s.D}), tq, tk, tv, out,
+                                   lse);
+  return {run.download(out), run.download(lse), run.download(dq), run.download(dk), run.download(dv)};
+}
 
 }  // namespace mlpo::testing

@@ -7,9 +7,12 @@
 #include "core/error.hpp"
 #include "executor/comm/open_communicator.hpp"
 #include "executor/comm/single_process_communicator.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::comm {
 namespace {
+
+using mlpo::testing::expect_refusal;
 
 TEST(SingleProcessCommunicator, IsRankZeroOfOneOnOneNode) {
   SingleProcessCommunicator comm;
@@ -58,15 +61,10 @@ TEST(CheckWorldMatches, NamesLaunchedAndPlannedShapesAndTheFix) {
   ClusterShape planned;
   planned.nodes = 2;
   planned.gpus_per_node = 4;
-  try {
-    check_world_matches(comm, planned);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    const std::string text = e.what();
-    EXPECT_NE(text.find("the plan is for 2 nodes x 4 ranks per node = 8 ranks"), std::string::npos) << text;
-    EXPECT_NE(text.find("launched as 1 node x 1 ranks per node = 1 ranks"), std::string::npos) << text;
-    EXPECT_NE(text.find("mlpo-tune --nodes 1 --gpus-per-node 1"), std::string::npos) << text;
-  }
+  expect_refusal([&] { check_world_matches(comm, planned); },
+                 {"the plan is for 2 nodes x 4 ranks per node = 8 ranks",
+                  "launched as 1 node x 1 ranks per node = 1 ranks", "mlpo-tune --nodes 1 --gpus-per-node 1"},
+                 "no error");
 }
 
 TEST(OpenCommunicator, WorldOfOneNeedsNoMpi) {
@@ -84,13 +82,8 @@ TEST(OpenCommunicator, SingleBackendRefusesALaunchedJob) {
 
 TEST(OpenCommunicator, UnknownBackendNameIsAnError) {
   EXPECT_EQ(parse_comm_backend("nccl", "--comm"), CommBackend::nccl);
-  try {
-    parse_comm_backend("gloo", "--comm");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--comm: unknown communicator 'gloo'"), std::string::npos)
-        << e.what();
-  }
+  expect_refusal([] { parse_comm_backend("gloo", "--comm"); }, {"--comm: unknown communicator 'gloo'"},
+                 "no error");
 }
 
 }  // namespace

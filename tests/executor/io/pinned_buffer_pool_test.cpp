@@ -4,26 +4,18 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "tests/support/locked_memory.hpp"
 
 namespace mlpo::io {
 namespace {
 
-// Locked memory of this process in KiB (VmLck in /proc/self/status).
-long locked_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmLck:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
+using mlpo::testing::locked_kib;
 
 TEST(PinnedBufferPool, LeasesAreAlignedRoundedAndDisjoint) {
   PinnedBufferPool pool(1 * MiB);

@@ -19,10 +19,14 @@
 #include "executor/io/tier_layout.hpp"
 #include "executor/io/tier_set.hpp"
 #include "temp_dir.hpp"
+#include "tests/support/error_of.hpp"
+#include "tests/support/locked_memory.hpp"
 
 namespace mlpo::io {
 namespace {
 
+using mlpo::testing::error_of;
+using mlpo::testing::locked_kib;
 using testing::TempDir;
 
 void fill_random(std::byte* data, std::size_t size, unsigned seed) {
@@ -30,28 +34,10 @@ void fill_random(std::byte* data, std::size_t size, unsigned seed) {
   for (std::size_t i = 0; i < size; ++i) data[i] = static_cast<std::byte>(rng());
 }
 
-std::string message_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no mlpo::Error thrown)";
-}
-
 int count_entries(const char* dir) {
   int n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
   return n;
-}
-
-long locked_kib() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmLck:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
 }
 
 struct Collected {
@@ -150,9 +136,9 @@ TEST(TierIo, DirectIoRejectsUnalignedOffsetsAndBuffers) {
   TierIo tio({"nvme", disk.path()}, &pool, {});
   TierFile& file = tio.open_file("f.bin", 1 * MiB);
   PinnedBuffer buf = pool.acquire(64 * KiB);
-  EXPECT_NE(message_of([&] { tio.write(file, 100, 4096, buf.data()); }).find("4 KiB-aligned"),
+  EXPECT_NE(error_of([&] { tio.write(file, 100, 4096, buf.data()); }).find("4 KiB-aligned"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { tio.write(file, 0, 4096, buf.data() + 8); }).find("tier 'nvme'"),
+  EXPECT_NE(error_of([&] { tio.write(file, 0, 4096, buf.data() + 8); }).find("tier 'nvme'"),
             std::string::npos);
 }
 
@@ -166,7 +152,7 @@ TEST(TierIo, ReadPastTheEndOfATruncatedFileIsAnErrorNotZeros) {
     fill_random(buf.data(), 1 * MiB, 9);
     tio.write(file, 0, 1 * MiB, buf.data()).wait();
     ASSERT_EQ(::truncate(file.path().c_str(), 300 * KiB), 0);
-    const std::string msg = message_of([&] { tio.read(file, 0, 1 * MiB, buf.data()).wait(); });
+    const std::string msg = error_of([&] { tio.read(file, 0, 1 * MiB, buf.data()).wait(); });
     EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
     EXPECT_NE(msg.find("tier 't'"), std::string::npos) << msg;
     EXPECT_NE(msg.find(file.path().string()), std::string::npos) << msg;
@@ -196,7 +182,7 @@ TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
     ASSERT_EQ(::pwrite(fd, &byte, 1, 777777), 1);
     ::close(fd);
   }
-  const std::string msg = message_of([&] { tio.read(file, 0, 1 * MiB + 5, buf.data()).wait(); });
+  const std::string msg = error_of([&] { tio.read(file, 0, 1 * MiB + 5, buf.data()).wait(); });
   EXPECT_NE(msg.find("CRC32C mismatch"), std::string::npos) << msg;
   EXPECT_NE(msg.find("offset 0"), std::string::npos) << msg;
   EXPECT_NE(msg.find("tier 'nvme'"), std::string::npos) << msg;
@@ -206,7 +192,7 @@ TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
 TEST(TierIo, MissingTierPathIsAClearError) {
   TempDir disk("/var/tmp");
   TierIo tio({"nvme", disk.path() / "no-such-dir"}, nullptr, {});
-  const std::string msg = message_of([&] { tio.open_file("state.bin", 1 * MiB); });
+  const std::string msg = error_of([&] { tio.open_file("state.bin", 1 * MiB); });
   EXPECT_NE(msg.find("tier 'nvme'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("No such file or directory"), std::string::npos) << msg;
   EXPECT_NE(msg.find("create it or fix the tier path"), std::string::npos) << msg;
@@ -218,7 +204,7 @@ TEST(TierIo, TierPathBelowARegularFileIsAClearError) {
   TempDir disk("/var/tmp");
   std::ofstream(disk.path() / "plain-file") << "x";
   TierIo tio({"nvme", disk.path() / "plain-file" / "tier"}, nullptr, {});
-  const std::string msg = message_of([&] { tio.open_file("state.bin", 1 * MiB); });
+  const std::string msg = error_of([&] { tio.open_file("state.bin", 1 * MiB); });
   EXPECT_NE(msg.find("tier 'nvme'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("Not a directory"), std::string::npos) << msg;
 }
@@ -245,7 +231,7 @@ TEST(TierIo, UnwritableTierDirectoryIsAClearError) {
                                  std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
   }
   TierIo tio({"nvme", dir}, nullptr, {});
-  const std::string msg = message_of([&] { tio.open_file(state_file_name("run", 0), 1 * MiB); });
+  const std::string msg = error_of([&] { tio.open_file(state_file_name("run", 0), 1 * MiB); });
   // Undo before asserting so the temp dir can always be removed.
   {
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);

@@ -7,6 +7,7 @@
 #include "executor/comm/single_process_communicator.hpp"
 #include "tests/executor/model/counting_backend.hpp"
 #include "tests/executor/model/model_test_util.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::testing {
 namespace {
@@ -91,15 +92,11 @@ TEST(DeviceMemory, ShortfallNamesNeedAndFreeMemory) {
   EXPECT_EQ(need.backend, 1000);
   EXPECT_NO_THROW(
       model::require_device_memory(need, static_cast<std::size_t>(need.total()), 1 << 30, "cuda:0"));
-  try {
-    model::require_device_memory(need, static_cast<std::size_t>(need.total() - 1), 1 << 30, "cuda:0");
-    FAIL() << "a 1-byte shortfall was accepted";
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("cuda:0"), std::string::npos) << m;
-    EXPECT_NE(m.find("short by 1 B"), std::string::npos) << m;
-    EXPECT_NE(m.find("parameter offload"), std::string::npos) << m;
-  }
+  expect_refusal(
+      [&] {
+        model::require_device_memory(need, static_cast<std::size_t>(need.total() - 1), 1 << 30, "cuda:0");
+      },
+      {"cuda:0", "short by 1 B", "parameter offload"}, "a 1-byte shortfall was accepted");
 }
 
 TEST(DeviceMemory, ActivationsGrowLinearlyWithBatch) {

@@ -12,14 +12,7 @@
 namespace mlpo::testing {
 
 inline model::ModelShape tiny_shape(bool tied = false) {
-  model::ModelShape s;
-  s.vocab = 64;
-  s.hidden = 32;
-  s.layers = 2;
-  s.heads = 4;
-  s.kv_heads = 2;
-  s.ffn_hidden = 64;
-  s.seq_len = 16;
+  model::ModelShape s{64, 32, 2, 4, 2, 64, 16};  // vocab, hidden, layers, heads, kv heads, ffn, seq
   s.tied_embeddings = tied;
   return s;
 }
@@ -63,6 +56,13 @@ inline std::vector<double> gradients_of(const model::TransformerModel& m) {
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i] = g.dtype == DType::f64 ? g.as<double>()[i] : static_cast<double>(g.as<float>()[i]);
   return out;
+}
+
+// One forward and backward(loss_scale) on `b`, added to the gradient buffer: the buffer after.
+inline std::vector<double> add_gradients(model::TransformerModel& m, const Batch& b, float loss_scale) {
+  m.forward(b.tokens, b.targets);
+  m.backward(loss_scale);
+  return gradients_of(m);
 }
 
 }  // namespace mlpo::testing

@@ -148,19 +148,12 @@ TEST(TransformerModel, GradientsAccumulateOverMicroBatches) {
   Harness h(tiny_shape(), DType::f64);
   h.model.load_weights(spread_weights(h.model.layout(), 51, 5.0f));
   const Batch a = random_batch(h.model.shape(), kBatch, 52), c = random_batch(h.model.shape(), kBatch, 53);
-  h.model.forward(a.tokens, a.targets);
-  h.model.backward(0.5f);
-  const auto ga = gradients_of(h.model);
+  const auto ga = add_gradients(h.model, a, 0.5f);
   h.model.zero_gradients();
-  h.model.forward(c.tokens, c.targets);
-  h.model.backward(0.5f);
-  const auto gc = gradients_of(h.model);
+  const auto gc = add_gradients(h.model, c, 0.5f);
   h.model.zero_gradients();
-  h.model.forward(a.tokens, a.targets);
-  h.model.backward(0.5f);
-  h.model.forward(c.tokens, c.targets);
-  h.model.backward(0.5f);
-  const auto sum = gradients_of(h.model);
+  add_gradients(h.model, a, 0.5f);
+  const auto sum = add_gradients(h.model, c, 0.5f);
   double max_err = 0, max_g = 0;
   for (std::size_t i = 0; i < sum.size(); ++i) {
     max_err = std::max(max_err, std::abs(sum[i] - (ga[i] + gc[i])));
@@ -174,13 +167,9 @@ TEST(TransformerModel, LossScaleScalesGradients) {
   Harness h(tiny_shape(), DType::f64);
   h.model.load_weights(spread_weights(h.model.layout(), 61, 5.0f));
   const Batch b = random_batch(h.model.shape(), kBatch, 62);
-  h.model.forward(b.tokens, b.targets);
-  h.model.backward(1.0f);
-  const auto g1 = gradients_of(h.model);
+  const auto g1 = add_gradients(h.model, b, 1.0f);
   h.model.zero_gradients();
-  h.model.forward(b.tokens, b.targets);
-  h.model.backward(0.25f);
-  const auto g4 = gradients_of(h.model);
+  const auto g4 = add_gradients(h.model, b, 0.25f);
   for (std::size_t i = 0; i < g1.size(); ++i) ASSERT_NEAR(g4[i] * 4, g1[i], 1e-12 * (1 + std::abs(g1[i])));
 }
 

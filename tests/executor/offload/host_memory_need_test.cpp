@@ -11,8 +11,11 @@
 #include "executor/offload/subgroup_layout.hpp"
 #include "executor/offload/update_pipeline.hpp"
 #include "offload_test_util.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::offload {
+
+using mlpo::testing::expect_refusal;
 
 TEST(HostMemoryNeed, SubgroupLargerThanTheShardIsSizedFromTheShard) {
   const SubgroupLayout layout(8192, std::int64_t{1} << 40);
@@ -46,15 +49,9 @@ TEST(HostMemoryNeed, PlanBeyondTheAvailableMemoryIsRefusedNamingTheFieldsToLower
   const HostMemoryNeed need =
       host_memory_need(dirs.plan(0.5, 2, OrderPolicy::alternating), shard_for(10 * 16384, 1, 0));
   EXPECT_NO_THROW(check_host_memory(need, need.total(), "rank 0"));
-  try {
-    check_host_memory(need, need.total() - 1, "rank 0");
-    FAIL() << "expected a refusal";
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("rank 0"), std::string::npos) << m;
-    EXPECT_NE(m.find("MemAvailable"), std::string::npos) << m;
-    EXPECT_NE(m.find("lower buffers, host_cache_subgroups, tiers[1].fraction"), std::string::npos) << m;
-  }
+  expect_refusal([&] { check_host_memory(need, need.total() - 1, "rank 0"); },
+                 {"rank 0", "MemAvailable", "lower buffers, host_cache_subgroups, tiers[1].fraction"},
+                 "expected a refusal");
 }
 
 // The engine refuses before allocating: 65536 pinned buffers of 12 MiB (768 GiB) are more

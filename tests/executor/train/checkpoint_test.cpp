@@ -14,26 +14,35 @@
 #include "executor/train/safetensors.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/train/train_test_util.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::train {
 namespace {
 
 namespace fs = std::filesystem;
+using mlpo::testing::error_of;
 using test::TempDir;
+using test::tiny_params;
 
 TrainOptions tiny_options(const TempDir& dir, const std::string& data) {
-  TrainOptions o;
-  o.model = test::tiny_model();
-  o.data = {data};
+  TrainOptions o = test::tiny_train_options(data);
   o.steps = 3;
-  o.micro_batch = 2;
   o.lr = LrSchedule{1e-3, 1e-4, 1, 6};
-  o.threads = 2;
-  o.blas_threads = 1;
   o.state_dir = dir / "state";
   o.checkpoint_dir = dir / "ckpt";
   o.checkpoint_every = 2;
   return o;
+}
+
+// The uninterrupted run the resumed ones are compared with: `steps` steps without
+// checkpoints, its weights exported to whole.safetensors. Returns its options.
+TrainOptions train_whole(const TempDir& dir, const std::string& data, std::int64_t steps) {
+  TrainOptions whole = tiny_options(dir, data);
+  whole.checkpoint_dir.clear();
+  whole.steps = steps;
+  whole.export_safetensors = dir / "whole.safetensors";
+  train(whole, {});
+  return whole;
 }
 
 TEST(Checkpoint, KeepsOnlyTheLatestCompleteCheckpoint) {
@@ -85,8 +94,7 @@ TEST(Checkpoint, CorruptStateFileIsRejectedOnOpen) {
   m[1000] = static_cast<char>(m[1000] ^ 1);
   test::write_file(dir / "ckpt/ckpt-3/optimizer.rank0.m.f32", m);
   try {
-    Checkpoint::open_latest(dir / "ckpt", o.model,
-                            model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
+    Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
     FAIL() << "a corrupt checkpoint was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("optimizer.rank0.m.f32"), std::string::npos) << e.what();
@@ -99,11 +107,7 @@ TEST(Checkpoint, CorruptStateFileIsRejectedOnOpen) {
 TEST(Checkpoint, ResumesTheSingleFileFormatOfVersion1) {
   TempDir dir;
   const std::string data = test::make_token_file(dir);
-  TrainOptions whole = tiny_options(dir, data);
-  whole.checkpoint_dir.clear();
-  whole.steps = 4;
-  whole.export_safetensors = dir / "whole.safetensors";
-  train(whole, {});
+  const TrainOptions whole = train_whole(dir, data, 4);
 
   TrainOptions first = whole;
   first.steps = 2;
@@ -154,19 +158,6 @@ TEST(Checkpoint, CheckpointOfAnotherModelIsRejected) {
   EXPECT_FALSE(Checkpoint::open_latest(dir / "nothing-here", o.model, 1).has_value());
 }
 
-std::int64_t tiny_params() {
-  return model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
@@ -179,11 +170,7 @@ std::vector<std::string> entries(const std::string& dir) {
 TEST(Checkpoint, ResumeFallsBackToTheNewestCompleteCheckpointWhenLatestIsMissing) {
   TempDir dir;
   const std::string data = test::make_token_file(dir);
-  TrainOptions whole = tiny_options(dir, data);
-  whole.checkpoint_dir.clear();
-  whole.steps = 6;
-  whole.export_safetensors = dir / "whole.safetensors";
-  train(whole, {});
+  const TrainOptions whole = train_whole(dir, data, 6);
 
   TrainOptions first = tiny_options(dir, data);
   first.steps = 4;

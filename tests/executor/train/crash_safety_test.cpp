@@ -17,7 +17,6 @@
 
 #include "core/json_io.hpp"
 #include "core/plan.hpp"
-#include "executor/model/parameter_layout.hpp"
 #include "executor/train/checkpoint_directory.hpp"
 #include "tests/executor/train/process_util.hpp"
 #include "tests/executor/train/train_test_util.hpp"
@@ -72,7 +71,7 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
   fs::create_directories(dir / "a");
   fs::create_directories(dir / "b");
   const std::string data = test::make_token_file(dir);
-  const std::int64_t params = model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
+  const std::int64_t params = test::tiny_params();
   save_plan(test::two_tier_plan(params, dir / "a", dir / "b"), dir / "plan.json");
   auto args = [&](const std::string& run_dir) {
     return std::vector<std::string>{MLPO_RUN_BIN,

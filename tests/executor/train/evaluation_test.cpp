@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "executor/model/parameter_layout.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -13,9 +12,7 @@ namespace {
 
 using test::TempDir;
 
-std::int64_t tiny_params() {
-  return model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
-}
+using test::tiny_params;
 
 struct EvalRun {
   std::vector<double> losses;
@@ -36,16 +33,11 @@ class Evaluation : public ::testing::Test {
   }
 
   TrainOptions options() const {
-    TrainOptions o;
-    o.model = test::tiny_model();
-    o.data = {data_};
+    TrainOptions o = test::tiny_train_options(data_);
     o.steps = 4;
-    o.micro_batch = 2;
     o.grad_accum = 2;
     o.seed = 3;
     o.lr = LrSchedule{3e-3, 3e-4, 1, 4};
-    o.threads = 2;
-    o.blas_threads = 1;
     o.plan = test::memory_plan(tiny_params());
     o.eval_data = {dir_ / "val.bin"};
     o.eval_every = 3;

@@ -23,15 +23,10 @@ using test::TempDir;
 constexpr LrSchedule kFrozen{1e-3, 0.0, 0, 1};
 
 TrainOptions options(const std::string& data, std::int64_t steps) {
-  TrainOptions o;
-  o.model = test::tiny_model();
-  o.data = {data};
+  TrainOptions o = test::tiny_train_options(data);
   o.steps = steps;
-  o.micro_batch = 2;
   o.seed = 3;
   o.lr = LrSchedule{3e-3, 3e-4, 0, steps};
-  o.threads = 2;
-  o.blas_threads = 1;
   o.plan = test::memory_plan(853120);
   o.export_shard_bytes = 400'000;  // tiny's 1.7 MB of bf16 in several shards
   return o;
@@ -41,6 +36,12 @@ std::vector<double> losses(const TrainResult& r) {
   std::vector<double> out;
   for (const auto& rec : r.steps) out.push_back(rec["loss"].get<double>());
   return out;
+}
+
+// Trains `o` exporting to `to` (kept in `o`): the per-step losses.
+std::vector<double> train_exporting(TrainOptions& o, const std::string& to) {
+  o.export_safetensors = to;
+  return losses(train(o, {}));
 }
 
 // Every file of directory `a` is in `b` with the same bytes, and `b` holds no other.
@@ -76,12 +77,7 @@ TEST(HfRoundTrip, ExportedDirectoryIsAShardedLlamaCheckpoint) {
 
 TEST(HfRoundTrip, TheRunsSentencePieceTokenizerIsExportedAsTokenizerModel) {
   TempDir dir;
-  test::write_file(dir / "text.txt", test::tokenizer_corpus(100));
-  PrepareDataOptions p;
-  p.inputs = {dir / "text.txt"};
-  p.out = dir / "tokens.bin";
-  p.tokenizer = test::train_tiny_tokenizer(dir, 320);
-  prepare_data(p);
+  const PrepareDataOptions p = test::prepare_with_tiny_tokenizer(dir, 100, "text.txt", "tokens.bin");
   TrainOptions o = options(p.out, 1);
   o.model.vocab = 320;
   o.plan.reset();
@@ -99,8 +95,7 @@ TEST(HfRoundTrip, InitFromAnExportComputesTheSameFirstLossAndWeights) {
   // A: hashed init, frozen: its first loss is that of the weights it exports.
   TrainOptions a = options(data, 1);
   a.lr = kFrozen;
-  a.export_safetensors = dir / "a";
-  const auto la = losses(train(a, {}));
+  const auto la = train_exporting(a, dir / "a");
   // B: the same run, but its weights come from A's export.
   TrainOptions b = a;
   b.init_from = dir / "a";
@@ -115,12 +110,10 @@ TEST(HfRoundTrip, TrainedWeightsSurviveExportAndImportInBf16AndFp32) {
   TempDir dir;
   const std::string data = test::make_token_file(dir);
   TrainOptions a = options(data, 3);
-  a.export_safetensors = dir / "a";
-  const auto la = losses(train(a, {}));
+  const auto la = train_exporting(a, dir / "a");
   EXPECT_NE(la.front(), la.back());  // it trained
-  a.export_safetensors = dir / "a32";
   a.export_dtype = "fp32";
-  EXPECT_EQ(losses(train(a, {})), la);
+  EXPECT_EQ(train_exporting(a, dir / "a32"), la);
   EXPECT_EQ(Json::parse(test::read_file(dir / "a32/config.json"))["torch_dtype"], "float32");
 
   // Imported and exported again without an update: the bf16 weights are A's, bit for bit,
@@ -128,12 +121,10 @@ TEST(HfRoundTrip, TrainedWeightsSurviveExportAndImportInBf16AndFp32) {
   TrainOptions b = options(data, 3);  // 3 steps, as A: the shards' metadata record the step
   b.lr = kFrozen;
   b.init_from = dir / "a";
-  b.export_safetensors = dir / "b";
-  const auto lb = losses(train(b, {}));
+  const auto lb = train_exporting(b, dir / "b");
   expect_same_files(dir / "a", dir / "b");
   b.init_from = dir / "a32";
-  b.export_safetensors = dir / "c";
-  EXPECT_EQ(losses(train(b, {})), lb);
+  EXPECT_EQ(train_exporting(b, dir / "c"), lb);
   expect_same_files(dir / "a", dir / "c");
 }
 
@@ -141,8 +132,7 @@ TEST(HfRoundTrip, ModelAndConfigThatDifferAreRefusedBeforeAnythingIsWritten) {
   TempDir dir;
   const std::string data = test::make_token_file(dir);
   TrainOptions a = options(data, 1);
-  a.export_safetensors = dir / "a";
-  train(a, {});
+  train_exporting(a, dir / "a");
   TrainOptions b = options(data, 1);
   b.model.ffn_hidden = 256;
   b.plan.reset();

@@ -1,7 +1,7 @@
 #pragma once
 // A tiny LLaMA-style SentencePiece tokenizer (BPE, byte fallback, identity normalizer),
 // trained in the test's temp directory with the SentencePiece trainer library on a few KB of
-// generated text: no downloads, well under a second.
+// generated text: no downloads, well under a second. Also: data prepared with it.
 
 #include <sentencepiece_trainer.h>
 
@@ -36,6 +36,19 @@ inline std::string train_tiny_tokenizer(const TempDir& dir, int vocab, const std
       " --character_coverage=1.0 --num_threads=1 --minloglevel=2");
   EXPECT_TRUE(status.ok()) << status.ToString();
   return dir / (name + ".model");
+}
+
+// `lines` lines of tokenizer_corpus() in `dir/<text>`, prepared into `dir/<out>` with a tiny
+// tokenizer of 320 pieces: the options prepare_data ran with (inputs, out, tokenizer).
+inline PrepareDataOptions prepare_with_tiny_tokenizer(const TempDir& dir, int lines, const std::string& text,
+                                                      const std::string& out) {
+  write_file(dir / text, tokenizer_corpus(lines));
+  PrepareDataOptions p;
+  p.inputs = {dir / text};
+  p.out = dir / out;
+  p.tokenizer = train_tiny_tokenizer(dir, 320);
+  prepare_data(p);
+  return p;
 }
 
 }  // namespace mlpo::train::test

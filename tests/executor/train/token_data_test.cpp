@@ -7,10 +7,12 @@
 #include "executor/train/prepare_data.hpp"
 #include "executor/train/token_data.hpp"
 #include "tests/executor/train/train_test_util.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::train {
 namespace {
 
+using mlpo::testing::expect_refusal;
 using test::TempDir;
 
 std::string u16_le(const std::vector<std::uint16_t>& tokens) {
@@ -92,15 +94,9 @@ TEST(TokenData, FlatFilesOfBothWidthsAreRead) {
 TEST(TokenData, TokenOutsideTheVocabIsAnErrorNamingFileAndPosition) {
   TempDir dir;
   test::write_file(dir / "big.bin", u16_le({1, 2, 300, 4, 5}));
-  try {
-    TokenData d({dir / "big.bin"}, 256, 2);
-    FAIL() << "accepted a token outside the vocab";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("big.bin"), std::string::npos) << what;
-    EXPECT_NE(what.find("token 300 at position 2"), std::string::npos) << what;
-    EXPECT_NE(what.find("vocabulary of 256"), std::string::npos) << what;
-  }
+  expect_refusal([&] { TokenData d({dir / "big.bin"}, 256, 2); },
+                 {"big.bin", "token 300 at position 2", "vocabulary of 256"},
+                 "accepted a token outside the vocab");
 }
 
 TEST(TokenData, TruncatedShardAndMissingFileAreErrors) {
@@ -210,15 +206,9 @@ TEST(TokenData, AFileIsNotReadWholeAtOpenOnlyTheSequencesDrawn) {
   data.window(0, in, tgt);
   EXPECT_EQ(in[0], 'a');
   const std::int64_t last = data.windows() - 1;  // 249 windows: the last is tokens [3968, 3985)
-  try {
-    data.window(last, in, tgt);
-    FAIL() << "drew a token outside the vocab";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "t.bin: token 999 at position 3970 is outside the model's vocabulary of 256"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refusal([&] { data.window(last, in, tgt); },
+                 {"t.bin: token 999 at position 3970 is outside the model's vocabulary of 256"},
+                 "drew a token outside the vocab");
 }
 
 }  // namespace

@@ -11,20 +11,13 @@
 #include "executor/train/tokenizer.hpp"
 #include "tests/executor/train/tiny_tokenizer.hpp"
 #include "tests/executor/train/train_test_util.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::train {
 namespace {
 
+using mlpo::testing::error_of;
 using test::TempDir;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(Tokenizer, SentencePieceModelRoundTripsTextAndReportsItsVocab) {
   TempDir dir;
@@ -138,12 +131,7 @@ TEST(PrepareData, MissingTokenizerFileNamesItAndTheFix) {
 
 TEST(PrepareData, DataOfALargerTokenizerIsRefusedAtTrainingTimeWithTheNumbers) {
   TempDir dir;
-  test::write_file(dir / "a.txt", test::tokenizer_corpus(20));
-  PrepareDataOptions o;
-  o.inputs = {dir / "a.txt"};
-  o.out = dir / "t.bin";
-  o.tokenizer = test::train_tiny_tokenizer(dir, 320);
-  prepare_data(o);
+  const PrepareDataOptions o = test::prepare_with_tiny_tokenizer(dir, 20, "a.txt", "t.bin");
   const std::string what = error_of([&] { TokenData(std::vector<std::string>{o.out}, 256, 16); });
   EXPECT_NE(what.find("--data " + o.out + ": was tokenized with a vocabulary of 320 tokens"),
             std::string::npos)

@@ -1,6 +1,7 @@
 #pragma once
 // Shared fixtures of the training tests: a temporary directory, a small byte-level token
-// file, the tiny model at a short sequence length, and the plans of the invariance tests.
+// file, the tiny model at a short sequence length with the options every training test starts
+// from, the plans of the invariance tests, and a run that keeps its losses and exported weights.
 
 #include <unistd.h>
 
@@ -8,10 +9,13 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include "core/model_spec.hpp"
 #include "core/plan.hpp"
+#include "executor/model/parameter_layout.hpp"
 #include "executor/train/prepare_data.hpp"
+#include "executor/train/training_loop.hpp"
 
 namespace mlpo::train::test {
 
@@ -60,6 +64,23 @@ inline ModelSpec tiny_model() {
   return m;
 }
 
+// The parameter count of tiny_model() as the executor lays it out: what the plans are sized for.
+inline std::int64_t tiny_params() {
+  return model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
+}
+
+// tiny_model() on `data`, two sequences a micro-batch, two update threads and one BLAS thread;
+// each test adds its own steps, seed, schedule and plan.
+inline TrainOptions tiny_train_options(const std::string& data) {
+  TrainOptions o;
+  o.model = tiny_model();
+  o.data = {data};
+  o.micro_batch = 2;
+  o.threads = 2;
+  o.blas_threads = 1;
+  return o;
+}
+
 inline Plan memory_plan(std::int64_t params) {
   Plan p;
   p.model_name = "tiny";
@@ -86,6 +107,20 @@ inline Plan two_tier_plan(std::int64_t params, const std::string& dir_a, const s
   p.order = OrderPolicy::alternating;
   p.direct_io = false;
   return p;
+}
+
+// The per-step losses of a run and the bytes of the safetensors file it exported.
+struct TrainedRun {
+  std::vector<double> losses;
+  std::string weights;
+};
+
+inline TrainedRun train_and_export(TrainOptions o, const std::string& export_path) {
+  o.export_safetensors = export_path;
+  TrainedRun out;
+  for (const auto& rec : train(o, {}).steps) out.losses.push_back(rec["loss"].get<double>());
+  out.weights = read_file(export_path);
+  return out;
 }
 
 }  // namespace mlpo::train::test

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 
-#include "executor/model/parameter_layout.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -15,47 +14,37 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::TempDir;
+using test::tiny_params;
 
-struct Outcome {
-  std::vector<double> losses;
-  std::string weights;  // exported safetensors bytes
-};
-
-std::int64_t tiny_params() {
-  return model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total();
-}
+using Outcome = test::TrainedRun;
+constexpr auto run = test::train_and_export;
 
 TrainOptions base_options(const std::string& data) {
-  TrainOptions o;
-  o.model = test::tiny_model();
-  o.data = {data};
+  TrainOptions o = test::tiny_train_options(data);
   o.steps = 6;
-  o.micro_batch = 2;
   o.grad_accum = 2;
   o.seed = 11;
   o.lr = LrSchedule{3e-3, 3e-4, 2, 6};
   o.max_grad_norm = 0.5;  // small enough that clipping is active on some steps
-  o.threads = 2;
-  o.blas_threads = 1;
   return o;
 }
 
-Outcome run(TrainOptions o, const std::string& export_path) {
-  o.export_safetensors = export_path;
-  Outcome out;
-  for (const auto& rec : train(o, {}).steps) out.losses.push_back(rec["loss"].get<double>());
-  out.weights = test::read_file(export_path);
-  return out;
-}
-
-TEST(TrainingPlacementInvariance, SameLossesAndWeightsUnderEveryPlan) {
+// A temporary directory with the token file and the two tier folders `a` and `b`, and
+// base_options() on that file.
+class TwoTierRun : public ::testing::Test {
+ protected:
+  TwoTierRun() {
+    fs::create_directories(dir / "a");
+    fs::create_directories(dir / "b");
+  }
   TempDir dir;
-  fs::create_directories(dir / "a");
-  fs::create_directories(dir / "b");
-  const std::string data = test::make_token_file(dir);
   const std::int64_t params = tiny_params();
-  TrainOptions o = base_options(data);
+  TrainOptions o = base_options(test::make_token_file(dir));
+};
+using TrainingPlacementInvariance = TwoTierRun;
+using TrainingResume = TwoTierRun;
 
+TEST_F(TrainingPlacementInvariance, SameLossesAndWeightsUnderEveryPlan) {
   o.plan = test::memory_plan(params);
   const Outcome memory = run(o, dir / "memory.safetensors");
   o.plan = test::one_tier_plan(params, dir / "a");
@@ -77,13 +66,7 @@ TEST(TrainingPlacementInvariance, SameLossesAndWeightsUnderEveryPlan) {
   EXPECT_FALSE(fs::exists(dir / "a/mlpo"));
 }
 
-TEST(TrainingResume, ContinuesBitwiseUnderAnotherPlan) {
-  TempDir dir;
-  fs::create_directories(dir / "a");
-  fs::create_directories(dir / "b");
-  const std::string data = test::make_token_file(dir);
-  const std::int64_t params = tiny_params();
-  TrainOptions o = base_options(data);
+TEST_F(TrainingResume, ContinuesBitwiseUnderAnotherPlan) {
   o.plan = test::memory_plan(params);
   const Outcome whole = run(o, dir / "whole.safetensors");
 

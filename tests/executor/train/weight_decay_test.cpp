@@ -45,17 +45,11 @@ double sum_squares(const std::vector<float>& w) {
 
 TEST(TrainingWeightDecay, NormGainsAreNotDecayedWhileMatricesAre) {
   TempDir dir;
-  TrainOptions o;
-  o.model = test::tiny_model();
-  o.data = {test::make_token_file(dir)};
+  TrainOptions o = test::tiny_train_options(test::make_token_file(dir));
   o.steps = 1;
-  o.micro_batch = 2;
   o.seed = 3;
   o.lr = LrSchedule{1e-3, 1e-3, 0, 0};
-  o.threads = 2;
-  o.blas_threads = 1;
-  o.plan = test::two_tier_plan(model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total(),
-                               dir / "a", dir / "b");
+  o.plan = test::two_tier_plan(test::tiny_params(), dir / "a", dir / "b");
   std::filesystem::create_directories(dir / "a");
   std::filesystem::create_directories(dir / "b");
   o.weight_decay = 0.0f;

@@ -20,7 +20,6 @@
 
 #include "core/json_io.hpp"
 #include "core/plan.hpp"
-#include "executor/model/parameter_layout.hpp"
 #include "tests/executor/train/process_util.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -165,9 +164,7 @@ TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
   fs::create_directories(*dir_ / "tier-a");
   fs::create_directories(*dir_ / "tier-b");
   for (int ranks : {2, 4}) {
-    Plan plan =
-        test::two_tier_plan(model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total(),
-                            *dir_ / "tier-a", *dir_ / "tier-b");
+    Plan plan = test::two_tier_plan(test::tiny_params(), *dir_ / "tier-a", *dir_ / "tier-b");
     plan.cluster.gpus_per_node = ranks;
     const std::string plan_path = *dir_ / ("plan" + std::to_string(ranks) + ".json");
     save_plan(plan, plan_path);
@@ -318,8 +315,7 @@ TEST_F(ZeroTraining, ThreeRanksRunAndSayTheyDifferFromOneProcessInTheLastBits) {
 
 TEST_F(ZeroTraining, PlanForAnotherWorldShapeStopsEveryRankAtStart) {
   // A plan for one rank, launched on two.
-  Plan plan =
-      test::memory_plan(model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
+  Plan plan = test::memory_plan(test::tiny_params());
   save_plan(plan, *dir_ / "one-rank-plan.json");
   const JobOutcome job = run_job(2, "mismatch", {"--plan", *dir_ / "one-rank-plan.json"});
   EXPECT_EQ(job.exit_status, 2) << job.output;

@@ -4,6 +4,7 @@
 
 #include "executor/update_only/update_only_run.hpp"
 #include "tests/executor/offload/offload_test_util.hpp"
+#include "tests/executor/update_only/update_only_test_util.hpp"
 
 namespace mlpo::update_only {
 
@@ -63,10 +64,7 @@ TEST(PlacementInvariance, SameStateDigestUnderEveryPlan) {
 
 TEST(PlacementInvariance, DigestDependsOnTheSeed) {
   ScratchTiers tiers("seed");
-  UpdateOnlyOptions o;
-  o.plan = tiers.plan(1.0, 0, OrderPolicy::ascending);
-  o.params = 50000;
-  o.steps = 2;
+  UpdateOnlyOptions o = testing::run_on(tiers.plan(1.0, 0, OrderPolicy::ascending), 50000, 2);
   o.state_hash = true;
   o.seed = 1;
   std::string a = run_update_only(o, {}).state_sha256;

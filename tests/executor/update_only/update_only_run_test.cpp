@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "tests/executor/offload/offload_test_util.hpp"
+#include "tests/executor/update_only/update_only_test_util.hpp"
 
 namespace mlpo::update_only {
 
@@ -18,10 +19,7 @@ TEST(UpdatePipelineIo, RemovedTierDirectoryIsAClearError) {
   ScratchTiers dirs("removed");
   Plan plan = dirs.plan(1.0, 0, OrderPolicy::ascending);
   plan.tiers[0].path = dirs.disk() + "/does-not-exist";
-  UpdateOnlyOptions o;
-  o.plan = plan;
-  o.params = 10000;
-  o.steps = 1;
+  UpdateOnlyOptions o = testing::run_on(plan, 10000, 1);
   try {
     run_update_only(o, {});
     FAIL() << "expected an error";
@@ -32,11 +30,8 @@ TEST(UpdatePipelineIo, RemovedTierDirectoryIsAClearError) {
 
 TEST(UpdatePipelineIo, RankFailureEndsTheRunNamingTheRank) {
   ScratchTiers dirs("rankfail");
-  UpdateOnlyOptions o;
-  o.plan = dirs.plan(1.0, 0, OrderPolicy::ascending);
-  o.params = 100000;
+  UpdateOnlyOptions o = testing::run_on(dirs.plan(1.0, 0, OrderPolicy::ascending), 100000, 3);
   o.ranks = 2;
-  o.steps = 3;
   // Rank 1's shard needs more memory-locked pool than exists? Simpler: make the tier
   // unusable for every rank by pointing it at a regular file.
   o.plan.tiers[0].path = "/etc/hostname";
@@ -64,10 +59,7 @@ TEST(UpdateOnlyRun, NonFiniteOrOutOfRangeHyperParametersAreRefusedNamingTheFlag)
   memory_only.model_params = 10000;
   memory_only.tiers = {PlanTier{"mem", "", TierKind::memory, 1.0, 0}};
   for (const auto& c : cases) {
-    UpdateOnlyOptions o;
-    o.plan = memory_only;
-    o.params = 10000;
-    o.steps = 1;
+    UpdateOnlyOptions o = testing::run_on(memory_only, 10000, 1);
     c.set(o);
     try {
       run_update_only(o, {});

@@ -210,23 +210,6 @@ TEST_F(Ops, RopeMatchesCpuInPlace) {
 
 // ---- attention -----------------------------------------------------------------------
 
-struct AttentionRun {
-  Vec out, lse, dq, dk, dv;
-};
-
-template <class Runner>
-AttentionRun run_attention(Runner& r, DType t, const reference::AttentionShape& s, const Vec& q, const Vec& k,
-                           const Vec& v, const Vec& dout) {
-  Tensor tq = r.upload(q, t, {s.B, s.T, s.Hq, s.D}), tk = r.upload(k, t, {s.B, s.T, s.Hkv, s.D});
-  Tensor tv = r.upload(v, t, {s.B, s.T, s.Hkv, s.D}), out = r.empty(t, {s.B, s.T, s.Hq, s.D});
-  Tensor lse = r.empty(acc_type(t), {s.B, s.Hq, s.T});
-  r.backend().attention_forward(out, lse, tq, tk, tv);
-  Tensor dq = r.empty(t, {s.B, s.T, s.Hq, s.D}), dk = r.empty(t, {s.B, s.T, s.Hkv, s.D});
-  Tensor dv = r.empty(t, {s.B, s.T, s.Hkv, s.D});
-  r.backend().attention_backward(dq, dk, dv, r.upload(dout, t, {s.B, s.T, s.Hq, s.D}), tq, tk, tv, out, lse);
-  return {r.download(out), r.download(lse), r.download(dq), r.download(dk), r.download(dv)};
-}
-
 TEST_F(Ops, AttentionMatchesCpuAcrossTilesHeadDimsAndGroups) {
   const reference::AttentionShape shapes[] = {
       {2, 7, 4, 2, 8},     // the CPU test's shape: one partial tile
@@ -243,8 +226,8 @@ TEST_F(Ops, AttentionMatchesCpuAcrossTilesHeadDimsAndGroups) {
       const Vec v = rounded(random_vec(nkv, 43), t), dout = rounded(random_vec(nq, 44), t);
       OpRunner cpu;
       GpuRunner gpu;
-      const AttentionRun want = run_attention(cpu, t, s, q, k, v, dout),
-                         got = run_attention(gpu, t, s, q, k, v, dout);
+      const AttentionRun want = run_attention(cpu, t, q, k, v, dout, s),
+                         got = run_attention(gpu, t, q, k, v, dout, s);
       expect_close(got.out, want.out, tolerance(t), "out");
       expect_close(got.lse, want.lse, tolerance(DType::f32), "lse");
       expect_close(got.dq, want.dq, tolerance(t), "dq");
@@ -260,8 +243,8 @@ TEST_F(Ops, AttentionIsBitwiseReproducible) {
   const Vec q = random_vec(nq, 51), k = random_vec(nkv, 52), v = random_vec(nkv, 53),
             dout = random_vec(nq, 54);
   GpuRunner gpu;
-  const AttentionRun a = run_attention(gpu, DType::bf16, s, q, k, v, dout);
-  const AttentionRun b = run_attention(gpu, DType::bf16, s, q, k, v, dout);
+  const AttentionRun a = run_attention(gpu, DType::bf16, q, k, v, dout, s);
+  const AttentionRun b = run_attention(gpu, DType::bf16, q, k, v, dout, s);
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(a.lse, b.lse);
   EXPECT_EQ(a.dq, b.dq);

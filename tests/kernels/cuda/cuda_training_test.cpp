@@ -15,7 +15,6 @@
 
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
-#include "executor/model/parameter_layout.hpp"
 #include "executor/train/training_loop.hpp"
 #include "kernels/cuda/device.hpp"
 #include "tests/kernels/cuda/cuda_test_util.hpp"
@@ -28,33 +27,18 @@ using test::TempDir;
 
 using CudaTraining = mlpo::testing::CudaTest;  // skips, with the reason, where no GPU is usable
 
-struct RunResult {
-  std::vector<double> losses;
-  std::string weights;
-};
+using RunResult = test::TrainedRun;
+constexpr auto run = test::train_and_export;
 
 TrainOptions options(const std::string& data, const std::string& backend, int grad_accum) {
-  TrainOptions o;
-  o.model = test::tiny_model();
-  o.data = {data};
+  TrainOptions o = test::tiny_train_options(data);
   o.steps = 3;
-  o.micro_batch = 2;
   o.grad_accum = grad_accum;
   o.seed = 5;
   o.lr = LrSchedule{3e-3, 3e-4, 0, 3};
-  o.threads = 2;
-  o.blas_threads = 1;
   o.backend = backend;
-  o.plan = test::memory_plan(model::ParameterLayout(model::ModelShape{256, 128, 4, 4, 2, 384, 32}).total());
+  o.plan = test::memory_plan(test::tiny_params());
   return o;
-}
-
-RunResult run(TrainOptions o, const std::string& export_path) {
-  o.export_safetensors = export_path;
-  RunResult r;
-  for (const auto& rec : train(o, {}).steps) r.losses.push_back(rec["loss"].get<double>());
-  r.weights = test::read_file(export_path);
-  return r;
 }
 
 TEST_F(CudaTraining, ThreeStepsMatchTheCpuBackendWithinTolerance) {
