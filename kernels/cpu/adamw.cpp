@@ -55,28 +55,34 @@ void adamw_scalar(const AdamWConstants& c, float* p, float* m, float* v, const G
   }
 }
 
-void run(const AdamWConstants& c, float* p, float* m, float* v, const bf16* g, bf16* p_out, std::size_t n,
-         SimdIsa isa) {
+template <class Grad>
+using AdamWKernel = void (*)(const AdamWConstants&, float*, float*, float*, const Grad*, bf16*, std::size_t);
+
+// The vector variant for `isa` of one gradient type; the scalar reference for any other ISA.
+template <class Grad>
+AdamWKernel<Grad> pick_kernel(SimdIsa isa, AdamWKernel<Grad> avx512, AdamWKernel<Grad> avx2) {
   switch (isa) {
     case SimdIsa::avx512:
-      return detail::adamw_bf16grad_avx512(c, p, m, v, g, p_out, n);
+      return avx512;
     case SimdIsa::avx2:
-      return detail::adamw_bf16grad_avx2(c, p, m, v, g, p_out, n);
+      return avx2;
     default:
-      return adamw_scalar(c, p, m, v, g, p_out, n);
+      return adamw_scalar<Grad>;
   }
 }
 
-void run(const AdamWConstants& c, float* p, float* m, float* v, const float* g, bf16* p_out, std::size_t n,
+AdamWKernel<bf16> kernel_for(SimdIsa isa, const bf16*) {
+  return pick_kernel<bf16>(isa, detail::adamw_bf16grad_avx512, detail::adamw_bf16grad_avx2);
+}
+
+AdamWKernel<float> kernel_for(SimdIsa isa, const float*) {
+  return pick_kernel<float>(isa, detail::adamw_fp32grad_avx512, detail::adamw_fp32grad_avx2);
+}
+
+template <class Grad>
+void run(const AdamWConstants& c, float* p, float* m, float* v, const Grad* g, bf16* p_out, std::size_t n,
          SimdIsa isa) {
-  switch (isa) {
-    case SimdIsa::avx512:
-      return detail::adamw_fp32grad_avx512(c, p, m, v, g, p_out, n);
-    case SimdIsa::avx2:
-      return detail::adamw_fp32grad_avx2(c, p, m, v, g, p_out, n);
-    default:
-      return adamw_scalar(c, p, m, v, g, p_out, n);
-  }
+  kernel_for(isa, g)(c, p, m, v, g, p_out, n);
 }
 
 template <class Grad>
