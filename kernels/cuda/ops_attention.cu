@@ -72,6 +72,26 @@ __device__ __forceinline__ float dot_rows(const float* a, const float* b, int D)
   return sum;
 }
 
+// Lane `lane` owns the columns d = lane + 32 i (i < DPL) of a row: fn(i, d) for those below D.
+template <int DPL, class Fn>
+__device__ __forceinline__ void for_each_column(int lane, int D, Fn&& fn) {
+#pragma unroll
+  for (int i = 0; i < DPL; ++i) {
+    const int d = lane + 32 * i;
+    if (d < D) fn(i, d);
+  }
+}
+
+// acc[i] += w_j * tile[j, d] over the tile's rows j in ascending order, w_j being lane j's w.
+template <int DPL>
+__device__ __forceinline__ void accumulate_tile(float (&acc)[DPL], float w, const float* tile, int stride,
+                                                int D, int lane) {
+  for (int j = 0; j < kTile; ++j) {
+    const float wj = __shfl_sync(kFull, w, j);
+    for_each_column<DPL>(lane, D, [&](int i, int d) { acc[i] += wj * tile[j * stride + d]; });
+  }
+}
+
 template <class T, int DPL>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(T* out, float* lse, const T* q, const T* k, const T* v, Dims s) {
@@ -112,14 +132,7 @@ __global__ void __launch_bounds__(kThreads)
       m[r] = m_new;
 #pragma unroll
       for (int i = 0; i < DPL; ++i) o[r][i] *= correction;
-      for (int j = 0; j < kTile; ++j) {
-        const float pj = __shfl_sync(kFull, p, j);
-#pragma unroll
-        for (int i = 0; i < DPL; ++i) {
-          const int d = lane + 32 * i;
-          if (d < s.D) o[r][i] += pj * Vs[j * stride + d];
-        }
-      }
+      accumulate_tile<DPL>(o[r], p, Vs, stride, s.D, lane);
     }
   }
 
@@ -127,11 +140,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int t = q0 + warp * kRowsPerWarp + r;
     if (t >= s.T) continue;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.D) out[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(o[r][i] / l[r]);
-    }
+    for_each_column<DPL>(
+        lane, s.D, [&](int i, int d) { out[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(o[r][i] / l[r]); });
     if (lane == 0) lse[(static_cast<std::int64_t>(b) * s.Hq + h) * s.T + t] = m[r] + logf(l[r]);
   }
 }
@@ -236,14 +246,10 @@ __global__ void __launch_bounds__(kThreads)
         }
         for (int j = 0; j < kTile; ++j) {
           const float pj = __shfl_sync(kFull, p, j), dsj = __shfl_sync(kFull, ds, j);
-#pragma unroll
-          for (int i = 0; i < DPL; ++i) {
-            const int d = lane + 32 * i;
-            if (d < s.D) {
-              dv_acc[r][i] += pj * dOs[j * stride + d];
-              dk_acc[r][i] += dsj * Qs[j * stride + d];
-            }
-          }
+          for_each_column<DPL>(lane, s.D, [&](int i, int d) {
+            dv_acc[r][i] += pj * dOs[j * stride + d];
+            dk_acc[r][i] += dsj * Qs[j * stride + d];
+          });
         }
       }
     }
@@ -253,14 +259,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int key = k0 + warp * kRowsPerWarp + r;
     if (key >= s.T) continue;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.D) {
-        dk[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dk_acc[r][i]);
-        dv[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dv_acc[r][i]);
-      }
-    }
+    for_each_column<DPL>(lane, s.D, [&](int i, int d) {
+      dk[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dk_acc[r][i]);
+      dv[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dv_acc[r][i]);
+    });
   }
 }
 
@@ -306,14 +308,7 @@ __global__ void __launch_bounds__(kThreads)
         const float dp = dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
         ds = p * (dp - row_delta[r]) * s.scale;
       }
-      for (int j = 0; j < kTile; ++j) {
-        const float dsj = __shfl_sync(kFull, ds, j);
-#pragma unroll
-        for (int i = 0; i < DPL; ++i) {
-          const int d = lane + 32 * i;
-          if (d < s.D) dq_acc[r][i] += dsj * Ks[j * stride + d];
-        }
-      }
+      accumulate_tile<DPL>(dq_acc[r], ds, Ks, stride, s.D, lane);
     }
   }
 
@@ -321,11 +316,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int t = q0 + warp * kRowsPerWarp + r;
     if (t >= s.T) continue;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.D) dq[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(dq_acc[r][i]);
-    }
+    for_each_column<DPL>(lane, s.D,
+                         [&](int i, int d) { dq[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(dq_acc[r][i]); });
   }
 }
 
