@@ -92,6 +92,28 @@ __device__ __forceinline__ void accumulate_tile(float (&acc)[DPL], float w, cons
   }
 }
 
+// The key tiles the query tile at q0 attends to (keys up to its last query), each loaded into Ks
+// and Vs in turn: fn(r, row, visible) for each of the warp's rows r (tile row `row`, query
+// q0 + row) against this lane's key, visible when that query may attend to the key.
+template <class T, class Fn>
+__device__ __forceinline__ void for_each_key_tile(float* Ks, float* Vs, const T* k, const T* v, int b, int hk,
+                                                  int q0, const Dims& s, Fn&& fn) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int last_query = min(s.T, q0 + kTile) - 1;
+  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
+    __syncthreads();  // the previous tile is consumed (and the query tiles are loaded, on the first pass)
+    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
+    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
+    __syncthreads();
+    const int key = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row = warp * kRowsPerWarp + r, t = q0 + row;
+      fn(r, row, t < s.T && key <= t);
+    }
+  }
+}
+
 template <class T, int DPL>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(T* out, float* lse, const T* q, const T* k, const T* v, Dims s) {
@@ -113,28 +135,18 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < DPL; ++i) o[r][i] = 0.0f;
   }
 
-  const int last_query = min(s.T, q0 + kTile) - 1;
-  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
-    __syncthreads();  // the previous tile is consumed (and Qs is loaded, on the first pass)
-    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
-    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
-    __syncthreads();
-    const int key = k0 + lane;
+  for_each_key_tile(Ks, Vs, k, v, b, hk, q0, s, [&](int r, int row, bool visible) {
+    float score = -INFINITY;
+    if (visible) score = dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale;
+    const float m_new = fmaxf(m[r], warp_max(score));
+    const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
+    const float correction = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
+    l[r] = l[r] * correction + warp_sum(p);
+    m[r] = m_new;
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int row = warp * kRowsPerWarp + r, t = q0 + row;
-      float score = -INFINITY;
-      if (t < s.T && key <= t) score = dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale;
-      const float m_new = fmaxf(m[r], warp_max(score));
-      const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
-      const float correction = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-      l[r] = l[r] * correction + warp_sum(p);
-      m[r] = m_new;
-#pragma unroll
-      for (int i = 0; i < DPL; ++i) o[r][i] *= correction;
-      accumulate_tile<DPL>(o[r], p, Vs, stride, s.D, lane);
-    }
-  }
+    for (int i = 0; i < DPL; ++i) o[r][i] *= correction;
+    accumulate_tile<DPL>(o[r], p, Vs, stride, s.D, lane);
+  });
 
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
@@ -172,24 +184,14 @@ __global__ void __launch_bounds__(kThreads)
     row_delta[r] = 0.0f;
   }
 
-  const int last_query = min(s.T, q0 + kTile) - 1;
-  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
-    __syncthreads();
-    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
-    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
-    __syncthreads();
-    const int key = k0 + lane;
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int row = warp * kRowsPerWarp + r, t = q0 + row;
-      float pdp = 0.0f;
-      if (t < s.T && key <= t) {
-        const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
-        pdp = p * dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
-      }
-      row_delta[r] += warp_sum(pdp);
+  for_each_key_tile(Ks, Vs, k, v, b, hk, q0, s, [&](int r, int row, bool visible) {
+    float pdp = 0.0f;
+    if (visible) {
+      const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
+      pdp = p * dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
     }
-  }
+    row_delta[r] += warp_sum(pdp);
+  });
 
   if (lane != 0) return;
 #pragma unroll
@@ -292,25 +294,15 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < DPL; ++i) dq_acc[r][i] = 0.0f;
   }
 
-  const int last_query = min(s.T, q0 + kTile) - 1;
-  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
-    __syncthreads();
-    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
-    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
-    __syncthreads();
-    const int key = k0 + lane;
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int row = warp * kRowsPerWarp + r, t = q0 + row;
-      float ds = 0.0f;
-      if (t < s.T && key <= t) {
-        const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
-        const float dp = dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
-        ds = p * (dp - row_delta[r]) * s.scale;
-      }
-      accumulate_tile<DPL>(dq_acc[r], ds, Ks, stride, s.D, lane);
+  for_each_key_tile(Ks, Vs, k, v, b, hk, q0, s, [&](int r, int row, bool visible) {
+    float ds = 0.0f;
+    if (visible) {
+      const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
+      const float dp = dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
+      ds = p * (dp - row_delta[r]) * s.scale;
     }
-  }
+    accumulate_tile<DPL>(dq_acc[r], ds, Ks, stride, s.D, lane);
+  });
 
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
