@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "kernels/cpu/adamw_variants.hpp"
+#include "kernels/cpu/isa_dispatch.hpp"
 
 namespace mlpo {
 
@@ -58,25 +59,14 @@ void adamw_scalar(const AdamWConstants& c, float* p, float* m, float* v, const G
 template <class Grad>
 using AdamWKernel = void (*)(const AdamWConstants&, float*, float*, float*, const Grad*, bf16*, std::size_t);
 
-// The vector variant for `isa` of one gradient type; the scalar reference for any other ISA.
-template <class Grad>
-AdamWKernel<Grad> pick_kernel(SimdIsa isa, AdamWKernel<Grad> avx512, AdamWKernel<Grad> avx2) {
-  switch (isa) {
-    case SimdIsa::avx512:
-      return avx512;
-    case SimdIsa::avx2:
-      return avx2;
-    default:
-      return adamw_scalar<Grad>;
-  }
-}
-
 AdamWKernel<bf16> kernel_for(SimdIsa isa, const bf16*) {
-  return pick_kernel<bf16>(isa, detail::adamw_bf16grad_avx512, detail::adamw_bf16grad_avx2);
+  return detail::pick_variant<AdamWKernel<bf16>>(isa, detail::adamw_bf16grad_avx512,
+                                                 detail::adamw_bf16grad_avx2, adamw_scalar<bf16>);
 }
 
 AdamWKernel<float> kernel_for(SimdIsa isa, const float*) {
-  return pick_kernel<float>(isa, detail::adamw_fp32grad_avx512, detail::adamw_fp32grad_avx2);
+  return detail::pick_variant<AdamWKernel<float>>(isa, detail::adamw_fp32grad_avx512,
+                                                  detail::adamw_fp32grad_avx2, adamw_scalar<float>);
 }
 
 template <class Grad>
