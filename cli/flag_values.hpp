@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -47,5 +49,13 @@ CLI::Validator unsigned_whole();
 CLI::Validator byte_size(std::uint64_t min = 1, std::uint64_t multiple_of = 1);
 // A count as parse_count reads it ("1e9", "500M", "1.5B") of at least `min`.
 CLI::Validator count_at_least(std::uint64_t min = 1);
+
+// Declares a flag whose default shows in --help and whose text `check` checks:
+// `add_checked(app, "--beta1", beta1, "AdamW beta1", fraction_below_one())`.
+template <class T>
+CLI::Option* add_checked(CLI::App& app, const std::string& name, T& value, const std::string& help,
+                         CLI::Validator check) {
+  return app.add_option(name, value, help)->capture_default_str()->check(std::move(check));
+}
 
 }  // namespace mlpo::cli

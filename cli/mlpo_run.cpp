@@ -120,15 +120,14 @@ void add_step_flags(CLI::App& app, StepFlags& s) {
       ->check(CLI::ExistingFile);
   app.add_option("--steps", s.steps, "Optimizer steps (default: 100 training, 10 update-only)")
       ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 30));
-  app.add_option("--seed", s.seed,
-                 "Seed of the model's initial weights and of data sampling (update-only: synthetic data)")
-      ->capture_default_str()
-      ->check(mlpo::cli::unsigned_whole());
+  mlpo::cli::add_checked(
+      app, "--seed", s.seed,
+      "Seed of the model's initial weights and of data sampling (update-only: synthetic data)",
+      mlpo::cli::unsigned_whole());
   app.add_option("--lr", s.lr, "Peak AdamW learning rate (default: 1e-3 training, 1e-4 update-only)")
       ->check(mlpo::cli::positive_real(Precision::fp32));
-  app.add_option("--max-grad-norm", s.max_grad_norm, "Global gradient-norm clipping threshold (0 = off)")
-      ->capture_default_str()
-      ->check(mlpo::cli::non_negative_real());
+  mlpo::cli::add_checked(app, "--max-grad-norm", s.max_grad_norm,
+                         "Global gradient-norm clipping threshold (0 = off)", mlpo::cli::non_negative_real());
   app.add_option("--threads", s.threads, "CPU threads for the compute ops and AdamW (default: all cores)")
       ->check(mlpo::cli::whole_in(1, 4096));
   app.add_option("--log", s.log_path, "Write one JSON object per step to this file (JSON lines)");
@@ -147,51 +146,42 @@ void add_training_flags(CLI::App& app, TrainingFlags& f) {
       "The SentencePiece model the data was made with: checked against the model's vocab and the data");
   app.add_option("--eval-data", t.eval_data,
                  "Held-out token files or directories: validation loss (eval_loss in the log)");
-  app.add_option("--eval-every", t.eval_every, "Validation loss every N steps (0 = only after the last step)")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
-  app.add_option("--eval-tokens", t.eval_tokens,
-                 "Tokens of --eval-data evaluated, as fixed sequences (0 = all of it)")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 50));
-  app.add_option("--token-bytes", t.token_bytes, "Width of a flat (headerless) token file's tokens")
-      ->capture_default_str()
-      ->check(CLI::IsMember({2, 4}));
+  mlpo::cli::add_checked(app, "--eval-every", t.eval_every,
+                         "Validation loss every N steps (0 = only after the last step)",
+                         mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  mlpo::cli::add_checked(app, "--eval-tokens", t.eval_tokens,
+                         "Tokens of --eval-data evaluated, as fixed sequences (0 = all of it)",
+                         mlpo::cli::whole_in(0, std::int64_t{1} << 50));
+  mlpo::cli::add_checked(app, "--token-bytes", t.token_bytes,
+                         "Width of a flat (headerless) token file's tokens", CLI::IsMember({2, 4}));
   app.add_option("--seq-len", f.seq_len, "Training sequence length (default: the model's seq_len)")
       ->check(mlpo::cli::whole_in(2, std::int64_t{1} << 20));
-  app.add_option("--micro-batch", t.micro_batch, "Sequences per forward/backward")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, 1 << 16));
-  app.add_option("--grad-accum", t.grad_accum, "Micro-batches per optimizer step")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, 1 << 16));
-  app.add_option("--min-lr", t.lr.min_lr, "Learning rate at the end of the cosine decay (at most --lr)")
-      ->capture_default_str()
-      ->check(mlpo::cli::non_negative_real(Precision::fp32));
-  app.add_option("--warmup-steps", t.lr.warmup_steps, "Steps of linear warm-up")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
-  app.add_option("--lr-decay-steps", t.lr.decay_end,
-                 "Step at which the cosine reaches --min-lr (0 = --steps)")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
-  app.add_option("--beta1", t.beta1, "AdamW beta1 (also update-only)")
-      ->capture_default_str()
-      ->check(mlpo::cli::fraction_below_one());
-  app.add_option("--beta2", t.beta2, "AdamW beta2 (also update-only)")
-      ->capture_default_str()
-      ->check(mlpo::cli::fraction_below_one());
-  app.add_option("--eps", t.eps, "AdamW epsilon (also update-only)")
-      ->capture_default_str()
-      ->check(mlpo::cli::positive_real(Precision::fp32));
-  app.add_option("--weight-decay", t.weight_decay, "AdamW decoupled weight decay (also update-only)")
-      ->capture_default_str()
-      ->check(mlpo::cli::non_negative_real(Precision::fp32));
-  app.add_option("--weight-decay-on", t.weight_decay_on,
-                 "Weights the decay applies to: matrices (all but the RMSNorm gains, as Hugging Face and "
-                 "Megatron) or all")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"matrices", "all"}));
+  mlpo::cli::add_checked(app, "--micro-batch", t.micro_batch, "Sequences per forward/backward",
+                         mlpo::cli::whole_in(1, 1 << 16));
+  mlpo::cli::add_checked(app, "--grad-accum", t.grad_accum, "Micro-batches per optimizer step",
+                         mlpo::cli::whole_in(1, 1 << 16));
+  mlpo::cli::add_checked(app, "--min-lr", t.lr.min_lr,
+                         "Learning rate at the end of the cosine decay (at most --lr)",
+                         mlpo::cli::non_negative_real(Precision::fp32));
+  mlpo::cli::add_checked(app, "--warmup-steps", t.lr.warmup_steps, "Steps of linear warm-up",
+                         mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  mlpo::cli::add_checked(app, "--lr-decay-steps", t.lr.decay_end,
+                         "Step at which the cosine reaches --min-lr (0 = --steps)",
+                         mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  mlpo::cli::add_checked(app, "--beta1", t.beta1, "AdamW beta1 (also update-only)",
+                         mlpo::cli::fraction_below_one());
+  mlpo::cli::add_checked(app, "--beta2", t.beta2, "AdamW beta2 (also update-only)",
+                         mlpo::cli::fraction_below_one());
+  mlpo::cli::add_checked(app, "--eps", t.eps, "AdamW epsilon (also update-only)",
+                         mlpo::cli::positive_real(Precision::fp32));
+  mlpo::cli::add_checked(app, "--weight-decay", t.weight_decay,
+                         "AdamW decoupled weight decay (also update-only)",
+                         mlpo::cli::non_negative_real(Precision::fp32));
+  mlpo::cli::add_checked(
+      app, "--weight-decay-on", t.weight_decay_on,
+      "Weights the decay applies to: matrices (all but the RMSNorm gains, as Hugging Face and "
+      "Megatron) or all",
+      CLI::IsMember({"matrices", "all"}));
 }
 
 // Checkpoints, the export, the initial weights and where the run computes.
@@ -199,19 +189,18 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
   mlpo::train::TrainOptions& t = f.options;
   app.add_option("--checkpoint-dir", t.checkpoint_dir,
                  "Directory of checkpoints (ckpt-<step>/ and a `latest` pointer)");
-  app.add_option("--checkpoint-every", t.checkpoint_every, "Checkpoint every K steps (0 = only at the end)")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(0, std::int64_t{1} << 30));
+  mlpo::cli::add_checked(app, "--checkpoint-every", t.checkpoint_every,
+                         "Checkpoint every K steps (0 = only at the end)",
+                         mlpo::cli::whole_in(0, std::int64_t{1} << 30));
   app.add_flag("--resume", t.resume,
                "Continue from the latest checkpoint in --checkpoint-dir (under this plan)");
   app.add_option(
       "--export-safetensors", t.export_safetensors,
       "Write the final weights: DIR = a Hugging Face LLaMA directory (config.json, safetensors shards + "
       "index, tokenizer files); a path ending in .safetensors = one file of bf16 weights (HF names)");
-  app.add_option("--export-dtype", t.export_dtype,
-                 "Directory export: bf16 (the weights trained with) or fp32 (the master weights)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"bf16", "fp32"}));
+  mlpo::cli::add_checked(app, "--export-dtype", t.export_dtype,
+                         "Directory export: bf16 (the weights trained with) or fp32 (the master weights)",
+                         CLI::IsMember({"bf16", "fp32"}));
   app.add_option("--export-shard-size", f.export_shard_size,
                  "Directory export: tensor bytes per safetensors shard at most (GB = 1e9, GiB = 2^30)")
       ->capture_default_str();
@@ -229,13 +218,13 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
   app.add_option("--blas-threads", t.blas_threads,
                  "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count")
       ->check(mlpo::cli::whole_in(1, 4096));
-  app.add_option("--comm", f.comm_name,
-                 "Communicator between data-parallel ranks: auto (MPI when launched by mpirun/srun, else one "
-                 "process), mpi, single (one process; an error under a launcher of several ranks), nccl (GPU "
-                 "buffers: "
-                 "with --backend cuda on one rank, the step's reductions run through NCCL)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "mpi", "single", "nccl"}));
+  mlpo::cli::add_checked(
+      app, "--comm", f.comm_name,
+      "Communicator between data-parallel ranks: auto (MPI when launched by mpirun/srun, else one "
+      "process), mpi, single (one process; an error under a launcher of several ranks), nccl (GPU "
+      "buffers: "
+      "with --backend cuda on one rank, the step's reductions run through NCCL)",
+      CLI::IsMember({"auto", "mpi", "single", "nccl"}));
   app.add_option(
          "--backend", t.backend,
          "Compute backend: cpu, cuda (this process's GPU: device 0, or the local rank's under a launcher) or "
@@ -262,14 +251,13 @@ void add_update_only_flags(CLI::App& app, UpdateOnlyFlags& f, std::string& mode)
   app.add_option("--params", f.params_text,
                  "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)")
       ->check(mlpo::cli::count_at_least(1));
-  app.add_option("--ranks", u.ranks, "Update-only: rank processes on this node, sharing the tiers")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, 256));
-  app.add_option("--mode", mode,
-                 "mlp: the plan as written; baseline: its ZeRO-3-offload baseline (first tier, fp32 "
-                 "gradients flushed, ascending, no cache, no limit)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"mlp", "baseline"}));
+  mlpo::cli::add_checked(app, "--ranks", u.ranks,
+                         "Update-only: rank processes on this node, sharing the tiers",
+                         mlpo::cli::whole_in(1, 256));
+  mlpo::cli::add_checked(app, "--mode", mode,
+                         "mlp: the plan as written; baseline: its ZeRO-3-offload baseline (first tier, fp32 "
+                         "gradients flushed, ascending, no cache, no limit)",
+                         CLI::IsMember({"mlp", "baseline"}));
   app.add_option("--profile", f.profile_path,
                  "Update-only: profile (mlpo.profile/1) for the physical bound of each step")
       ->check(CLI::ExistingFile);

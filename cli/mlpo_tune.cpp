@@ -64,20 +64,16 @@ void add_flags(CLI::App& app, TuneFlags& f) {
   app.add_flag("--json", f.json,
                "Print machine-readable JSON instead of text (--describe, --simulate, --validate, and the "
                "search: the plan)");
-  app.add_option("--nodes", f.shape.nodes, "Number of nodes")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
-  app.add_option("--gpus-per-node", f.shape.gpus_per_node, "GPUs (ranks) per node")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
-  app.add_option("--micro-batch", f.shape.micro_batch, "Sequences per rank per micro-step")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  mlpo::cli::add_checked(app, "--nodes", f.shape.nodes, "Number of nodes",
+                         mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  mlpo::cli::add_checked(app, "--gpus-per-node", f.shape.gpus_per_node, "GPUs (ranks) per node",
+                         mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  mlpo::cli::add_checked(app, "--micro-batch", f.shape.micro_batch, "Sequences per rank per micro-step",
+                         mlpo::cli::whole_in(1, std::int64_t{1} << 20));
   app.add_option("--seq-len", f.shape.seq_len, "Sequence length (default: the model's)")
       ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
-  app.add_option("--grad-accum", f.shape.grad_accum, "Gradient accumulation steps")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  mlpo::cli::add_checked(app, "--grad-accum", f.shape.grad_accum, "Gradient accumulation steps",
+                         mlpo::cli::whole_in(1, std::int64_t{1} << 20));
   app.add_option(
          "--host-memory-budget", f.budget_text,
          "Host memory per node plans may use, e.g. 400GiB (default: the profile's host.available_bytes)")
@@ -88,18 +84,15 @@ void add_flags(CLI::App& app, TuneFlags& f) {
       "Explain the choice: bound resource per phase, tier split vs bandwidth, what each principle saves");
   app.add_option("--timeline", f.timeline_path,
                  "Write an SVG Gantt chart of the chosen plan's simulated iteration (node 0)");
-  app.add_option("--top", f.top, "Alternatives kept in the plan file")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(0, 50));
+  mlpo::cli::add_checked(app, "--top", f.top, "Alternatives kept in the plan file",
+                         mlpo::cli::whole_in(0, 50));
   app.add_flag(
       "--update-only", f.update_only,
       "Predict the update phase alone (what `mlpo-run --update-only` measures); skips the GPU memory check");
-  app.add_option("--jobs", f.jobs, "SimGrid simulations run at once (child processes)")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, 256));
-  app.add_option("--simulate-top", f.simulate_top, "Analytic survivors ranked with SimGrid")
-      ->capture_default_str()
-      ->check(mlpo::cli::whole_in(1, 1000));
+  mlpo::cli::add_checked(app, "--jobs", f.jobs, "SimGrid simulations run at once (child processes)",
+                         mlpo::cli::whole_in(1, 256));
+  mlpo::cli::add_checked(app, "--simulate-top", f.simulate_top, "Analytic survivors ranked with SimGrid",
+                         mlpo::cli::whole_in(1, 1000));
   app.add_option("--remote-backbone-gbps", f.backbone,
                  "Cluster-wide bandwidth of remote tiers per direction, GB/s (default: no shared limit)")
       ->check(mlpo::cli::real_in({0, 1e6, true}));

@@ -142,7 +142,7 @@ std::string JsonObject::string(const char* key) {
 }
 
 std::string JsonObject::string_or(const char* key, const std::string& fallback) {
-  return has(key) ? string(key) : (used_.insert(key), fallback);
+  return optional(key) ? string(key) : fallback;
 }
 
 std::string JsonObject::choice(const char* key, std::initializer_list<const char*> choices) {
@@ -157,11 +157,7 @@ std::string JsonObject::choice(const char* key, std::initializer_list<const char
 
 std::string JsonObject::choice_or(const char* key, std::initializer_list<const char*> choices,
                                   const std::string& fallback) {
-  if (!has(key)) {
-    used_.insert(key);
-    return fallback;
-  }
-  return choice(key, choices);
+  return optional(key) ? choice(key, choices) : fallback;
 }
 
 double JsonObject::number(const char* key, double min, double max) {
@@ -176,11 +172,7 @@ double JsonObject::number(const char* key, double min, double max) {
 }
 
 double JsonObject::number_or(const char* key, double min, double max, double fallback) {
-  if (!has(key)) {
-    used_.insert(key);
-    return fallback;
-  }
-  return number(key, min, max);
+  return optional(key) ? number(key, min, max) : fallback;
 }
 
 double JsonObject::positive(const char* key) {
@@ -219,11 +211,7 @@ std::int64_t JsonObject::integer(const char* key, std::int64_t min, std::int64_t
 
 std::int64_t JsonObject::integer_or(const char* key, std::int64_t min, std::int64_t max,
                                     std::int64_t fallback) {
-  if (!has(key)) {
-    used_.insert(key);
-    return fallback;
-  }
-  return integer(key, min, max);
+  return optional(key) ? integer(key, min, max) : fallback;
 }
 
 bool JsonObject::boolean(const char* key) {
@@ -233,11 +221,7 @@ bool JsonObject::boolean(const char* key) {
 }
 
 bool JsonObject::boolean_or(const char* key, bool fallback) {
-  if (!has(key)) {
-    used_.insert(key);
-    return fallback;
-  }
-  return boolean(key);
+  return optional(key) ? boolean(key) : fallback;
 }
 
 const Json& JsonObject::array(const char* key) {

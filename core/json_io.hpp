@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
+
 namespace mlpo {
 
 using Json = nlohmann::json;
@@ -19,6 +21,18 @@ using Json = nlohmann::json;
 // unreadable, empty, not JSON, not an object) name the path and what was expected (`what`,
 // e.g. "an mlpo.profile/1 profile").
 Json read_json_file(const std::string& path, const std::string& what);
+
+// Reads the file as read_json_file does and converts the document with `parse` (plan_from_json,
+// profile_from_json, ...); an Error from `parse` is rethrown with the path in front of it.
+template <class Parse>
+auto load_json_file(const std::string& path, const std::string& what, Parse&& parse) {
+  const Json j = read_json_file(path, what);
+  try {
+    return parse(j);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+}
 
 // Writes `text` to `path` atomically: temp file in the same directory, fsync, rename,
 // fsync of the directory. A crash leaves either the old file or the new one, never a mix.

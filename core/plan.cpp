@@ -268,12 +268,8 @@ Json to_json(const Plan& p) {
 }
 
 Plan load_plan(const std::string& path) {
-  Json j = read_json_file(path, "an mlpo.plan/1 plan (made by mlpo-tune, or by hand: see docs/formats.md)");
-  try {
-    return plan_from_json(j);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  return load_json_file(path, "an mlpo.plan/1 plan (made by mlpo-tune, or by hand: see docs/formats.md)",
+                        plan_from_json);
 }
 
 void save_plan(const Plan& plan, const std::string& path) {

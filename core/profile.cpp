@@ -252,12 +252,7 @@ Json to_json(const Profile& p) {
 }
 
 Profile load_profile(const std::string& path) {
-  Json j = read_json_file(path, "an mlpo.profile/1 profile (made by mlpo-profile)");
-  try {
-    return profile_from_json(j);
-  } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
-  }
+  return load_json_file(path, "an mlpo.profile/1 profile (made by mlpo-profile)", profile_from_json);
 }
 
 }  // namespace mlpo

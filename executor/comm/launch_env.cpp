@@ -31,6 +31,28 @@ std::optional<int> first_of(const EnvLookup& lookup, const char* a, const char* 
   return read_int(lookup, b, min_value);
 }
 
+// A launcher that gives the rank, the world size, the local rank and the local size in four variables.
+struct RankVariables {
+  const char* launcher;
+  const char* rank;
+  const char* size;
+  const char* local_rank;
+  const char* local_size;
+};
+
+constexpr RankVariables kOpenMpi{"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                                 "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+constexpr RankVariables kPmi{"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"};
+
+// Fills env for a process of `names`'s launcher whose rank variable read `rank`.
+void read_rank_variables(const EnvLookup& lookup, const RankVariables& names, int rank, LaunchEnv& env) {
+  env.launcher = names.launcher;
+  env.rank = rank;
+  env.size = read_int(lookup, names.size, 1).value_or(-1);
+  env.local_rank = read_int(lookup, names.local_rank, 0).value_or(-1);
+  env.local_size = read_int(lookup, names.local_size, 1).value_or(-1);
+}
+
 void check_consistent(const LaunchEnv& env) {
   const std::string who = "launcher environment (" + env.launcher + ")";
   if (env.size > 0 && env.rank >= env.size)
@@ -48,12 +70,8 @@ void check_consistent(const LaunchEnv& env) {
 
 LaunchEnv parse_launch_env(const EnvLookup& lookup) {
   LaunchEnv env;
-  if (auto rank = read_int(lookup, "OMPI_COMM_WORLD_RANK", 0)) {
-    env.launcher = "openmpi";
-    env.rank = *rank;
-    env.size = read_int(lookup, "OMPI_COMM_WORLD_SIZE", 1).value_or(-1);
-    env.local_rank = read_int(lookup, "OMPI_COMM_WORLD_LOCAL_RANK", 0).value_or(-1);
-    env.local_size = read_int(lookup, "OMPI_COMM_WORLD_LOCAL_SIZE", 1).value_or(-1);
+  if (auto rank = read_int(lookup, kOpenMpi.rank, 0)) {
+    read_rank_variables(lookup, kOpenMpi, *rank, env);
   } else if (auto procid = read_int(lookup, "SLURM_PROCID", 0)) {
     // Inside an sbatch script (no srun) SLURM_PROCID and SLURM_NTASKS describe the allocation,
     // not this process; srun sets the SLURM_STEP_* values of the step it launched.
@@ -63,12 +81,8 @@ LaunchEnv parse_launch_env(const EnvLookup& lookup) {
     env.local_rank = read_int(lookup, "SLURM_LOCALID", 0).value_or(-1);
     env.node = read_int(lookup, "SLURM_NODEID", 0).value_or(-1);
     env.nodes = first_of(lookup, "SLURM_STEP_NUM_NODES", "SLURM_NNODES", 1).value_or(-1);
-  } else if (auto pmi = read_int(lookup, "PMI_RANK", 0)) {
-    env.launcher = "pmi";
-    env.rank = *pmi;
-    env.size = read_int(lookup, "PMI_SIZE", 1).value_or(-1);
-    env.local_rank = read_int(lookup, "MPI_LOCALRANKID", 0).value_or(-1);
-    env.local_size = read_int(lookup, "MPI_LOCALNRANKS", 1).value_or(-1);
+  } else if (auto pmi = read_int(lookup, kPmi.rank, 0)) {
+    read_rank_variables(lookup, kPmi, *pmi, env);
   } else if (auto pmix = read_int(lookup, "PMIX_RANK", 0)) {
     env.launcher = "pmix";
     env.rank = *pmix;

@@ -62,13 +62,10 @@ class LayerExchange {
   // from `shard` (this rank's whole shard, partition.mine().elements elements).
   template <class T>
   Pending gather(ParamRange range, std::span<const T> shard, std::span<T> full) {
-    check_shard(shard.size(), full.size(), range);
-    return enqueue([this, range, shard, full] {
-      const ParamRange piece = partition_.my_piece(range);
-      const std::vector<std::int64_t> counts = partition_.counts(range);
-      comm_.all_gather(shard.subspan(offset_in_shard(piece), static_cast<std::size_t>(piece.size())), full,
-                       std::span<const std::int64_t>(counts));
-    });
+    return enqueue_on_piece(range, shard, full.size(),
+                            [this, full](std::span<const T> piece, std::span<const std::int64_t> counts) {
+                              comm_.all_gather(piece, full, counts);
+                            });
   }
 
   // This rank's piece of `range` in `shard` (its whole gradient shard) = the rank-order sum
@@ -76,14 +73,10 @@ class LayerExchange {
   // summed in fp32 and rounded once.
   template <class T>
   Pending reduce_scatter(ParamRange range, std::span<const T> full, std::span<T> shard) {
-    check_shard(shard.size(), full.size(), range);
-    return enqueue([this, range, full, shard] {
-      const ParamRange piece = partition_.my_piece(range);
-      const std::vector<std::int64_t> counts = partition_.counts(range);
-      comm_.reduce_scatter_sum(full,
-                               shard.subspan(offset_in_shard(piece), static_cast<std::size_t>(piece.size())),
-                               std::span<const std::int64_t>(counts));
-    });
+    return enqueue_on_piece(range, shard, full.size(),
+                            [this, full](std::span<T> piece, std::span<const std::int64_t> counts) {
+                              comm_.reduce_scatter_sum(full, piece, counts);
+                            });
   }
 
   // Returns when every queued operation has finished; rethrows the first error any of them
@@ -92,6 +85,18 @@ class LayerExchange {
 
  private:
   Pending enqueue(std::function<void()> op);
+  // Queues op(piece, counts) for `range`: piece = this rank's piece of it in `shard`, counts =
+  // every rank's element count of it.
+  template <class T, class Op>
+  Pending enqueue_on_piece(ParamRange range, std::span<T> shard, std::size_t full_size, Op op) {
+    check_shard(shard.size(), full_size, range);
+    return enqueue([this, range, shard, op] {
+      const ParamRange piece = partition_.my_piece(range);
+      const std::vector<std::int64_t> counts = partition_.counts(range);
+      op(shard.subspan(offset_in_shard(piece), static_cast<std::size_t>(piece.size())),
+         std::span<const std::int64_t>(counts));
+    });
+  }
   void check_shard(std::size_t shard, std::size_t full, ParamRange range) const;
   std::size_t offset_in_shard(ParamRange piece) const {
     return static_cast<std::size_t>(piece.begin - partition_.mine().global_begin);

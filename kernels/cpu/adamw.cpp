@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "kernels/cpu/adamw_variants.hpp"
+#include "kernels/cpu/isa_dispatch.hpp"
 
 namespace mlpo {
 
@@ -55,28 +56,23 @@ void adamw_scalar(const AdamWConstants& c, float* p, float* m, float* v, const G
   }
 }
 
-void run(const AdamWConstants& c, float* p, float* m, float* v, const bf16* g, bf16* p_out, std::size_t n,
-         SimdIsa isa) {
-  switch (isa) {
-    case SimdIsa::avx512:
-      return detail::adamw_bf16grad_avx512(c, p, m, v, g, p_out, n);
-    case SimdIsa::avx2:
-      return detail::adamw_bf16grad_avx2(c, p, m, v, g, p_out, n);
-    default:
-      return adamw_scalar(c, p, m, v, g, p_out, n);
-  }
+template <class Grad>
+using AdamWKernel = void (*)(const AdamWConstants&, float*, float*, float*, const Grad*, bf16*, std::size_t);
+
+AdamWKernel<bf16> kernel_for(SimdIsa isa, const bf16*) {
+  return detail::pick_variant<AdamWKernel<bf16>>(isa, detail::adamw_bf16grad_avx512,
+                                                 detail::adamw_bf16grad_avx2, adamw_scalar<bf16>);
 }
 
-void run(const AdamWConstants& c, float* p, float* m, float* v, const float* g, bf16* p_out, std::size_t n,
+AdamWKernel<float> kernel_for(SimdIsa isa, const float*) {
+  return detail::pick_variant<AdamWKernel<float>>(isa, detail::adamw_fp32grad_avx512,
+                                                  detail::adamw_fp32grad_avx2, adamw_scalar<float>);
+}
+
+template <class Grad>
+void run(const AdamWConstants& c, float* p, float* m, float* v, const Grad* g, bf16* p_out, std::size_t n,
          SimdIsa isa) {
-  switch (isa) {
-    case SimdIsa::avx512:
-      return detail::adamw_fp32grad_avx512(c, p, m, v, g, p_out, n);
-    case SimdIsa::avx2:
-      return detail::adamw_fp32grad_avx2(c, p, m, v, g, p_out, n);
-    default:
-      return adamw_scalar(c, p, m, v, g, p_out, n);
-  }
+  kernel_for(isa, g)(c, p, m, v, g, p_out, n);
 }
 
 template <class Grad>

@@ -4,6 +4,7 @@
 
 #include "core/thread_pool.hpp"
 #include "kernels/cpu/adamw_variants.hpp"
+#include "kernels/cpu/isa_dispatch.hpp"
 
 namespace mlpo {
 
@@ -12,26 +13,22 @@ namespace {
 // Elements per parallel_for grain: a multiple of 16 lanes and of a cache line in both arrays.
 constexpr std::size_t convert_grain = 32 * 1024;
 
+void bf16_to_fp32_scalar(const bf16* src, float* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
+}
+
+void fp32_to_bf16_scalar(const float* src, bf16* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+}
+
 void to_fp32(const bf16* src, float* dst, std::size_t n, SimdIsa isa) {
-  switch (isa) {
-    case SimdIsa::avx512:
-      return detail::bf16_to_fp32_avx512(src, dst, n);
-    case SimdIsa::avx2:
-      return detail::bf16_to_fp32_avx2(src, dst, n);
-    default:
-      for (std::size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
-  }
+  detail::pick_variant(isa, detail::bf16_to_fp32_avx512, detail::bf16_to_fp32_avx2, bf16_to_fp32_scalar)(
+      src, dst, n);
 }
 
 void to_bf16(const float* src, bf16* dst, std::size_t n, SimdIsa isa) {
-  switch (isa) {
-    case SimdIsa::avx512:
-      return detail::fp32_to_bf16_avx512(src, dst, n);
-    case SimdIsa::avx2:
-      return detail::fp32_to_bf16_avx2(src, dst, n);
-    default:
-      for (std::size_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
-  }
+  detail::pick_variant(isa, detail::fp32_to_bf16_avx512, detail::fp32_to_bf16_avx2, fp32_to_bf16_scalar)(
+      src, dst, n);
 }
 
 }  // namespace

@@ -28,6 +28,19 @@ std::pair<Acc<T>, Acc<T>> row_softmax_stats(const T* row, std::int64_t V) {
   return {max, sum};
 }
 
+// Calls fn(n, row, max, sum) for each of the N rows of logits [N, V], rows split across the pool,
+// with (max, sum) the row's softmax stats.
+template <class T, class Fn>
+void for_each_row(ThreadPool& pool, const T* logits, std::int64_t N, std::int64_t V, Fn&& fn) {
+  pool.parallel_for(static_cast<std::size_t>(N), 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t n = b; n < e; ++n) {
+      const T* row = logits + n * V;
+      const auto [max, sum] = row_softmax_stats(row, V);
+      fn(n, row, max, sum);
+    }
+  });
+}
+
 }  // namespace
 
 void cross_entropy_forward(ThreadPool& pool, Tensor losses, Tensor logits, Tensor targets) {
@@ -37,15 +50,10 @@ void cross_entropy_forward(ThreadPool& pool, Tensor losses, Tensor logits, Tenso
   dispatch_float(logits.dtype, "cross_entropy_forward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;
-    const T* lp = logits.as<T>();
     const auto* tp = targets.as<std::int32_t>();
     A* out = losses.as<A>();
-    pool.parallel_for(static_cast<std::size_t>(N), 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t n = b; n < e; ++n) {
-        const T* row = lp + n * V;
-        const auto [max, sum] = row_softmax_stats(row, V);
-        out[n] = max + std::log(sum) - load(row[tp[n]]);
-      }
+    for_each_row(pool, logits.as<T>(), N, V, [&](std::size_t n, const T* row, A max, A sum) {
+      out[n] = max + std::log(sum) - load(row[tp[n]]);
     });
   });
 }
@@ -57,19 +65,14 @@ void cross_entropy_backward(ThreadPool& pool, Tensor dlogits, Tensor logits, Ten
   dispatch_float(logits.dtype, "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = Acc<T>;
-    const T* lp = logits.as<T>();
     const auto* tp = targets.as<std::int32_t>();
     T* dp = dlogits.as<T>();
-    pool.parallel_for(static_cast<std::size_t>(N), 1, [&](std::size_t b, std::size_t e) {
-      for (std::size_t n = b; n < e; ++n) {
-        const T* row = lp + n * V;
-        T* drow = dp + n * V;
-        const auto [max, sum] = row_softmax_stats(row, V);
-        const A s = static_cast<A>(scale);
-        for (std::int64_t j = 0; j < V; ++j) {  // reads row[j] before writing drow[j]: aliasing is fine
-          const A p = std::exp(load(row[j]) - max) / sum;
-          drow[j] = store<T>(s * (p - (j == tp[n] ? A(1) : A(0))));
-        }
+    const A s = static_cast<A>(scale);
+    for_each_row(pool, logits.as<T>(), N, V, [&](std::size_t n, const T* row, A max, A sum) {
+      T* drow = dp + n * V;
+      for (std::int64_t j = 0; j < V; ++j) {  // reads row[j] before writing drow[j]: aliasing is fine
+        const A p = std::exp(load(row[j]) - max) / sum;
+        drow[j] = store<T>(s * (p - (j == tp[n] ? A(1) : A(0))));
       }
     });
   });

@@ -34,21 +34,24 @@ void narrow(ThreadPool& pool, const float* src, bf16* dst, std::int64_t n) {
   });
 }
 
-// C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major.
+// C[M,N] = op(A) @ op(B) + beta * C, row-major, through cblas_sgemm or cblas_dgemm.
+template <class T, class Blas>
+void gemm_with(Blas blas, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+               const T* A, const T* B, T beta, T* C) {
+  blas(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+       static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), T(1), A,
+       static_cast<blasint>(trans_a ? M : K), B, static_cast<blasint>(trans_b ? K : N), beta, C,
+       static_cast<blasint>(N));
+}
+
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
           const float* B, float beta, float* C) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A,
-              static_cast<blasint>(trans_a ? M : K), B, static_cast<blasint>(trans_b ? K : N), beta, C,
-              static_cast<blasint>(N));
+  gemm_with(cblas_sgemm, trans_a, trans_b, M, N, K, A, B, beta, C);
 }
 
 void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, const double* A,
           const double* B, double beta, double* C) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), 1.0, A,
-              static_cast<blasint>(trans_a ? M : K), B, static_cast<blasint>(trans_b ? K : N), beta, C,
-              static_cast<blasint>(N));
+  gemm_with(cblas_dgemm, trans_a, trans_b, M, N, K, A, B, beta, C);
 }
 
 // ---- reference loops ------------------------------------------------------------------

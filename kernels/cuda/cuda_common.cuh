@@ -54,23 +54,33 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Block-wide sum/max for blockDim.x a multiple of 32 (<= 1024); every thread gets the result.
+struct WarpSum {
+  __device__ __forceinline__ float operator()(float v) const { return warp_sum(v); }
+};
+struct WarpMax {
+  __device__ __forceinline__ float operator()(float v) const { return warp_max(v); }
+};
+
+// Block-wide reduction for blockDim.x a multiple of 32 (<= 1024); every thread gets the result.
 // `shared` holds 32 floats; the leading __syncthreads lets a block call this repeatedly.
-__device__ __forceinline__ float block_sum(float v, float* shared) {
-  v = warp_sum(v);
+// `identity` stands in for the warps past the last one.
+template <class WarpReduce>
+__device__ __forceinline__ float block_reduce(float v, float* shared, float identity) {
+  const WarpReduce reduce{};
+  v = reduce(v);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   __syncthreads();
   if (lane == 0) shared[warp] = v;
   __syncthreads();
-  return warp_sum(lane < warps ? shared[lane] : 0.0f);
+  return reduce(lane < warps ? shared[lane] : identity);
+}
+
+// Block-wide sum/max, as block_reduce.
+__device__ __forceinline__ float block_sum(float v, float* shared) {
+  return block_reduce<WarpSum>(v, shared, 0.0f);
 }
 __device__ __forceinline__ float block_max(float v, float* shared) {
-  v = warp_max(v);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  return warp_max(lane < warps ? shared[lane] : -INFINITY);
+  return block_reduce<WarpMax>(v, shared, -INFINITY);
 }
 
 // Blocks for a grid-stride loop over n elements with `threads` per block.

@@ -72,6 +72,48 @@ __device__ __forceinline__ float dot_rows(const float* a, const float* b, int D)
   return sum;
 }
 
+// Lane `lane` owns the columns d = lane + 32 i (i < DPL) of a row: fn(i, d) for those below D.
+template <int DPL, class Fn>
+__device__ __forceinline__ void for_each_column(int lane, int D, Fn&& fn) {
+#pragma unroll
+  for (int i = 0; i < DPL; ++i) {
+    const int d = lane + 32 * i;
+    if (d < D) fn(i, d);
+  }
+}
+
+// acc[i] += w_j * tile[j, d] over the tile's rows j in ascending order, w_j being lane j's w.
+template <int DPL>
+__device__ __forceinline__ void accumulate_tile(float (&acc)[DPL], float w, const float* tile, int stride,
+                                                int D, int lane) {
+  for (int j = 0; j < kTile; ++j) {
+    const float wj = __shfl_sync(kFull, w, j);
+    for_each_column<DPL>(lane, D, [&](int i, int d) { acc[i] += wj * tile[j * stride + d]; });
+  }
+}
+
+// The key tiles the query tile at q0 attends to (keys up to its last query), each loaded into Ks
+// and Vs in turn: fn(r, row, visible) for each of the warp's rows r (tile row `row`, query
+// q0 + row) against this lane's key, visible when that query may attend to the key.
+template <class T, class Fn>
+__device__ __forceinline__ void for_each_key_tile(float* Ks, float* Vs, const T* k, const T* v, int b, int hk,
+                                                  int q0, const Dims& s, Fn&& fn) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int last_query = min(s.T, q0 + kTile) - 1;
+  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
+    __syncthreads();  // the previous tile is consumed (and the query tiles are loaded, on the first pass)
+    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
+    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
+    __syncthreads();
+    const int key = k0 + lane;
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) {
+      const int row = warp * kRowsPerWarp + r, t = q0 + row;
+      fn(r, row, t < s.T && key <= t);
+    }
+  }
+}
+
 template <class T, int DPL>
 __global__ void __launch_bounds__(kThreads)
     attention_forward_kernel(T* out, float* lse, const T* q, const T* k, const T* v, Dims s) {
@@ -93,45 +135,25 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < DPL; ++i) o[r][i] = 0.0f;
   }
 
-  const int last_query = min(s.T, q0 + kTile) - 1;
-  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
-    __syncthreads();  // the previous tile is consumed (and Qs is loaded, on the first pass)
-    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
-    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
-    __syncthreads();
-    const int key = k0 + lane;
+  for_each_key_tile(Ks, Vs, k, v, b, hk, q0, s, [&](int r, int row, bool visible) {
+    float score = -INFINITY;
+    if (visible) score = dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale;
+    const float m_new = fmaxf(m[r], warp_max(score));
+    const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
+    const float correction = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
+    l[r] = l[r] * correction + warp_sum(p);
+    m[r] = m_new;
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int row = warp * kRowsPerWarp + r, t = q0 + row;
-      float score = -INFINITY;
-      if (t < s.T && key <= t) score = dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale;
-      const float m_new = fmaxf(m[r], warp_max(score));
-      const float p = score == -INFINITY ? 0.0f : expf(score - m_new);
-      const float correction = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-      l[r] = l[r] * correction + warp_sum(p);
-      m[r] = m_new;
-#pragma unroll
-      for (int i = 0; i < DPL; ++i) o[r][i] *= correction;
-      for (int j = 0; j < kTile; ++j) {
-        const float pj = __shfl_sync(kFull, p, j);
-#pragma unroll
-        for (int i = 0; i < DPL; ++i) {
-          const int d = lane + 32 * i;
-          if (d < s.D) o[r][i] += pj * Vs[j * stride + d];
-        }
-      }
-    }
-  }
+    for (int i = 0; i < DPL; ++i) o[r][i] *= correction;
+    accumulate_tile<DPL>(o[r], p, Vs, stride, s.D, lane);
+  });
 
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int t = q0 + warp * kRowsPerWarp + r;
     if (t >= s.T) continue;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.D) out[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(o[r][i] / l[r]);
-    }
+    for_each_column<DPL>(
+        lane, s.D, [&](int i, int d) { out[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(o[r][i] / l[r]); });
     if (lane == 0) lse[(static_cast<std::int64_t>(b) * s.Hq + h) * s.T + t] = m[r] + logf(l[r]);
   }
 }
@@ -162,24 +184,14 @@ __global__ void __launch_bounds__(kThreads)
     row_delta[r] = 0.0f;
   }
 
-  const int last_query = min(s.T, q0 + kTile) - 1;
-  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
-    __syncthreads();
-    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
-    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
-    __syncthreads();
-    const int key = k0 + lane;
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int row = warp * kRowsPerWarp + r, t = q0 + row;
-      float pdp = 0.0f;
-      if (t < s.T && key <= t) {
-        const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
-        pdp = p * dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
-      }
-      row_delta[r] += warp_sum(pdp);
+  for_each_key_tile(Ks, Vs, k, v, b, hk, q0, s, [&](int r, int row, bool visible) {
+    float pdp = 0.0f;
+    if (visible) {
+      const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
+      pdp = p * dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
     }
-  }
+    row_delta[r] += warp_sum(pdp);
+  });
 
   if (lane != 0) return;
 #pragma unroll
@@ -236,14 +248,10 @@ __global__ void __launch_bounds__(kThreads)
         }
         for (int j = 0; j < kTile; ++j) {
           const float pj = __shfl_sync(kFull, p, j), dsj = __shfl_sync(kFull, ds, j);
-#pragma unroll
-          for (int i = 0; i < DPL; ++i) {
-            const int d = lane + 32 * i;
-            if (d < s.D) {
-              dv_acc[r][i] += pj * dOs[j * stride + d];
-              dk_acc[r][i] += dsj * Qs[j * stride + d];
-            }
-          }
+          for_each_column<DPL>(lane, s.D, [&](int i, int d) {
+            dv_acc[r][i] += pj * dOs[j * stride + d];
+            dk_acc[r][i] += dsj * Qs[j * stride + d];
+          });
         }
       }
     }
@@ -253,14 +261,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int key = k0 + warp * kRowsPerWarp + r;
     if (key >= s.T) continue;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.D) {
-        dk[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dk_acc[r][i]);
-        dv[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dv_acc[r][i]);
-      }
-    }
+    for_each_column<DPL>(lane, s.D, [&](int i, int d) {
+      dk[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dk_acc[r][i]);
+      dv[at(b, key, hk, d, s.T, s.Hkv, s.D)] = store<T>(dv_acc[r][i]);
+    });
   }
 }
 
@@ -290,42 +294,22 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = 0; i < DPL; ++i) dq_acc[r][i] = 0.0f;
   }
 
-  const int last_query = min(s.T, q0 + kTile) - 1;
-  for (int k0 = 0; k0 <= last_query; k0 += kTile) {
-    __syncthreads();
-    load_tile(Ks, k, b, k0, hk, s.Hkv, s);
-    load_tile(Vs, v, b, k0, hk, s.Hkv, s);
-    __syncthreads();
-    const int key = k0 + lane;
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-      const int row = warp * kRowsPerWarp + r, t = q0 + row;
-      float ds = 0.0f;
-      if (t < s.T && key <= t) {
-        const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
-        const float dp = dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
-        ds = p * (dp - row_delta[r]) * s.scale;
-      }
-      for (int j = 0; j < kTile; ++j) {
-        const float dsj = __shfl_sync(kFull, ds, j);
-#pragma unroll
-        for (int i = 0; i < DPL; ++i) {
-          const int d = lane + 32 * i;
-          if (d < s.D) dq_acc[r][i] += dsj * Ks[j * stride + d];
-        }
-      }
+  for_each_key_tile(Ks, Vs, k, v, b, hk, q0, s, [&](int r, int row, bool visible) {
+    float ds = 0.0f;
+    if (visible) {
+      const float p = expf(dot_rows(&Qs[row * stride], &Ks[lane * stride], s.D) * s.scale - row_lse[r]);
+      const float dp = dot_rows(&dOs[row * stride], &Vs[lane * stride], s.D);
+      ds = p * (dp - row_delta[r]) * s.scale;
     }
-  }
+    accumulate_tile<DPL>(dq_acc[r], ds, Ks, stride, s.D, lane);
+  });
 
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int t = q0 + warp * kRowsPerWarp + r;
     if (t >= s.T) continue;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) {
-      const int d = lane + 32 * i;
-      if (d < s.D) dq[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(dq_acc[r][i]);
-    }
+    for_each_column<DPL>(lane, s.D,
+                         [&](int i, int d) { dq[at(b, t, h, d, s.T, s.Hq, s.D)] = store<T>(dq_acc[r][i]); });
   }
 }
 
