@@ -61,8 +61,16 @@ std::string format_simulation(const PlanSimulation& s) {
   if (s.update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
   out += "bound per phase (analytic model):\n";
   if (!s.update_only) {
-    appendf(out, "  forward   %s\n", an.forward_bound.c_str());
-    appendf(out, "  backward  %s\n", an.backward_bound.c_str());
+    // With ZeRO-3 collectives (several ranks): the compute and what the collectives add to it.
+    auto split = [](double compute_s, double exposed_s) {
+      return exposed_s > 0 ? " (compute " + format_seconds(compute_s) + ", exposed collectives " +
+                                 format_seconds(exposed_s) + ")"
+                           : std::string();
+    };
+    appendf(out, "  forward   %s%s\n", an.forward_bound.c_str(),
+            split(an.forward_compute_s, an.forward_exchange_s).c_str());
+    appendf(out, "  backward  %s%s\n", an.backward_bound.c_str(),
+            split(an.backward_compute_s, an.backward_exchange_s).c_str());
   }
   appendf(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n",
           an.update_bound.c_str(), format_seconds(an.update_bound_s).c_str(),
