@@ -40,11 +40,58 @@ std::vector<double> timed(comm::Communicator& comm, int reps, F&& collective) {
   return samples;
 }
 
-// Bus GB/s of each sample moving `bytes` of full buffer, less the latency.
+// Bus GB/s of each sample moving `bytes` of full buffer, less the latency (a sample the
+// latency would take 90 % of keeps its whole time: noise, not a bandwidth).
 Measurement bus_gbps(const std::vector<double>& seconds, double bytes, double ranks, double latency_s) {
   std::vector<double> gbps;
-  for (double s : seconds) gbps.push_back(bytes * (ranks - 1) / ranks / std::max(s - latency_s, 1e-9) / 1e9);
+  for (double s : seconds) {
+    const double moving_s = s - latency_s > 0.1 * s ? s - latency_s : s;
+    gbps.push_back(bytes * (ranks - 1) / ranks / moving_s / 1e9);
+  }
   return summarize(gbps, static_cast<std::int64_t>(bytes));
+}
+
+// Per-collective time at message sizes: the intercept of the least-squares line through
+// (bus bytes, median seconds) of each size (the slope is 1 / bandwidth).
+double fitted_latency_s(const std::vector<double>& bus_bytes, const std::vector<double>& seconds) {
+  const double n = static_cast<double>(bus_bytes.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < bus_bytes.size(); ++i) {
+    sx += bus_bytes[i];
+    sy += seconds[i];
+    sxx += bus_bytes[i] * bus_bytes[i];
+    sxy += bus_bytes[i] * seconds[i];
+  }
+  const double slope = (n * sxy - sx * sy) / std::max(n * sxx - sx * sx, 1e-30);
+  return slope > 0 ? (sy - slope * sx) / n : 0.0;
+}
+
+// One collective over full buffers of buffer_bytes/16, /4 and /1 (`call(mine, all)`, each
+// rank's piece and the full buffer): the latency its line gives, the largest size's samples.
+struct Sweep {
+  double latency_s = 0;
+  std::vector<double> largest;
+  double largest_bytes = 0;
+};
+
+template <class T, class Call>
+Sweep sweep(comm::Communicator& comm, const CommProbeOptions& o, Call&& call) {
+  const auto W = static_cast<std::size_t>(comm.size());
+  Sweep out;
+  std::vector<double> bus_bytes, medians;
+  for (std::int64_t divisor : {16, 4, 1}) {
+    const std::size_t piece =
+        std::max<std::size_t>(1, static_cast<std::size_t>(o.buffer_bytes / divisor) / sizeof(T) / W);
+    std::vector<T> mine(piece, T{}), all(piece * W, T{});
+    call(mine, all);  // warm-up: pages and connections
+    std::vector<double> samples = timed(comm, o.repetitions, [&] { call(mine, all); });
+    out.largest_bytes = static_cast<double>(all.size() * sizeof(T));
+    bus_bytes.push_back(out.largest_bytes * static_cast<double>(W - 1) / static_cast<double>(W));
+    medians.push_back(summarize(samples, 0).median);
+    out.largest = std::move(samples);
+  }
+  out.latency_s = fitted_latency_s(bus_bytes, medians);
+  return out;
 }
 
 CollectiveRates measure(comm::Communicator& comm, const CommProbeOptions& o) {
@@ -52,28 +99,26 @@ CollectiveRates measure(comm::Communicator& comm, const CommProbeOptions& o) {
   CollectiveRates c;
   c.measured = true;
   c.ranks = comm.size();
-  // Latency: one element per rank, many times (the first calls set up connections).
+  // The smallest collective: one element per rank (the first calls set up connections).
   std::vector<bf16> one(1), all_one(W);
   timed(comm, 5, [&] { comm.all_gather<bf16>(one, all_one); });
-  std::vector<double> small_us = timed(comm, 4 * o.repetitions, [&] { comm.all_gather<bf16>(one, all_one); });
-  for (double& s : small_us) s *= 1e6;
-  c.latency_us = summarize(small_us, static_cast<std::int64_t>(W * sizeof(bf16)));
-  const double latency_s = c.latency_us.median * 1e-6;
+  const std::vector<double> small =
+      timed(comm, 4 * o.repetitions, [&] { comm.all_gather<bf16>(one, all_one); });
 
-  // Full buffers of about buffer_bytes, split evenly over the ranks.
-  const std::size_t gather_piece = static_cast<std::size_t>(o.buffer_bytes) / 2 / W;
-  std::vector<bf16> weights_mine(gather_piece, bf16{}), weights_all(gather_piece * W);
-  comm.all_gather<bf16>(weights_mine, weights_all);  // warm-up: pages and connections
-  c.all_gather_gbps =
-      bus_gbps(timed(comm, o.repetitions, [&] { comm.all_gather<bf16>(weights_mine, weights_all); }),
-               static_cast<double>(weights_all.size() * sizeof(bf16)), static_cast<double>(W), latency_s);
-
-  const std::size_t scatter_piece = static_cast<std::size_t>(o.buffer_bytes) / 4 / W;
-  std::vector<float> grads_all(scatter_piece * W, 1.0f), grads_mine(scatter_piece);
-  comm.reduce_scatter_sum<float>(grads_all, grads_mine);
-  c.reduce_scatter_gbps =
-      bus_gbps(timed(comm, o.repetitions, [&] { comm.reduce_scatter_sum<float>(grads_all, grads_mine); }),
-               static_cast<double>(grads_all.size() * sizeof(float)), static_cast<double>(W), latency_s);
+  const Sweep gather = sweep<bf16>(
+      comm, o, [&](std::vector<bf16>& mine, std::vector<bf16>& all) { comm.all_gather<bf16>(mine, all); });
+  const Sweep scatter = sweep<float>(comm, o, [&](std::vector<float>& mine, std::vector<float>& all) {
+    comm.reduce_scatter_sum<float>(all, mine);
+  });
+  // Latency: what a collective costs beyond its bytes at these sizes (the smaller of the
+  // lines' intercepts: one figure serves both), never below the smallest collective's time.
+  const double small_s = summarize(small, 0).median;
+  const double latency_s = std::max(small_s, std::min(gather.latency_s, scatter.latency_s));
+  std::vector<double> latency_us = small;
+  for (double& s : latency_us) s = s * 1e6 * latency_s / small_s;  // the spread of the small calls
+  c.latency_us = summarize(latency_us, static_cast<std::int64_t>(W * sizeof(bf16)));
+  c.all_gather_gbps = bus_gbps(gather.largest, gather.largest_bytes, static_cast<double>(W), latency_s);
+  c.reduce_scatter_gbps = bus_gbps(scatter.largest, scatter.largest_bytes, static_cast<double>(W), latency_s);
   return c;
 }
 

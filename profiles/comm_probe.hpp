@@ -2,16 +2,18 @@
 // Comm probe: the figures of the profile's comm.host_mpi (CollectiveRates, core/profile.hpp)
 // — host-side MPI collectives between the ranks of this node, timed through the executor's
 // own Communicator (executor/comm) as its ZeRO-3 exchange calls them: an all-gather of bf16
-// weights and a reduce-scatter (rank-order sum) of fp32 gradients over a full buffer of
-// `buffer_bytes`, and a one-element all-gather for the latency. Each repetition is the
-// slowest rank's time after a barrier; bus bandwidth = bytes (W-1)/W / (time - latency).
+// weights and a reduce-scatter (rank-order sum) of fp32 gradients over full buffers of
+// buffer_bytes / 16, / 4 and / 1, and a one-element all-gather. Each repetition is the
+// slowest rank's time after a barrier. Latency: the smaller intercept of the two lines through
+// the sizes' median times (never below the one-element time); bus bandwidth at the largest size =
+// bytes (W-1)/W / (time - latency).
 //
 // `mlpo-profile --comm` calls probe_host_mpi, which launches `mpirun -np <ranks>` copies of
 // the running program with `--comm-probe-child FILE` (run_comm_probe_child: every rank
 // measures, rank 0 writes the figures to FILE) and reads them back. Without mpirun, or when
 // the launch fails or takes longer than `timeout_s`, it returns unmeasured figures and says
 // why through `warn` (the models then leave the collectives out, with their own warning).
-// Costs a few seconds (2 ranks, 32 MiB, 5 repetitions: about 3 s on the 2-vCPU dev VM).
+// Costs a few seconds (2 ranks, 32 MiB, 5 repetitions: 5-10 s on the loaded 2-vCPU dev VM).
 
 #include <cstdint>
 #include <string>
