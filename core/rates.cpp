@@ -55,6 +55,10 @@ namespace {
 // ranks span nodes. Paths without figures are not modelled, with a warning line.
 void set_collective_rates(const CommProfile& comm, Rates& r) {
   if (r.ranks_per_node * r.nodes <= 1) return;
+  if (comm.nccl.measured)
+    r.warnings.push_back(
+        "profile's comm.nccl figures are not used: mlpo-run exchanges the ZeRO-3 traffic over host MPI "
+        "(comm.host_mpi)");
   if (!comm.host_mpi.measured) {
     r.warnings.push_back(
         "profile has no comm.host_mpi figures: the ZeRO-3 all-gathers and reduce-scatters are not "

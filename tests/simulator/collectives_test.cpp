@@ -136,5 +136,16 @@ TEST(Collectives, ProfileWithoutFiguresWarnsAndModelsNone) {
             an2.prediction.forward_s);
 }
 
+TEST(Collectives, NcclFiguresAreKeptButNotUsedAndSaySo) {
+  const Profile mpi = profile_with_collectives(10);
+  Profile both = mpi;
+  both.comm.nccl = mpi.comm.host_mpi;
+  both.comm.nccl.all_gather_gbps.median = both.comm.nccl.reduce_scatter_gbps.median = 400;
+  const Accounting a = accounting("1b", 1, 4);
+  const AnalyticBreakdown an = analyze(a, both, shm_plan(both, a), {});
+  EXPECT_TRUE(mentions(an.warnings, "comm.nccl figures are not used"));
+  EXPECT_EQ(an.prediction.forward_s, analyze(a, mpi, shm_plan(mpi, a), {}).prediction.forward_s);
+}
+
 }  // namespace
 }  // namespace mlpo::sim
