@@ -116,24 +116,29 @@ Json to_json(const PlanSimulation& s) {
     }
     tiers.push_back(std::move(t));
   }
-  return Json{{"schema", "mlpo.simulation/1"},
-              {"model", s.plan.model_name},
-              {"cluster", Json{{"nodes", s.plan.cluster.nodes},
-                               {"gpus_per_node", s.plan.cluster.gpus_per_node},
-                               {"micro_batch", s.plan.cluster.micro_batch},
-                               {"grad_accum", s.plan.cluster.grad_accum}}},
-              {"update_only", s.update_only},
-              {"prediction", to_json(p)},
-              {"bound", Json{{"forward", s.analytic.forward_bound},
-                             {"backward", s.analytic.backward_bound},
-                             {"update", s.analytic.update_bound}}},
-              {"update_bound_s", s.analytic.update_bound_s},
-              {"analytic", to_json(s.analytic.prediction)},
-              {"tiers", tiers},
-              {"cache_hits", s.simulated.cache_hits},
-              {"fits", !s.shortfall.has_value()},
-              {"shortfall", shortfall_json(s.shortfall)},
-              {"warnings", s.simulated.warnings}};
+  Json j{{"schema", "mlpo.simulation/1"},
+         {"model", s.plan.model_name},
+         {"cluster", Json{{"nodes", s.plan.cluster.nodes},
+                          {"gpus_per_node", s.plan.cluster.gpus_per_node},
+                          {"micro_batch", s.plan.cluster.micro_batch},
+                          {"grad_accum", s.plan.cluster.grad_accum}}},
+         {"update_only", s.update_only},
+         {"prediction", to_json(p)},
+         {"bound", Json{{"forward", s.analytic.forward_bound},
+                        {"backward", s.analytic.backward_bound},
+                        {"update", s.analytic.update_bound}}},
+         {"update_bound_s", s.analytic.update_bound_s},
+         {"analytic", to_json(s.analytic.prediction)},
+         {"tiers", tiers},
+         {"cache_hits", s.simulated.cache_hits},
+         {"fits", !s.shortfall.has_value()},
+         {"shortfall", shortfall_json(s.shortfall)},
+         {"warnings", s.simulated.warnings}};
+  // Several ranks with collective figures: what the ZeRO-3 collectives add to compute.
+  if (s.analytic.forward_exchange_s > 0 || s.analytic.backward_exchange_s > 0)
+    j["collectives"] = Json{{"forward_exposed_s", s.analytic.forward_exchange_s},
+                            {"backward_exposed_s", s.analytic.backward_exchange_s}};
+  return j;
 }
 
 }  // namespace mlpo::tune
