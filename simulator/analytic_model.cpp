@@ -50,6 +50,7 @@ void consider_exchange(const Setting& s, AnalyticBreakdown& out, Bound& fwd, Bou
   const double forward = micro * pass_seconds(forward_parts(s.w, cost), c);
   const double backward = (micro - 1) * pass_seconds(backward_parts(s.w, cost, false), c) +
                           pass_seconds(backward_parts(s.w, cost, true), c) + small_collectives_s(cost);
+  out.grad_d2h_s = 0;  // the full fp32 gradients' copies are in the backward schedule
   out.forward_exchange_s = std::max(0.0, forward - out.forward_compute_s);
   out.backward_exchange_s = std::max(0.0, backward - out.backward_compute_s);
   fwd.consider(forward, "compute + ZeRO-3 all-gathers");

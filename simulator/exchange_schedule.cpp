@@ -14,15 +14,29 @@ double CollectiveCost::reduce_scatter_s(double elements) const {
   return latency_s + elements * kFp32GradBytes * (ranks - 1) / ranks / reduce_scatter_bps;
 }
 
+double CollectiveCost::to_device_s(double elements) const {
+  return h2d_bps > 0 ? elements * kBf16Bytes / h2d_bps : 0.0;
+}
+
+double CollectiveCost::to_host_s(double elements) const {
+  return d2h_bps > 0 ? elements * kFp32GradBytes / d2h_bps : 0.0;
+}
+
 CollectiveCost collective_cost_of(const Rates& rates, const Workload& w) {
   return CollectiveCost{static_cast<double>(w.ranks), rates.all_gather_bps, rates.reduce_scatter_bps,
-                        rates.collective_latency_s};
+                        rates.collective_latency_s,   rates.h2d_bps,        rates.d2h_bps};
 }
 
 std::vector<PassPart> forward_parts(const Workload& w, const CollectiveCost& c) {
   std::vector<PassPart> parts;
-  for (const LayerWork& l : w.layers)
-    parts.push_back({&l, l.forward_flops, c.modelled() ? c.gather_s(l.weight_elements) : -1.0, -1.0});
+  for (const LayerWork& l : w.layers) {
+    PassPart p{&l, l.forward_flops, -1.0, -1.0};
+    if (c.modelled()) {
+      p.gather_s = c.gather_s(l.weight_elements);
+      p.to_device_s = c.to_device_s(l.weight_elements);
+    }
+    parts.push_back(p);
+  }
   return parts;
 }
 
@@ -31,8 +45,14 @@ std::vector<PassPart> backward_parts(const Workload& w, const CollectiveCost& c,
   for (auto l = w.layers.rbegin(); l != w.layers.rend(); ++l) {
     PassPart p{&*l, l->backward_flops, -1.0, -1.0};
     if (c.modelled()) {
-      if (l->gathered_in_backward) p.gather_s = c.gather_s(l->weight_elements);
-      if (last_micro_step) p.reduce_scatter_s = c.reduce_scatter_s(l->grad_elements * c.ranks);
+      if (l->gathered_in_backward) {
+        p.gather_s = c.gather_s(l->weight_elements);
+        p.to_device_s = c.to_device_s(l->weight_elements);
+      }
+      if (last_micro_step) {
+        p.reduce_scatter_s = c.reduce_scatter_s(l->grad_elements * c.ranks);
+        p.to_host_s = c.to_host_s(l->grad_elements * c.ranks);
+      }
     }
     parts.push_back(p);
   }
@@ -61,9 +81,11 @@ double pass_seconds(const std::vector<PassPart>& parts, double flops_per_s) {
     if (p.gather_s >= 0) t = std::max(t, gathered[i]);  // acquire: wait for its weights
     if (const std::size_t j = next_gathered(parts, i); j < parts.size() && p.gather_s >= 0)
       gathered[j] = queue(t, parts[j].gather_s);  // and start gathering the next part
+    t += p.to_device_s;
     if (flops_per_s > 0) t += p.flops / flops_per_s;
     if (p.reduce_scatter_s < 0) continue;
     if (scattered.size() >= 2) t = std::max(t, scattered[scattered.size() - 2]);  // its staging buffer
+    t += p.to_host_s;
     scattered.push_back(queue(t, p.reduce_scatter_s));
   }
   if (!scattered.empty()) t = std::max(t, scattered.back());  // drain before the update

@@ -7,8 +7,11 @@
 // i is handed out). On the last micro-step, backward hands each part's fp32 gradients to a
 // reduce-scatter on the same thread, in queue order, through two staging buffers (the
 // hand-over of part i waits for the reduce-scatter of part i-2), and the step drains them
-// before the update. With one rank, or without collective figures in the profile, nothing
-// is added (the passes are their compute alone).
+// before the update. On a GPU the gathered weights go to the device (one device buffer:
+// between the gather and the part's compute) and the full fp32 gradients to the host (before
+// the reduce-scatter is queued), both synchronous with the rank's compute. With one rank, or
+// without collective figures in the profile, nothing is added (the passes are their compute
+// alone).
 //
 // A collective over a full buffer of N bytes costs `latency + N (W-1)/W / bus_bandwidth`
 // (CollectiveRates in core/profile.hpp). The analytic model evaluates the schedule in closed
@@ -27,10 +30,14 @@ struct CollectiveCost {
   double all_gather_bps = 0;  // bus bytes/s
   double reduce_scatter_bps = 0;
   double latency_s = 0;
+  double h2d_bps = 0;  // PCIe of a GPU rank (0: the CPU backend, whose copies are memcpys)
+  double d2h_bps = 0;
 
   bool modelled() const { return ranks > 1 && all_gather_bps > 0 && reduce_scatter_bps > 0; }
   double gather_s(double elements) const;          // a layer's bf16 weights (full elements)
   double reduce_scatter_s(double elements) const;  // a layer's fp32 gradients (full elements)
+  double to_device_s(double elements) const;       // gathered bf16 weights to the GPU
+  double to_host_s(double elements) const;         // full fp32 gradients to the host
 };
 
 CollectiveCost collective_cost_of(const Rates& rates, const Workload& w);
@@ -41,6 +48,8 @@ struct PassPart {
   double flops = 0;
   double gather_s = -1;          // all-gather of its weights, before it runs
   double reduce_scatter_s = -1;  // reduce-scatter of its gradients, after it ran
+  double to_device_s = 0;        // its gathered weights to the GPU, after the gather, before compute
+  double to_host_s = 0;          // its fp32 gradients to the host, before the reduce-scatter
 };
 
 // Forward: embedding, blocks, head, each gathered. Backward: head, blocks in reverse (each

@@ -243,10 +243,13 @@ void IterationModel::run_pass(Rank& rank, sg4::Host* gpu, const std::vector<Pass
       if (const std::size_t j = next_gathered(parts, i); j < parts.size())
         rank.exchange.push({parts[j].gather_s, true});
     }
+    if (p.to_device_s > 0)
+      sg4::this_actor::sleep_for(p.to_device_s);  // synchronous copy: PCIe otherwise idle
     if (gpu != nullptr) execute_on(gpu, p.flops);
     if (after) after(p);
     if (p.reduce_scatter_s < 0) continue;
     for (; scatters >= 2 && scatters_done + 1 < scatters; ++scatters_done) rank.scattered->acquire();
+    if (p.to_host_s > 0) sg4::this_actor::sleep_for(p.to_host_s);
     rank.exchange.push({p.reduce_scatter_s, false});
     ++scatters;
   }
@@ -285,7 +288,10 @@ void IterationModel::rank_actor(Rank& rank) {
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
       const bool last = micro + 1 == w_.micro_steps;
       run_pass(rank, gpu, backward_parts(w_, collectives_, last), [&](const PassPart& part) {
-        if (np.pcie) rank.to_host.push({-1, part.layer->grad_elements * kBf16Bytes});
+        // With the exchange the full fp32 gradients go to the host in the pass (to_host_s);
+        // without it, the rank's bf16 gradients on the D2H stream.
+        if (np.pcie && !collectives_.modelled())
+          rank.to_host.push({-1, part.layer->grad_elements * kBf16Bytes});
         if (w_.grad_flush_bytes_per_element == 0 || !last) return;
         // Each subgroup's fp32 gradients go to its own tier (resident ones stay in memory):
         // the layer's gradients are spread over the tiers as the shard's elements are.

@@ -136,6 +136,23 @@ TEST(Collectives, ProfileWithoutFiguresWarnsAndModelsNone) {
             an2.prediction.forward_s);
 }
 
+TEST(Collectives, GatheredWeightsAndFullGradientsCrossPcieInSeries) {
+  // Collectives far faster than compute: forward is compute + the first gather + every part's
+  // bf16 weights to the GPU (2 B x all parameters at 25 GB/s), in both models.
+  const Profile p = profile_with_collectives(1e6);
+  const Accounting a = accounting("1b", 1, 4);
+  const AnalyticBreakdown an = analyze(a, p, shm_plan(p, a), {});
+  const double to_device = 2.0 * static_cast<double>(a.params.total) / 25e9;
+  EXPECT_NEAR(an.prediction.forward_s - an.forward_compute_s, to_device, 0.02 * to_device);
+  EXPECT_EQ(an.grad_d2h_s, 0);  // the full fp32 gradients' copies are in the backward schedule
+  // Backward: weights of every part but the embedding to the GPU, every part's gradients back.
+  const double to_host = 4.0 * static_cast<double>(a.params.total) / 25e9;
+  const double embedding = 2.0 * static_cast<double>(a.params.embedding) / 25e9;
+  const double backward = to_device - embedding + to_host;
+  EXPECT_NEAR(an.prediction.backward_s - an.backward_compute_s, backward, 0.02 * backward);
+  EXPECT_NEAR(simulate(a, p, shm_plan(p, a), {}).prediction.forward_s / an.prediction.forward_s, 1.0, 0.02);
+}
+
 TEST(Collectives, NcclFiguresAreKeptButNotUsedAndSaySo) {
   const Profile mpi = profile_with_collectives(10);
   Profile both = mpi;
