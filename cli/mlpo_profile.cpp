@@ -65,10 +65,23 @@ int main(int argc, char** argv) {
       ->check(cli::byte_size());
   app.add_option("--reps", request.repetitions, "timed repetitions per figure (default 5, --quick 3)")
       ->check(cli::whole_in(1, 1000));
+  app.add_flag("--comm", request.comm,
+               "also measure host MPI all-gather / reduce-scatter between ranks (launches mpirun -np "
+               "--comm-ranks copies of this program; a few seconds)");
+  app.add_option("--comm-ranks", request.comm_options.ranks, "ranks of the --comm probe (default 2)")
+      ->check(cli::whole_in(2, 1024));
+  std::string comm_size = "32MiB", comm_child;
+  app.add_option("--comm-size", comm_size, "full buffer of the --comm probe's collectives (default 32MiB)")
+      ->check(cli::byte_size());
+  app.add_option("--comm-probe-child", comm_child, "internal: the --comm probe's ranks write FILE")
+      ->group("");
   app.add_option("--notes", request.notes,
                  "free text stored in the profile's notes (e.g. the machine class)");
 
   return cli::run(app, argc, argv, [&] {
+    request.comm_options.buffer_bytes = static_cast<std::int64_t>(parse_bytes(comm_size, "--comm-size"));
+    if (request.repetitions > 0) request.comm_options.repetitions = request.repetitions;
+    if (!comm_child.empty()) return profiles::run_comm_probe_child(comm_child, request.comm_options);
     for (const std::string& text : tier_texts) request.tiers.push_back(profiles::parse_tier_spec(text));
     const bool default_tier = request.tiers.empty();
     if (default_tier)

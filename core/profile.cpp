@@ -55,6 +55,26 @@ Json curve_json(const std::vector<CurvePoint>& points, const char* count_key) {
   return arr;
 }
 
+CollectiveRates read_collective(JsonObject& parent, const char* key) {
+  if (!parent.optional(key)) return {};
+  return collective_rates_from_json(parent.raw(key), parent.field(key));
+}
+
+CommProfile read_comm(JsonObject& root) {
+  CommProfile c;
+  if (!root.optional("comm")) return c;
+  JsonObject o = root.object("comm");
+  c.host_mpi = read_collective(o, "host_mpi");
+  c.nccl = read_collective(o, "nccl");
+  c.inter_node = read_collective(o, "inter_node");
+  o.finish();
+  return c;
+}
+
+void write_collective(Json& parent, const char* key, const CollectiveRates& c) {
+  if (c.measured) parent[key] = to_json(c);
+}
+
 }  // namespace
 
 double interpolate(const std::vector<CurvePoint>& points, double streams) {
@@ -142,6 +162,7 @@ Profile profile_from_json(const Json& json) {
     p.gpus.push_back(gp);
   }
   p.gpus_reason = root.string_or("gpus_reason", "");
+  p.comm = read_comm(root);
 
   const Json& tiers = root.array("tiers");
   std::set<std::string> names;
@@ -248,6 +269,31 @@ Json to_json(const Profile& p) {
          {"tiers", tiers}};
   if (!p.notes.empty()) j["notes"] = p.notes;
   if (!p.gpus_reason.empty()) j["gpus_reason"] = p.gpus_reason;
+  Json comm = Json::object();
+  write_collective(comm, "host_mpi", p.comm.host_mpi);
+  write_collective(comm, "nccl", p.comm.nccl);
+  write_collective(comm, "inter_node", p.comm.inter_node);
+  if (!comm.empty()) j["comm"] = comm;
+  return j;
+}
+
+CollectiveRates collective_rates_from_json(const Json& json, const std::string& path) {
+  JsonObject o(json, path);
+  CollectiveRates c;
+  c.measured = true;
+  c.ranks = o.integer_or("ranks", 0, 1 << 20, 0);
+  c.all_gather_gbps = read_measurement(o, "all_gather_gbps");
+  c.reduce_scatter_gbps = read_measurement(o, "reduce_scatter_gbps");
+  if (o.optional("latency_us")) c.latency_us = read_measurement(o, "latency_us", true);
+  o.finish();
+  return c;
+}
+
+Json to_json(const CollectiveRates& c) {
+  Json j{{"all_gather_gbps", to_json(c.all_gather_gbps)},
+         {"reduce_scatter_gbps", to_json(c.reduce_scatter_gbps)},
+         {"latency_us", to_json(c.latency_us)}};
+  if (c.ranks > 0) j["ranks"] = c.ranks;
   return j;
 }
 

@@ -94,6 +94,29 @@ struct TierProfile {
   double write_at(double streams) const { return interpolate(write_gbps, streams); }
 };
 
+// Collective rates of one path (ZeRO-3's per-layer all-gather and reduce-scatter), as the
+// executor's Communicator runs them: time of one collective over a full buffer of N bytes
+// (the gathered bf16 layer; the fp32 gradients before the reduce-scatter) with W ranks is
+// `latency + N * (W-1)/W / bandwidth` — the "bus bandwidth" convention of nccl-tests, so one
+// figure describes any W. measured = false for a path nobody gave or measured (not modelled).
+struct CollectiveRates {
+  bool measured = false;
+  std::int64_t ranks = 0;           // ranks it was measured with (0: given by the user)
+  Measurement all_gather_gbps;      // bus GB/s at layer-sized messages
+  Measurement reduce_scatter_gbps;  // bus GB/s, including the rank-order sum
+  Measurement latency_us;           // per collective, small messages
+};
+
+// How the ranks exchange weights and gradients. host_mpi: MPI over host buffers between the
+// ranks of one node (what `mlpo-run` uses; `mlpo-profile --comm` measures it). nccl: device
+// buffers inside a node; inter_node: between nodes. The last two are given by the user (or a
+// future probe); any of them may be absent.
+struct CommProfile {
+  CollectiveRates host_mpi;
+  CollectiveRates nccl;
+  CollectiveRates inter_node;
+};
+
 struct Profile {
   std::string hostname;
   std::string measured_at;  // ISO 8601
@@ -102,6 +125,7 @@ struct Profile {
   std::vector<GpuProfile> gpus;
   std::string gpus_reason;  // why `gpus` is empty
   std::vector<TierProfile> tiers;
+  CommProfile comm;  // optional in JSON ("comm"); absent paths are not modelled
 
   const TierProfile* find_tier(const std::string& name) const;
 };
@@ -112,5 +136,8 @@ Json to_json(const Profile& profile);
 Profile load_profile(const std::string& path);
 
 Json to_json(const Measurement& m);
+// One collective path's figures, as stored under "comm" (`path` names it in errors).
+Json to_json(const CollectiveRates& c);
+CollectiveRates collective_rates_from_json(const Json& json, const std::string& path);
 
 }  // namespace mlpo

@@ -49,6 +49,39 @@ double Rates::adam_node_eps(double ranks) const {
                                   adam_threads_per_rank(cores, ranks_per_node));
 }
 
+namespace {
+
+// The collectives' rates: the node's host MPI figures, capped by the inter-node ones when the
+// ranks span nodes. Paths without figures are not modelled, with a warning line.
+void set_collective_rates(const CommProfile& comm, Rates& r) {
+  if (r.ranks_per_node * r.nodes <= 1) return;
+  if (comm.nccl.measured)
+    r.warnings.push_back(
+        "profile's comm.nccl figures are not used: mlpo-run exchanges the ZeRO-3 traffic over host MPI "
+        "(comm.host_mpi)");
+  if (!comm.host_mpi.measured) {
+    r.warnings.push_back(
+        "profile has no comm.host_mpi figures: the ZeRO-3 all-gathers and reduce-scatters are not "
+        "modelled (forward/backward predicted without them); run mlpo-profile --comm to measure them");
+    return;
+  }
+  r.all_gather_bps = comm.host_mpi.all_gather_gbps.median * 1e9;
+  r.reduce_scatter_bps = comm.host_mpi.reduce_scatter_gbps.median * 1e9;
+  r.collective_latency_s = comm.host_mpi.latency_us.median * 1e-6;
+  if (r.nodes <= 1) return;
+  if (!comm.inter_node.measured) {
+    r.warnings.push_back(
+        "profile has no comm.inter_node figures: collectives between nodes are not modelled (taken at the "
+        "node's host MPI rate); give comm.inter_node in the profile (docs/profile.md)");
+    return;
+  }
+  r.all_gather_bps = std::min(r.all_gather_bps, comm.inter_node.all_gather_gbps.median * 1e9);
+  r.reduce_scatter_bps = std::min(r.reduce_scatter_bps, comm.inter_node.reduce_scatter_gbps.median * 1e9);
+  r.collective_latency_s = std::max(r.collective_latency_s, comm.inter_node.latency_us.median * 1e-6);
+}
+
+}  // namespace
+
 Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps) {
   Rates r;
   r.ranks_per_node = plan.cluster.gpus_per_node;
@@ -106,6 +139,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
         " have no mixed read+write figures (profile made before mlpo-profile "
         "measured them): reads and writes there are modelled as time-sharing one bandwidth; re-run "
         "mlpo-profile to measure how they overlap");
+  set_collective_rates(profile.comm, r);
   r.remote_backbone_bps =
       remote_backbone_gbps > 0 ? remote_backbone_gbps * 1e9 : remote_peak * static_cast<double>(r.nodes);
   return r;

@@ -52,6 +52,12 @@ struct Rates {
   std::vector<CurvePoint> adam_curve;  // elements/s by threads
   std::vector<TierRates> tiers;        // in plan order; kind is the plan tier's
   double remote_backbone_bps = 0;      // cluster-wide, per direction
+  // ZeRO-3 collectives of one rank (several ranks only): bus bytes/s of the per-layer
+  // all-gather and reduce-scatter and the latency of one collective (CollectiveRates in
+  // core/profile.hpp). 0 bandwidth: not modelled (the profile has no figures; warning line).
+  double all_gather_bps = 0;
+  double reduce_scatter_bps = 0;
+  double collective_latency_s = 0;
   std::vector<std::string> warnings;
 
   // Aggregate Adam elements/s of the node when `ranks` ranks run Adam at once, each on its

@@ -54,6 +54,8 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   if (request.repetitions < 0 || request.repetitions > 1000) throw Error("--reps must be between 1 and 1000");
   if (request.micro_batch < 1) throw Error("--micro-batch must be at least 1");
   if (request.seq_len < 0) throw Error("--seq-len must be positive");
+  if (request.comm && request.comm_options.ranks < 2)
+    throw Error("--comm-ranks must be at least 2 (collectives need several ranks)");
 
   PreparedProfile p;
   p.request = request;
@@ -111,6 +113,9 @@ Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus
 
   for (const TierProbePlan& plan : prepared.tiers)
     profile.tiers.push_back(probe_tier(plan, prepared.tier_options, progress, warn));
+
+  if (prepared.request.comm)
+    profile.comm.host_mpi = probe_host_mpi(prepared.request.comm_options, progress, warn);
 
   std::string notes = std::string(prepared.request.quick ? "--quick" : "default (thorough)") +
                       " profile; load average " + load_start + " at start, " + load_average() + " at end (" +

@@ -18,6 +18,7 @@
 #include "core/model_spec.hpp"
 #include "core/profile.hpp"
 #include "executor/io/tier.hpp"
+#include "profiles/comm_probe.hpp"
 #include "profiles/gpu_probe.hpp"
 #include "profiles/host_probe.hpp"
 #include "profiles/progress.hpp"
@@ -39,6 +40,9 @@ struct ProfileRequest {
   std::uint64_t host_bytes = 0;  // Adam state and memcpy buffer size
   int repetitions = 0;
   std::string notes;
+  // --comm: also measure the host MPI collectives (comm_probe.hpp) under mpirun.
+  bool comm = false;
+  CommProbeOptions comm_options;
 };
 
 struct PreparedProfile {
@@ -49,7 +53,8 @@ struct PreparedProfile {
   GpuProbeOptions gpu_options;
 };
 
-// Throws mlpo::Error (one line, naming the input and the fix) for: no tier, duplicate tier
+// Throws mlpo::Error (one line, naming the input and the fix) for: no tier, fewer than 2
+// --comm-ranks, duplicate tier
 // names, a missing / non-directory / unwritable path, too little free space, an unknown
 // model, bad sizes. Creates and writes nothing.
 PreparedProfile prepare_profile(const ProfileRequest& request);

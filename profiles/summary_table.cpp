@@ -90,6 +90,10 @@ std::string summary_table(const Profile& p) {
     if (t.latency_us.median > 0)
       out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
   }
+  if (const CollectiveRates& c = p.comm.host_mpi; c.measured)
+    out += "host MPI collectives (" + std::to_string(c.ranks) + " ranks, bus bandwidth): all-gather " +
+           spread(c.all_gather_gbps, "GB/s") + ", reduce-scatter " + spread(c.reduce_scatter_gbps, "GB/s") +
+           ", latency " + spread(c.latency_us, "us") + "\n";
   return out;
 }
 

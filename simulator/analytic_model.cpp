@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/rates.hpp"
+#include "simulator/exchange_schedule.hpp"
 #include "simulator/workload.hpp"
 
 namespace mlpo::sim {
@@ -38,6 +39,24 @@ struct Setting {
   double ppr = 0;  // parameters per rank
 };
 
+// ZeRO-3 collectives (several ranks with figures in the profile): each pass as the executor's
+// exchange thread schedules it (simulator/exchange_schedule.hpp); what compute does not hide
+// is the exchange's share of the phase.
+void consider_exchange(const Setting& s, AnalyticBreakdown& out, Bound& fwd, Bound& bwd) {
+  const CollectiveCost cost = collective_cost_of(s.rates, s.w);
+  if (!cost.modelled()) return;
+  const double micro = static_cast<double>(s.w.micro_steps);
+  const double c = s.rates.compute_flops_per_rank;
+  const double forward = micro * pass_seconds(forward_parts(s.w, cost), c);
+  const double backward = (micro - 1) * pass_seconds(backward_parts(s.w, cost, false), c) +
+                          pass_seconds(backward_parts(s.w, cost, true), c) + small_collectives_s(cost);
+  out.grad_d2h_s = 0;  // the full fp32 gradients' copies are in the backward schedule
+  out.forward_exchange_s = std::max(0.0, forward - out.forward_compute_s);
+  out.backward_exchange_s = std::max(0.0, backward - out.backward_compute_s);
+  fwd.consider(forward, "compute + ZeRO-3 all-gathers");
+  bwd.consider(backward, "compute + ZeRO-3 all-gathers and reduce-scatters");
+}
+
 // Forward and backward (hardware FLOPs = forward + 3x forward with recompute): compute, the
 // bf16 gradients' PCIe copy and, in flush-fp32 mode, the fp32 gradient flush.
 void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakdown& out, Bound& fwd,
@@ -57,6 +76,7 @@ void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakd
   }
   fwd = Bound{out.forward_compute_s, rates.compute_on_gpu ? "GPU compute" : "CPU compute"};
   bwd = Bound{out.backward_compute_s, fwd.what};
+  if (!update_only) consider_exchange(s, out, fwd, bwd);
   bwd.consider(out.grad_d2h_s, "PCIe device-to-host (bf16 gradients)");
   // Each streamed subgroup's fp32 gradients go to its own tier, the R ranks' at once; the
   // slowest tier sets the flush (resident subgroups keep theirs in memory).
@@ -68,7 +88,7 @@ void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakd
     out.grad_flush_s = std::max(out.grad_flush_s, seconds);
     bwd.consider(seconds, "fp32 gradient flush to " + t.name);
   }
-  out.forward_bound = out.forward_compute_s > 0 ? fwd.what : "nothing (not predicted)";
+  out.forward_bound = fwd.seconds > 0 ? fwd.what : "nothing (not predicted)";
   out.backward_bound = bwd.seconds > 0 ? bwd.what : "nothing (not predicted)";
 }
 

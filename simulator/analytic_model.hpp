@@ -34,14 +34,16 @@ struct AnalyticBreakdown {
   std::vector<TierTerm> tiers;
   double forward_compute_s = 0;
   double backward_compute_s = 0;
-  double grad_d2h_s = 0;        // bf16 gradients to host over PCIe
-  double grad_flush_s = 0;      // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
-  double adam_s = 0;            // the node's CPU, shared by its ranks
-  double h2d_s = 0;             // bf16 weights back to the GPU
-  double fill_s = 0;            // first read and last write, which nothing overlaps
-  double update_bound_s = 0;    // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)
-  std::int64_t cache_hits = 0;  // per rank (resident subgroups are not hits)
-  std::string forward_bound;    // the resource that sets each phase's time
+  double forward_exchange_s = 0;   // ZeRO-3 all-gathers not hidden behind forward compute
+  double backward_exchange_s = 0;  // all-gathers, reduce-scatters and small collectives not hidden
+  double grad_d2h_s = 0;           // bf16 gradients to host over PCIe
+  double grad_flush_s = 0;         // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
+  double adam_s = 0;               // the node's CPU, shared by its ranks
+  double h2d_s = 0;                // bf16 weights back to the GPU
+  double fill_s = 0;               // first read and last write, which nothing overlaps
+  double update_bound_s = 0;       // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)
+  std::int64_t cache_hits = 0;     // per rank (resident subgroups are not hits)
+  std::string forward_bound;       // the resource that sets each phase's time
   std::string backward_bound;
   std::string update_bound;
   std::vector<std::string> warnings;

@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include "core/error.hpp"
 #include "core/rates.hpp"
+#include "simulator/exchange_schedule.hpp"
 #include "simulator/platform.hpp"
 #include "simulator/simulation_process.hpp"
 #include "simulator/workload.hpp"
@@ -29,24 +31,33 @@ struct Transfer {
   bool marker = false;  // PCIe streams: no transfer; signal pcie_done once everything before it is done
 };
 
-// FIFO of transfers between actors; the semaphore counts queued items. Actors run one at a
-// time between simcalls, so the deque needs no lock.
-class TransferQueue {
+// FIFO between actors; the semaphore counts queued items. Actors run one at a time between
+// simcalls, so the deque needs no lock.
+template <class Item>
+class Queue {
  public:
-  void push(const Transfer& t) {
+  void push(const Item& t) {
     items_.push_back(t);
     count_->release();
   }
-  Transfer pop() {
+  Item pop() {
     count_->acquire();
-    Transfer t = items_.front();
+    Item t = items_.front();
     items_.pop_front();
     return t;
   }
 
  private:
-  std::deque<Transfer> items_;
+  std::deque<Item> items_;
   sg4::SemaphorePtr count_ = sg4::Semaphore::create(0);
+};
+using TransferQueue = Queue<Transfer>;
+
+// A collective handed to a rank's exchange actor (its LayerExchange thread).
+struct ExchangeOp {
+  double seconds = 0;
+  bool gather = true;  // else a reduce-scatter
+  bool last = false;   // tells the actor to stop
 };
 
 // Node-wide state of one tier: its concurrency slots and, on node 0, what it did.
@@ -76,13 +87,20 @@ struct Rank {
   TransferQueue to_gpu;   // bf16 weights, host to device
   TransferQueue to_host;  // bf16 gradients, device to host
   sg4::SemaphorePtr pcie_done = sg4::Semaphore::create(0);
+  Queue<ExchangeOp> exchange;                               // ZeRO-3 collectives, in queue order
+  sg4::SemaphorePtr gathered = sg4::Semaphore::create(0);   // one release per finished gather
+  sg4::SemaphorePtr scattered = sg4::Semaphore::create(0);  // one release per finished reduce-scatter
   double stall_s = 0;
 };
 
 class IterationModel {
  public:
   IterationModel(const Workload& w, Rates rates, const Plan& plan, const SimulationOptions& options)
-      : w_(w), rates_(std::move(rates)), plan_(plan), options_(options) {}
+      : w_(w),
+        rates_(std::move(rates)),
+        collectives_(collective_cost_of(rates_, w)),
+        plan_(plan),
+        options_(options) {}
 
   SimulationResult run();
 
@@ -108,6 +126,11 @@ class IterationModel {
   void read_stream(Rank& rank, std::size_t tier);
   void write_stream(Rank& rank, std::size_t tier);
   void pcie_stream(Rank& rank, bool to_gpu);
+  void exchange_actor(Rank& rank);
+  // One pass of forward or backward (exchange_schedule.hpp); `after(part)` runs after each
+  // part's compute (backward hands its gradients to PCIe and the flush there).
+  void run_pass(Rank& rank, sg4::Host* gpu, const std::vector<PassPart>& parts,
+                const std::function<void(const PassPart&)>& after);
   void transfer(const Rank& rank, std::size_t tier, double bytes, bool is_read);
   void record(std::int64_t node, const std::string& lane, const char* kind, double start) {
     if (options_.timeline && node == 0)
@@ -116,6 +139,7 @@ class IterationModel {
 
   const Workload& w_;
   const Rates rates_;
+  CollectiveCost collectives_;
   const Plan& plan_;
   const SimulationOptions& options_;
   Platform platform_;
@@ -195,6 +219,43 @@ void IterationModel::pcie_stream(Rank& rank, bool to_gpu) {
   }
 }
 
+void IterationModel::exchange_actor(Rank& rank) {
+  for (;;) {
+    const ExchangeOp op = rank.exchange.pop();
+    if (op.last) return;
+    sg4::this_actor::sleep_for(op.seconds);
+    (op.gather ? rank.gathered : rank.scattered)->release();
+  }
+}
+
+// As pass_seconds (exchange_schedule.cpp) computes it: acquire a part (wait for its gather),
+// queue the next part's gather, compute, hand the gradients over (wait for the reduce-scatter
+// two before), and drain the reduce-scatters at the end.
+void IterationModel::run_pass(Rank& rank, sg4::Host* gpu, const std::vector<PassPart>& parts,
+                              const std::function<void(const PassPart&)>& after) {
+  std::size_t scatters = 0, scatters_done = 0;
+  if (const std::size_t first = next_gathered(parts, static_cast<std::size_t>(-1)); first < parts.size())
+    rank.exchange.push({parts[first].gather_s, true});
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const PassPart& p = parts[i];
+    if (p.gather_s >= 0) {
+      rank.gathered->acquire();
+      if (const std::size_t j = next_gathered(parts, i); j < parts.size())
+        rank.exchange.push({parts[j].gather_s, true});
+    }
+    if (p.to_device_s > 0)
+      sg4::this_actor::sleep_for(p.to_device_s);  // synchronous copy: PCIe otherwise idle
+    if (gpu != nullptr) execute_on(gpu, p.flops);
+    if (after) after(p);
+    if (p.reduce_scatter_s < 0) continue;
+    for (; scatters >= 2 && scatters_done + 1 < scatters; ++scatters_done) rank.scattered->acquire();
+    if (p.to_host_s > 0) sg4::this_actor::sleep_for(p.to_host_s);
+    rank.exchange.push({p.reduce_scatter_s, false});
+    ++scatters;
+  }
+  for (; scatters_done < scatters; ++scatters_done) rank.scattered->acquire();
+}
+
 void IterationModel::prefetch_actor(Rank& rank) {
   rank.start_update->acquire();
   for (std::size_t i = 0; i < w_.steps.size(); ++i) {
@@ -216,8 +277,8 @@ void IterationModel::rank_actor(Rank& rank) {
   barrier_->wait();
   if (!options_.update_only) {
     double t = sg4::Engine::get_clock();
-    for (std::int64_t micro = 0; micro < w_.micro_steps && gpu != nullptr; ++micro)
-      for (const LayerWork& layer : w_.layers) execute_on(gpu, layer.forward_flops);
+    const std::vector<PassPart> forward = forward_parts(w_, collectives_);
+    for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) run_pass(rank, gpu, forward, {});
     record(rank.node, lane, "forward", t);
     barrier_->wait();
     if (leader) phase_end_[1] = sg4::Engine::get_clock();
@@ -225,20 +286,24 @@ void IterationModel::rank_actor(Rank& rank) {
     t = sg4::Engine::get_clock();
     std::int64_t flushes = 0;
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
-      for (auto layer = w_.layers.rbegin(); layer != w_.layers.rend(); ++layer) {
-        if (gpu != nullptr) execute_on(gpu, layer->backward_flops);
-        if (np.pcie) rank.to_host.push({-1, layer->grad_elements * kBf16Bytes});
-        if (w_.grad_flush_bytes_per_element == 0 || micro + 1 < w_.micro_steps) continue;
+      const bool last = micro + 1 == w_.micro_steps;
+      run_pass(rank, gpu, backward_parts(w_, collectives_, last), [&](const PassPart& part) {
+        // With the exchange the full fp32 gradients go to the host in the pass (to_host_s);
+        // without it, the rank's bf16 gradients on the D2H stream.
+        if (np.pcie && !collectives_.modelled())
+          rank.to_host.push({-1, part.layer->grad_elements * kBf16Bytes});
+        if (w_.grad_flush_bytes_per_element == 0 || !last) return;
         // Each subgroup's fp32 gradients go to its own tier (resident ones stay in memory):
         // the layer's gradients are spread over the tiers as the shard's elements are.
         for (std::size_t tier = 0; tier < w_.flush_elements.size(); ++tier) {
           if (w_.flush_elements[tier] <= 0) continue;
           const double share = w_.flush_elements[tier] / static_cast<double>(w_.params_per_rank);
-          rank.writes[tier].push({-1, layer->grad_elements * share * w_.grad_flush_bytes_per_element});
+          rank.writes[tier].push({-1, part.layer->grad_elements * share * w_.grad_flush_bytes_per_element});
           ++flushes;
         }
-      }
+      });
     }
+    if (const double small = small_collectives_s(collectives_); small > 0) sg4::this_actor::sleep_for(small);
     record(rank.node, lane, "backward", t);
     if (np.pcie) {
       rank.to_host.push({-1, 0, false, false, true});
@@ -289,6 +354,7 @@ void IterationModel::rank_actor(Rank& rank) {
   }
   rank.to_gpu.push({-1, 0, false, true});
   rank.to_host.push({-1, 0, false, true});
+  if (collectives_.modelled()) rank.exchange.push({0, false, true});
   barrier_->wait();
   if (leader) phase_end_[3] = sg4::Engine::get_clock();
 }
@@ -377,6 +443,8 @@ void IterationModel::start_actors(const TierTransfers& transfers) {
     sg4::Host* home = np.compute[static_cast<std::size_t>(rank.local)];
     sg4::Actor::create(name, home != nullptr ? home : cpu, [this, &rank] { rank_actor(rank); });
     sg4::Actor::create(name + ".prefetch", cpu, [this, &rank] { prefetch_actor(rank); });
+    if (collectives_.modelled())
+      sg4::Actor::create(name + ".exchange", cpu, [this, &rank] { exchange_actor(rank); });
     if (np.pcie) {
       sg4::Actor::create(name + ".h2d", cpu, [this, &rank] { pcie_stream(rank, true); });
       sg4::Actor::create(name + ".d2h", cpu, [this, &rank] { pcie_stream(rank, false); });

@@ -35,6 +35,7 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   Workload w;
   w.accounting = a;
   w.ranks_per_node = a.shape.gpus_per_node;
+  w.ranks = a.shape.ranks();
   w.micro_steps = a.shape.grad_accum;
   w.params_per_rank = a.params_per_rank;
   const double ranks = static_cast<double>(a.shape.ranks());
@@ -45,10 +46,11 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   // sum; backward is 2x forward plus the recomputed forward (per-layer checkpointing).
   // These sum to Accounting::hardware_flops_per_token.
   auto layer = [&](std::string name, double fwd_per_token, double params) {
-    w.layers.push_back(
-        {std::move(name), fwd_per_token * tokens, 3.0 * fwd_per_token * tokens, params / ranks});
+    w.layers.push_back({std::move(name), fwd_per_token * tokens, 3.0 * fwd_per_token * tokens, params / ranks,
+                        params, true});
   };
   layer("embedding", 0, static_cast<double>(a.params.embedding));
+  w.layers.back().gathered_in_backward = false;
   const double attn = 4.0 * static_cast<double>(a.shape.seq_len) * static_cast<double>(s.hidden);
   for (std::int64_t l = 0; l < s.layers; ++l)
     layer("layer " + std::to_string(l), 2.0 * static_cast<double>(a.params.per_layer) + attn,
@@ -56,6 +58,7 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   const double head = static_cast<double>(s.vocab * s.hidden);
   const double final_norm = static_cast<double>(s.hidden);
   layer("lm_head", 2.0 * (head + final_norm), static_cast<double>(a.params.lm_head) + final_norm);
+  if (s.tied_embeddings) w.layers.back().weight_elements += static_cast<double>(a.params.embedding);
 
   w.subgroup_elements = plan.subgroup_elements;
   w.subgroups_per_rank = (a.params_per_rank + plan.subgroup_elements - 1) / plan.subgroup_elements;

@@ -28,6 +28,12 @@ struct LayerWork {
   double forward_flops = 0;   // per rank per micro-step
   double backward_flops = 0;  // per rank per micro-step, including the recomputed forward
   double grad_elements = 0;   // this rank's shard of the layer's gradients
+  // ZeRO-3 (several ranks): the layer's full weights, all-gathered before it runs (the head
+  // of tied embeddings gathers the embedding too), and whether backward gathers them again
+  // (every part but the embedding, as executor/model's weight_walk). The reduce-scatter
+  // takes the layer's full fp32 gradients: grad_elements x ranks.
+  double weight_elements = 0;
+  bool gathered_in_backward = true;
 };
 
 // One step of the update phase: the subgroup Adam works on, and the subgroup written back
@@ -47,6 +53,7 @@ struct UpdateStep {
 struct Workload {
   Accounting accounting;
   std::int64_t ranks_per_node = 1;
+  std::int64_t ranks = 1;         // all nodes' ranks (ZeRO-3 world)
   std::int64_t micro_steps = 1;   // grad_accum
   std::vector<LayerWork> layers;  // forward order
   std::int64_t params_per_rank = 0;

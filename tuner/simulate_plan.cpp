@@ -61,8 +61,16 @@ std::string format_simulation(const PlanSimulation& s) {
   if (s.update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
   out += "bound per phase (analytic model):\n";
   if (!s.update_only) {
-    appendf(out, "  forward   %s\n", an.forward_bound.c_str());
-    appendf(out, "  backward  %s\n", an.backward_bound.c_str());
+    // With ZeRO-3 collectives (several ranks): the compute and what the collectives add to it.
+    auto split = [](double compute_s, double exposed_s) {
+      return exposed_s > 0 ? " (compute " + format_seconds(compute_s) + ", exposed collectives " +
+                                 format_seconds(exposed_s) + ")"
+                           : std::string();
+    };
+    appendf(out, "  forward   %s%s\n", an.forward_bound.c_str(),
+            split(an.forward_compute_s, an.forward_exchange_s).c_str());
+    appendf(out, "  backward  %s%s\n", an.backward_bound.c_str(),
+            split(an.backward_compute_s, an.backward_exchange_s).c_str());
   }
   appendf(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n",
           an.update_bound.c_str(), format_seconds(an.update_bound_s).c_str(),
@@ -108,24 +116,29 @@ Json to_json(const PlanSimulation& s) {
     }
     tiers.push_back(std::move(t));
   }
-  return Json{{"schema", "mlpo.simulation/1"},
-              {"model", s.plan.model_name},
-              {"cluster", Json{{"nodes", s.plan.cluster.nodes},
-                               {"gpus_per_node", s.plan.cluster.gpus_per_node},
-                               {"micro_batch", s.plan.cluster.micro_batch},
-                               {"grad_accum", s.plan.cluster.grad_accum}}},
-              {"update_only", s.update_only},
-              {"prediction", to_json(p)},
-              {"bound", Json{{"forward", s.analytic.forward_bound},
-                             {"backward", s.analytic.backward_bound},
-                             {"update", s.analytic.update_bound}}},
-              {"update_bound_s", s.analytic.update_bound_s},
-              {"analytic", to_json(s.analytic.prediction)},
-              {"tiers", tiers},
-              {"cache_hits", s.simulated.cache_hits},
-              {"fits", !s.shortfall.has_value()},
-              {"shortfall", shortfall_json(s.shortfall)},
-              {"warnings", s.simulated.warnings}};
+  Json j{{"schema", "mlpo.simulation/1"},
+         {"model", s.plan.model_name},
+         {"cluster", Json{{"nodes", s.plan.cluster.nodes},
+                          {"gpus_per_node", s.plan.cluster.gpus_per_node},
+                          {"micro_batch", s.plan.cluster.micro_batch},
+                          {"grad_accum", s.plan.cluster.grad_accum}}},
+         {"update_only", s.update_only},
+         {"prediction", to_json(p)},
+         {"bound", Json{{"forward", s.analytic.forward_bound},
+                        {"backward", s.analytic.backward_bound},
+                        {"update", s.analytic.update_bound}}},
+         {"update_bound_s", s.analytic.update_bound_s},
+         {"analytic", to_json(s.analytic.prediction)},
+         {"tiers", tiers},
+         {"cache_hits", s.simulated.cache_hits},
+         {"fits", !s.shortfall.has_value()},
+         {"shortfall", shortfall_json(s.shortfall)},
+         {"warnings", s.simulated.warnings}};
+  // Several ranks with collective figures: what the ZeRO-3 collectives add to compute.
+  if (s.analytic.forward_exchange_s > 0 || s.analytic.backward_exchange_s > 0)
+    j["collectives"] = Json{{"forward_exposed_s", s.analytic.forward_exchange_s},
+                            {"backward_exposed_s", s.analytic.backward_exchange_s}};
+  return j;
 }
 
 }  // namespace mlpo::tune

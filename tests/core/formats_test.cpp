@@ -134,6 +134,31 @@ TEST(ProfileFormat, MixedReadWriteCurvesRoundTripAndAreOptional) {
   EXPECT_FALSE(to_json(p)["tiers"][1].contains("mixed_read_gbps"));
 }
 
+TEST(ProfileFormat, CollectiveRatesRoundTripAndAreOptional) {
+  Json j = sample_profile();
+  EXPECT_FALSE(to_json(profile_from_json(j)).contains("comm"));  // absent stays absent
+  j["comm"] = {{"host_mpi",
+                {{"ranks", 2},
+                 {"all_gather_gbps", measured(3.5)},
+                 {"reduce_scatter_gbps", measured(1.25)},
+                 {"latency_us", measured(40)}}},
+               {"inter_node", {{"all_gather_gbps", 12.5}, {"reduce_scatter_gbps", 11}}}};
+  const Profile p = profile_from_json(j);
+  ASSERT_TRUE(p.comm.host_mpi.measured);
+  EXPECT_EQ(p.comm.host_mpi.ranks, 2);
+  EXPECT_DOUBLE_EQ(p.comm.host_mpi.all_gather_gbps.median, 3.5);
+  EXPECT_DOUBLE_EQ(p.comm.host_mpi.reduce_scatter_gbps.median, 1.25);
+  EXPECT_DOUBLE_EQ(p.comm.host_mpi.latency_us.median, 40);
+  EXPECT_FALSE(p.comm.nccl.measured);
+  ASSERT_TRUE(p.comm.inter_node.measured);
+  EXPECT_DOUBLE_EQ(p.comm.inter_node.all_gather_gbps.median, 12.5);
+  EXPECT_DOUBLE_EQ(p.comm.inter_node.latency_us.median, 0);  // latency optional
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  EXPECT_FALSE(to_json(p)["comm"].contains("nccl"));
+  j["comm"]["host_mpi"]["all_gather_gbps"] = 0;
+  EXPECT_NE(error_of([&] { profile_from_json(j); }).find("comm.host_mpi.all_gather_gbps"), std::string::npos);
+}
+
 TEST(PlanFormat, RoundTripsThroughJson) {
   Plan p = plan_from_json(sample_plan());
   Json once = to_json(p);

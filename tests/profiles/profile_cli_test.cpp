@@ -38,9 +38,10 @@ struct Result {
   std::string err;
 };
 
-Result run(const std::string& args, const fs::path& stderr_file) {
+// `prefix` goes before the program (e.g. "env PATH=... ").
+Result run(const std::string& args, const fs::path& stderr_file, const std::string& prefix = "") {
   Result r;
-  const std::string command = kBin + args + " 2>" + stderr_file.string();
+  const std::string command = prefix + kBin + args + " 2>" + stderr_file.string();
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return r;
   std::array<char, 4096> buf;
@@ -74,6 +75,31 @@ TEST(ProfileCli, JsonModePrintsOnlyAValidProfile) {
   EXPECT_EQ(p.tiers[0].read_gbps[1].streams, 2);
   EXPECT_EQ(p.tiers[0].read_gbps[1].value.repetitions, 1);
   EXPECT_TRUE(fs::is_empty(tier.path()));
+}
+
+TEST(ProfileCli, CommMeasuresHostMpiCollectivesUnderMpirun) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun in PATH";
+  TempDir tier, logs;
+  const Result r =
+      run(kSmall + " --json --comm --comm-size 1MiB --tier t=" + tier.path().string(), logs.path() / "err");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const mlpo::Profile p = mlpo::profile_from_json(mlpo::Json::parse(r.out));
+  ASSERT_TRUE(p.comm.host_mpi.measured) << r.err;
+  EXPECT_EQ(p.comm.host_mpi.ranks, 2);
+  EXPECT_GT(p.comm.host_mpi.all_gather_gbps.median, 0);
+  EXPECT_GT(p.comm.host_mpi.reduce_scatter_gbps.median, 0);
+  EXPECT_EQ(p.comm.host_mpi.all_gather_gbps.repetitions, 1);
+  EXPECT_EQ(p.comm.host_mpi.all_gather_gbps.size_bytes, 1 << 20);
+  EXPECT_FALSE(p.comm.nccl.measured);
+}
+
+TEST(ProfileCli, CommWithoutMpirunWarnsAndLeavesTheFiguresOut) {
+  TempDir tier, logs;
+  const Result r = run(kSmall + " --json --comm --tier t=" + tier.path().string(), logs.path() / "err",
+                       "env PATH=/nonexistent ");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("no mpirun in PATH"), std::string::npos) << r.err;
+  EXPECT_FALSE(mlpo::Json::parse(r.out).contains("comm"));
 }
 
 TEST(ProfileCli, OutFileIsWrittenAndCompareShowsRatios) {

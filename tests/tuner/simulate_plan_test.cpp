@@ -52,6 +52,23 @@ TEST(SimulatePlan, SimulatesExactlyTheGivenOffGridPlan) {
   EXPECT_TRUE(j["fits"].get<bool>());
 }
 
+TEST(SimulatePlan, ExposedCollectivesAreShownOnlyWhenModelled) {
+  Profile profile = mlpo::testing::io_bound_profile();
+  const ModelSpec spec = find_preset("1b");
+  const Plan plan = off_grid_plan(profile, account(spec, ClusterShape{1, 2, 1, 0, 1}));
+  const PlanSimulation without = simulate_plan(plan, spec, profile, {});
+  EXPECT_FALSE(to_json(without).contains("collectives"));
+  EXPECT_EQ(format_simulation(without).find("exposed collectives"), std::string::npos);
+  profile.comm.host_mpi.measured = true;
+  profile.comm.host_mpi.all_gather_gbps.median = profile.comm.host_mpi.reduce_scatter_gbps.median = 1;
+  const PlanSimulation with = simulate_plan(plan, spec, profile, {});
+  const Json j = to_json(with);
+  ASSERT_TRUE(j.contains("collectives"));
+  EXPECT_GT(j["collectives"]["forward_exposed_s"].get<double>(), 0);
+  EXPECT_GT(j["collectives"]["backward_exposed_s"].get<double>(), 0);
+  EXPECT_NE(format_simulation(with).find("exposed collectives"), std::string::npos);
+}
+
 TEST(SimulatePlan, PlanThatDoesNotFitIsSimulatedAndItsShortfallNamed) {
   const Profile profile = mlpo::testing::io_bound_profile();
   const ModelSpec spec = find_preset("1b");

@@ -1,0 +1,44 @@
+#pragma once
+// Comm probe: the figures of the profile's comm.host_mpi (CollectiveRates, core/profile.hpp)
+// — host-side MPI collectives between the ranks of this node, timed through the executor's
+// own Communicator (executor/comm) as its ZeRO-3 exchange calls them: an all-gather of bf16
+// weights and a reduce-scatter (rank-order sum) of fp32 gradients over full buffers of
+// buffer_bytes / 16, / 4 and / 1, and a one-element all-gather. Each repetition is the
+// slowest rank's time after a barrier. Latency: the smaller intercept of the two lines through
+// the sizes' median times (never below the one-element time); bus bandwidth at the largest size =
+// bytes (W-1)/W / (time - latency).
+//
+// `mlpo-profile --comm` calls probe_host_mpi, which launches `mpirun -np <ranks>` copies of
+// the running program with `--comm-probe-child FILE` (run_comm_probe_child: every rank
+// measures, rank 0 writes the figures to FILE) and reads them back. Without mpirun, or when
+// the launch fails or takes longer than `timeout_s`, it returns unmeasured figures and says
+// why through `warn` (the models then leave the collectives out, with their own warning).
+// Costs a few seconds (2 ranks, 32 MiB, 5 repetitions: 5-10 s on the loaded 2-vCPU dev VM).
+
+#include <cstdint>
+#include <string>
+
+#include "core/profile.hpp"
+#include "executor/io/tier.hpp"
+#include "profiles/progress.hpp"
+
+namespace mlpo::profiles {
+
+struct CommProbeOptions {
+  int ranks = 2;
+  std::int64_t buffer_bytes = std::int64_t{32} << 20;  // a layer-sized message
+  int repetitions = 5;
+  double timeout_s = 60;
+  std::string program;  // the program with the child mode (mlpo-profile); empty: this one
+};
+
+// In the launched ranks (the child mode): measures over MPI and, on rank 0, writes the
+// figures as JSON to `out`. Returns the process's exit status (errors end the job through
+// run_ranked).
+int run_comm_probe_child(const std::string& out, const CommProbeOptions& options);
+
+// In mlpo-profile: launches the child mode under mpirun and returns what it measured.
+CollectiveRates probe_host_mpi(const CommProbeOptions& options, const ProgressSink& progress,
+                               const io::WarningSink& warn);
+
+}  // namespace mlpo::profiles

@@ -1,0 +1,97 @@
+#include "simulator/exchange_schedule.hpp"
+
+#include <algorithm>
+
+#include "core/accounting.hpp"
+
+namespace mlpo::sim {
+
+double CollectiveCost::gather_s(double elements) const {
+  return latency_s + elements * kBf16Bytes * (ranks - 1) / ranks / all_gather_bps;
+}
+
+double CollectiveCost::reduce_scatter_s(double elements) const {
+  return latency_s + elements * kFp32GradBytes * (ranks - 1) / ranks / reduce_scatter_bps;
+}
+
+double CollectiveCost::to_device_s(double elements) const {
+  return h2d_bps > 0 ? elements * kBf16Bytes / h2d_bps : 0.0;
+}
+
+double CollectiveCost::to_host_s(double elements) const {
+  return d2h_bps > 0 ? elements * kFp32GradBytes / d2h_bps : 0.0;
+}
+
+CollectiveCost collective_cost_of(const Rates& rates, const Workload& w) {
+  return CollectiveCost{static_cast<double>(w.ranks), rates.all_gather_bps, rates.reduce_scatter_bps,
+                        rates.collective_latency_s,   rates.h2d_bps,        rates.d2h_bps};
+}
+
+std::vector<PassPart> forward_parts(const Workload& w, const CollectiveCost& c) {
+  std::vector<PassPart> parts;
+  for (const LayerWork& l : w.layers) {
+    PassPart p{&l, l.forward_flops, -1.0, -1.0};
+    if (c.modelled()) {
+      p.gather_s = c.gather_s(l.weight_elements);
+      p.to_device_s = c.to_device_s(l.weight_elements);
+    }
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+std::vector<PassPart> backward_parts(const Workload& w, const CollectiveCost& c, bool last_micro_step) {
+  std::vector<PassPart> parts;
+  for (auto l = w.layers.rbegin(); l != w.layers.rend(); ++l) {
+    PassPart p{&*l, l->backward_flops, -1.0, -1.0};
+    if (c.modelled()) {
+      if (l->gathered_in_backward) {
+        p.gather_s = c.gather_s(l->weight_elements);
+        p.to_device_s = c.to_device_s(l->weight_elements);
+      }
+      if (last_micro_step) {
+        p.reduce_scatter_s = c.reduce_scatter_s(l->grad_elements * c.ranks);
+        p.to_host_s = c.to_host_s(l->grad_elements * c.ranks);
+      }
+    }
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+std::size_t next_gathered(const std::vector<PassPart>& parts, std::size_t i) {
+  for (std::size_t j = i + 1; j < parts.size(); ++j)
+    if (parts[j].gather_s >= 0) return j;
+  return parts.size();
+}
+
+double pass_seconds(const std::vector<PassPart>& parts, double flops_per_s) {
+  std::vector<double> gathered(parts.size(), 0.0);  // when each part's gather completes
+  std::vector<double> scattered;                    // when each reduce-scatter completes
+  double exchange_free = 0;                         // the exchange thread's queue drains
+  double t = 0;                                     // the rank's compute clock
+  auto queue = [&exchange_free](double at, double seconds) {
+    exchange_free = std::max(exchange_free, at) + seconds;
+    return exchange_free;
+  };
+  if (const std::size_t first = next_gathered(parts, static_cast<std::size_t>(-1)); first < parts.size())
+    gathered[first] = queue(0, parts[first].gather_s);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const PassPart& p = parts[i];
+    if (p.gather_s >= 0) t = std::max(t, gathered[i]);  // acquire: wait for its weights
+    if (const std::size_t j = next_gathered(parts, i); j < parts.size() && p.gather_s >= 0)
+      gathered[j] = queue(t, parts[j].gather_s);  // and start gathering the next part
+    t += p.to_device_s;
+    if (flops_per_s > 0) t += p.flops / flops_per_s;
+    if (p.reduce_scatter_s < 0) continue;
+    if (scattered.size() >= 2) t = std::max(t, scattered[scattered.size() - 2]);  // its staging buffer
+    t += p.to_host_s;
+    scattered.push_back(queue(t, p.reduce_scatter_s));
+  }
+  if (!scattered.empty()) t = std::max(t, scattered.back());  // drain before the update
+  return t;
+}
+
+double small_collectives_s(const CollectiveCost& c) { return c.modelled() ? 2 * c.latency_s : 0.0; }
+
+}  // namespace mlpo::sim
