@@ -65,7 +65,8 @@ struct TrainingFlags {
   std::int64_t seq_len = 0;  // 0: the model's
   std::string export_shard_size = "5GB";
   std::string comm_name = "auto";
-  std::string gpu_memory_limit;  // "": the GPU's free memory
+  std::string gpu_memory_limit;   // "": the GPU's free memory
+  std::string host_memory_limit;  // "": MemAvailable
 };
 
 // --update-only (its AdamW flags are training's: --beta1, --beta2, --eps, --weight-decay).
@@ -236,6 +237,11 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
                  "the up-front check then refuses a run that would need more (to try parameter offload on a "
                  "large GPU)")
       ->check(mlpo::cli::byte_size());
+  app.add_option("--host-memory-limit", f.host_memory_limit,
+                 "Plan for at most this much host memory (e.g. 16GiB) instead of MemAvailable; the up-front "
+                 "check refuses a run whose weights, gradients, activations (CPU backend), buffers and cache "
+                 "need more")
+      ->check(mlpo::cli::byte_size());
   app.add_flag(
       "--param-offload", t.param_offload,
       "One process: keep the bf16 weights in host memory and stream them to the device one part (layer) at "
@@ -316,6 +322,7 @@ mlpo::cli::FlagModes run_flag_modes() {
           {"--comm", kTraining},
           {"--backend", kTraining},
           {"--gpu-memory-limit", kTraining},
+          {"--host-memory-limit", kTraining},
           {"--param-offload", kTraining},
           {"--update-only", kUpdateOnly},
           {"--params", kUpdateOnly},
@@ -433,6 +440,8 @@ mlpo::train::TrainOptions training_options(const CLI::App& app, const StepFlags&
   t.threads = s.threads;
   if (!f.gpu_memory_limit.empty())
     t.gpu_memory_limit = mlpo::parse_bytes(f.gpu_memory_limit, "--gpu-memory-limit");
+  if (!f.host_memory_limit.empty())
+    t.host_memory_limit = mlpo::parse_bytes(f.host_memory_limit, "--host-memory-limit");
   return t;
 }
 

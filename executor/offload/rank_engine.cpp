@@ -10,6 +10,18 @@
 
 namespace mlpo::offload {
 
+std::uint64_t host_tier_bytes_held(const Plan& plan, const RankShard& shard, const std::string& run) {
+  std::uint64_t held = 0;
+  for (const auto& t : plan.tiers) {
+    if (t.kind != TierKind::host) continue;
+    std::error_code ec;
+    const auto size =
+        std::filesystem::file_size(std::filesystem::path(t.path) / io::state_file_name(run, shard.rank), ec);
+    if (!ec) held += size;
+  }
+  return held;
+}
+
 namespace {
 // Refuses the plan before anything is allocated when the engine's host memory
 // (host_memory_need) exceeds MemAvailable. The state files a host tier of this run already
@@ -21,15 +33,8 @@ void check_host_memory_for(const Plan& plan, const RankShard& shard, const std::
                  "mlpo: warning: /proc/meminfo has no MemAvailable; the plan's host memory is not checked\n");
     return;
   }
-  std::uint64_t held = 0;
-  for (const auto& t : plan.tiers) {
-    if (t.kind != TierKind::host) continue;
-    std::error_code ec;
-    const auto size =
-        std::filesystem::file_size(std::filesystem::path(t.path) / io::state_file_name(run, shard.rank), ec);
-    if (!ec) held += size;
-  }
-  check_host_memory(host_memory_need(plan, shard), static_cast<std::uint64_t>(*available) + held,
+  check_host_memory(host_memory_need(plan, shard),
+                    static_cast<std::uint64_t>(*available) + host_tier_bytes_held(plan, shard, run),
                     "rank " + std::to_string(shard.rank));
 }
 

@@ -6,6 +6,7 @@
 // in reverse); the ThreadPool for AdamW is passed in. Used by the update-only run and by
 // training, so both drive exactly the same engine.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,11 @@
 #include "executor/offload/update_pipeline.hpp"
 
 namespace mlpo::offload {
+
+// Bytes the state files of this run's `host` tiers already hold for `shard` (a restart under
+// the same run name): memory the run has taken already, which a host memory check counts as
+// available to it.
+std::uint64_t host_tier_bytes_held(const Plan& plan, const RankShard& shard, const std::string& run);
 
 class RankEngine {
  public:

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "core/units.hpp"
 #include "executor/comm/communicator.hpp"
 #include "executor/comm/layer_exchange.hpp"
 #include "executor/comm/single_process_communicator.hpp"
@@ -40,6 +41,7 @@
 #include "executor/train/test_hooks.hpp"
 #include "executor/train/train_input_checks.hpp"
 #include "executor/train/training_data.hpp"
+#include "executor/train/training_host_memory.hpp"
 #include "executor/train/weight_decay_scope.hpp"
 #include "kernels/cpu/convert.hpp"
 
@@ -184,6 +186,24 @@ Plan run_plan(const TrainOptions& o, std::int64_t params, comm::Communicator& co
                "sums differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism "
                "of reductions\")");
   return plan;
+}
+
+// Whether the run fits in host memory — the CPU backend's model, the host weights and gradients,
+// the offload engine — checked before anything large is allocated; the line to note.
+std::string check_run_host_memory(const TrainOptions& o, const RunInputs& in,
+                                  const TrainingFootprint& footprint, const Plan& plan,
+                                  const comm::Communicator& comm) {
+  const RankShard& mine = in.partition.mine();
+  const offload::HostMemoryNeed need = training_host_memory(
+      in.shape, footprint, plan, mine, in.backend_choice.kind == BackendChoice::Kind::cpu);
+  const std::string run = o.run_name.empty() ? offload::default_run_name() : o.run_name;
+  const std::optional<HostMemoryAvailable> available =
+      host_memory_for_run(plan, mine, run, o.host_memory_limit);
+  if (!available)
+    return "warning: /proc/meminfo has no MemAvailable; host memory is not checked (the run needs " +
+           format_bytes(static_cast<double>(need.total())) + " per rank)";
+  return check_training_host_memory(need, comm.local_size(), *available,
+                                    "rank " + std::to_string(comm.rank()));
 }
 
 LrSchedule lr_schedule(const TrainOptions& o) {
@@ -616,6 +636,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   if (const auto line = check_training_memory(device, in.shape, footprint, o.gpu_memory_limit))
     input_note(*line);
   const Plan plan = run_plan(o, in.layout.total(), comm, input_note);
+  input_note(check_run_host_memory(o, in, footprint, plan, comm));
   const LrSchedule lr = lr_schedule(o);
   for (const std::string& line : input_notes) note(line);
 

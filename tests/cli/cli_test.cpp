@@ -282,6 +282,7 @@ TEST(CliNumbers, EveryNumericFlagRefusesNanInfinityNegativeAndZeroWhereMeaningle
       {kRun, "--checkpoint-every", {"-1", "nan"}},
       {kRun, "--blas-threads", {"0", "-1"}},
       {kRun, "--gpu-memory-limit", {"0", "-1", "nan"}},
+      {kRun, "--host-memory-limit", {"0", "-1", "nan"}},
       {kRun, "--params", {"0", "-1", "nan", "inf"}},
       {kRun, "--ranks", {"0", "-1", "257"}},
       {kRun, "--token-bytes", {"3"}},

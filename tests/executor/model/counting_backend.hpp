@@ -11,13 +11,15 @@
 
 namespace mlpo::testing {
 
-// A Backend that counts every byte allocated through it and forwards every op to a CpuBackend.
+// A Backend that counts every byte allocated through it (device memory and, apart,
+// allocate_host's host memory) and forwards every op to a CpuBackend.
 // TransformerModel allocates its buffers once and then only load_weights' staging chunk (freed
 // on return), so the sum after one init_weights is the model's peak.
 class CountingBackend final : public Backend {
  public:
   explicit CountingBackend(CpuBackend& inner) : inner_(inner) {}
-  std::int64_t allocated() const { return allocated_; }  // bytes, summed over every allocation
+  std::int64_t allocated() const { return allocated_; }            // bytes, summed over every allocation
+  std::int64_t host_allocated() const { return host_allocated_; }  // bytes of allocate_host
   // How many allocations were of at least `bytes`.
   std::int64_t allocations_of_at_least(std::int64_t bytes) const {
     return std::count_if(sizes_.begin(), sizes_.end(), [&](std::int64_t n) { return n >= bytes; });
@@ -30,6 +32,10 @@ class CountingBackend final : public Backend {
     return inner_.allocate(bytes);
   }
   using Backend::allocate;
+  HostBuffer allocate_host(std::size_t bytes) override {
+    host_allocated_ += static_cast<std::int64_t>(bytes);
+    return inner_.allocate_host(bytes);
+  }
   void copy_from_host(Tensor d, const void* s) override { inner_.copy_from_host(d, s); }
   void copy_to_host(void* d, Tensor s) override { inner_.copy_to_host(d, s); }
   void copy(Tensor d, Tensor s) override { inner_.copy(d, s); }
@@ -69,6 +75,7 @@ class CountingBackend final : public Backend {
  private:
   CpuBackend& inner_;
   std::int64_t allocated_ = 0;
+  std::int64_t host_allocated_ = 0;
   std::vector<std::int64_t> sizes_;
 };
 
