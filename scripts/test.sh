@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's test command: install what is missing, build, run the whole test suite, then
-# check the house rules (scripts/check-style.sh: clang-format, 110 columns, functions <= 120
-# lines).
+# The README's test command: install what is missing, build, check the house rules
+# (scripts/check-style.sh: clang-format, 110 columns, functions <= 120 lines), run the whole
+# test suite.
 #   ./scripts/test.sh            release build (CUDA backend compiled when nvcc is present)
 #   ./scripts/test.sh debug      debug build with ASan/UBSan
 set -euo pipefail
@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 preset="${1:-release}"
 ./scripts/setup.sh
 ./scripts/build.sh "$preset"
-ctest --preset "$preset" -j "$(nproc)"
 ./scripts/check-style.sh "build/$preset"
+ctest --preset "$preset" -j "$(nproc)"
