@@ -36,13 +36,8 @@ std::string describe_plan(const Plan& p) {
   return out;
 }
 
-std::string explain(const TuneResult& r, const Profile& profile) {
-  (void)profile;
+std::string predicted_iteration_line(const Prediction& p, bool update_only) {
   std::string out;
-  const Prediction& p = r.chosen.simulated.prediction;
-  const sim::AnalyticBreakdown& an = r.chosen.analytic;
-  const bool update_only = r.chosen.plan.explanation.value("update_only", false);
-  out += describe_plan(r.chosen.plan);
   appendf(out,
           "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per "
           "rank\n",
@@ -50,6 +45,17 @@ std::string explain(const TuneResult& r, const Profile& profile) {
           format_seconds(p.backward_s).c_str(), format_seconds(p.update_s).c_str(),
           format_seconds(p.stall_s).c_str());
   if (update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
+  return out;
+}
+
+std::string explain(const TuneResult& r, const Profile& profile) {
+  (void)profile;
+  std::string out;
+  const Prediction& p = r.chosen.simulated.prediction;
+  const sim::AnalyticBreakdown& an = r.chosen.analytic;
+  const bool update_only = r.chosen.plan.explanation.value("update_only", false);
+  out += describe_plan(r.chosen.plan);
+  out += predicted_iteration_line(p, update_only);
 
   out += "\nwhat bounds each phase (analytic model):\n";
   if (!update_only) {

@@ -16,5 +16,8 @@ std::string explain(const TuneResult& result, const Profile& profile);
 // The chosen plan, its predicted iteration and update time, the baseline's and the speedup,
 // and what the search did (candidates, feasible, refined, simulated, time).
 std::string search_summary(const TuneResult& result);
+// "predicted (SimGrid): iteration = forward + backward + update; prefetch stall" as one line,
+// and a second saying forward and backward are not predicted when `update_only`.
+std::string predicted_iteration_line(const Prediction& p, bool update_only);
 
 }  // namespace mlpo::tune

@@ -52,13 +52,7 @@ std::string format_simulation(const PlanSimulation& s) {
   appendf(out, "cluster: %lld nodes x %lld GPUs, micro-batch %lld, grad-accum %lld\n",
           (long long)s.plan.cluster.nodes, (long long)s.plan.cluster.gpus_per_node,
           (long long)s.plan.cluster.micro_batch, (long long)s.plan.cluster.grad_accum);
-  appendf(out,
-          "predicted (SimGrid): iteration %s = forward %s + backward %s + update %s; prefetch stall %s per "
-          "rank\n",
-          format_seconds(p.iteration_s).c_str(), format_seconds(p.forward_s).c_str(),
-          format_seconds(p.backward_s).c_str(), format_seconds(p.update_s).c_str(),
-          format_seconds(p.stall_s).c_str());
-  if (s.update_only) out += "  (update only: forward and backward are not part of this prediction)\n";
+  out += predicted_iteration_line(p, s.update_only);
   out += "bound per phase (analytic model):\n";
   if (!s.update_only) {
     // With ZeRO-3 collectives (several ranks): the compute and what the collectives add to it.

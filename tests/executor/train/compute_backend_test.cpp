@@ -15,6 +15,7 @@
 #include "executor/train/gradient_handover.hpp"
 #include "executor/train/micro_batch_gradient_sum.hpp"
 #include "tests/executor/model/counting_backend.hpp"
+#include "tests/executor/train/training_objects.hpp"
 #include "tests/executor/model/model_test_util.hpp"
 #if MLPO_HAVE_CUDA
 #include "kernels/cuda/device.hpp"
@@ -81,30 +82,6 @@ TEST(OpenBackend, CpuHasNoDeviceMemoryToCheck) {
   EXPECT_EQ(b.backend->name(), "cpu");
 }
 
-// The trainer's device-side objects for one rank, built on a counting backend exactly as
-// train() builds them: the model (with the provider and gradient mode the footprint implies),
-// the gradient hand-over and the micro-batch sum.
-std::int64_t allocated_by_training(const model::ModelShape& shape, const TrainingFootprint& f) {
-  ThreadPool pool(1);
-  CpuBackend cpu(pool, CpuBackendOptions{1, cpu::GemmPath::blas});
-  testing::CountingBackend counting(cpu);
-  const model::ParameterLayout layout(shape);
-  const std::vector<bf16> host(static_cast<std::size_t>(layout.total()));
-  std::unique_ptr<model::WeightProvider> provider;
-  if (weight_slots(f) > 0)
-    provider = std::make_unique<model::HostStreamedWeights>(counting, layout, DType::bf16, host.data(),
-                                                            weight_slots(f));
-  else
-    provider = std::make_unique<model::ResidentWeights>(counting, layout, DType::bf16);
-  model::TransformerModel model(counting, shape, {f.micro_batch, DType::bf16, streams_gradients(f)},
-                                provider.get());
-  const comm::ZeroPartition partition(layout.total(), 1, 0);
-  GradientHandover handover(counting, layout, partition, nullptr);
-  std::optional<MicroBatchGradientSum> sum;
-  if (!streams_gradients(f)) sum.emplace(counting, model.gradients(), f.grad_accum);
-  return counting.allocated();
-}
-
 TEST(TrainingDeviceMemory, EstimateEqualsWhatTrainingAllocates) {
   for (bool tied : {false, true})
     for (int accum : {1, 2, 3, 5})
@@ -114,7 +91,8 @@ TEST(TrainingDeviceMemory, EstimateEqualsWhatTrainingAllocates) {
         // The resident provider's load staging chunk is not allocated by training (it uploads
         // bf16 directly): count it out of the estimate the model test checks byte for byte.
         const std::int64_t staging = offload ? 0 : (std::int64_t{1} << 20) * 4;
-        EXPECT_EQ(training_device_memory(shape, f, 0).total() - staging, allocated_by_training(shape, f))
+        EXPECT_EQ(training_device_memory(shape, f, 0).total() - staging,
+                  allocated_by_training(shape, f).device)
             << "tied=" << tied << " accum=" << accum << " offload=" << offload;
       }
 }

@@ -22,35 +22,11 @@
 #include "executor/train/micro_batch_gradient_sum.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/model/counting_backend.hpp"
+#include "tests/executor/train/training_objects.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
 namespace mlpo::train {
 namespace {
-
-// Host bytes the trainer's objects of one process allocate on the CPU backend, built as
-// TrainingRun builds them: the rank's bf16 weights (allocate_host), the weight provider, the
-// model, the gradient hand-over (its bf16 host gradient and device staging) and the
-// micro-batch sums. The CPU backend's device memory is host memory: both count.
-std::int64_t allocated_by_training(const model::ModelShape& shape, const TrainingFootprint& f) {
-  ThreadPool pool(1);
-  CpuBackend cpu(pool, CpuBackendOptions{1, cpu::GemmPath::blas});
-  testing::CountingBackend counting(cpu);
-  const model::ParameterLayout layout(shape);
-  const HostBuffer weights = counting.allocate_host(static_cast<std::size_t>(layout.total()) * sizeof(bf16));
-  std::unique_ptr<model::WeightProvider> provider;
-  if (weight_slots(f) > 0)
-    provider = std::make_unique<model::HostStreamedWeights>(
-        counting, layout, DType::bf16, static_cast<const bf16*>(weights.data()), weight_slots(f));
-  else
-    provider = std::make_unique<model::ResidentWeights>(counting, layout, DType::bf16);
-  model::TransformerModel model(counting, shape, {f.micro_batch, DType::bf16, streams_gradients(f)},
-                                provider.get());
-  const comm::ZeroPartition partition(layout.total(), 1, 0);
-  GradientHandover handover(counting, layout, partition, nullptr);
-  std::optional<MicroBatchGradientSum> sum;
-  if (!streams_gradients(f)) sum.emplace(counting, model.gradients(), f.grad_accum);
-  return counting.allocated() + counting.host_allocated();
-}
 
 // The parts of `need` that are not the offload engine's (those carry a plan field).
 std::uint64_t model_and_host_bytes(const offload::HostMemoryNeed& need) {
@@ -69,7 +45,8 @@ TEST(TrainingHostMemory, AccountingMatchesWhatTheTrainerAllocatesForTiny) {
       for (int micro_batch : {1, 4}) {
         const TrainingFootprint f{micro_batch, accum, 1, offload};
         const offload::HostMemoryNeed need = training_host_memory(shape, f, plan, shard, true);
-        const auto counted = static_cast<double>(allocated_by_training(shape, f));
+        const TrainingAllocations allocated = allocated_by_training(shape, f);
+        const auto counted = static_cast<double>(allocated.device + allocated.host);
         const auto accounted = static_cast<double>(model_and_host_bytes(need));
         EXPECT_GE(accounted, counted) << "accum=" << accum << " offload=" << offload << " B=" << micro_batch;
         EXPECT_LE(accounted, counted * 1.01)
