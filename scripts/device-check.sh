@@ -162,9 +162,9 @@ export -f write_plan
 
 # cuda-tests: without a GPU every test skips, which fails the stage (not in the dry run).
 if [ $dry = 1 ]; then
-  run_stage cuda-tests 100 "$build/tests/cuda/cuda_tests" --gtest_brief=1
+  run_stage cuda-tests 100 "$build/tests/kernels/cuda/cuda_tests" --gtest_brief=1
 else
-  run_stage cuda-tests 100 "$build/tests/cuda/cuda_tests" --gtest_output="xml:$out/cuda-tests.xml"
+  run_stage cuda-tests 100 "$build/tests/kernels/cuda/cuda_tests" --gtest_output="xml:$out/cuda-tests.xml"
   if grep -q "SKIPPED" "$out/cuda-tests.log"; then note "cuda-tests: tests were SKIPPED (no usable GPU?)"; failed=1; fi
 fi
 
@@ -264,8 +264,8 @@ grep -E "^(offload step|device:)" "$out/offload.log" >> "$summary" 2>/dev/null
 # nccl: the communicator's own tests, then training with its reductions through NCCL.
 nccl() {
   local status=0
-  if [ -x "$BUILD/tests/comm/comm_nccl_tests" ]; then
-    "$BUILD/tests/comm/comm_nccl_tests" || status=1
+  if [ -x "$BUILD/tests/executor/comm/comm_nccl_tests" ]; then
+    "$BUILD/tests/executor/comm/comm_nccl_tests" || status=1
   else
     echo "comm_nccl_tests not built (NCCL was not found at configure time)"; status=1
   fi
