@@ -38,13 +38,6 @@ std::vector<UpdateStep> SubgroupCache::plan_iteration(const std::vector<std::int
   return steps;
 }
 
-std::vector<std::int64_t> SubgroupCache::drain() {
-  std::vector<std::int64_t> out(lru_.begin(), lru_.end());
-  lru_.clear();
-  where_.clear();
-  return out;
-}
-
 std::vector<std::int64_t> update_order(OrderPolicy policy, std::int64_t iteration, std::int64_t count) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) order[static_cast<std::size_t>(i)] = i;

@@ -48,9 +48,6 @@ class SubgroupCache {
   std::vector<UpdateStep> plan_iteration(const std::vector<std::int64_t>& order,
                                          const std::function<bool(std::int64_t)>& resident = {});
 
-  // Empties the cache; returns the subgroups that must be written back (LRU first).
-  std::vector<std::int64_t> drain();
-
  private:
   std::int64_t capacity_;
   std::list<std::int64_t> lru_;  // least recently updated first

@@ -84,9 +84,7 @@ TEST(CacheOrderInterplay, CachedSubgroupIsNeverWrittenWhileCached) {
       }
     }
   }
-  auto drained = cache.drain();
-  EXPECT_EQ(drained.size(), 2u);
-  EXPECT_TRUE(cache.lru_order().empty());
+  EXPECT_EQ(cache.lru_order().size(), 2u);  // full, and nothing in it was written back
 }
 
 TEST(CacheOrderInterplay, ResidentSubgroupsBypassTheCache) {
