@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "core/error.hpp"
 #include "temp_dir.hpp"
@@ -36,6 +38,10 @@ TEST(MappedFileDeathTest, TouchingAPageTruncatedAwayExitsWithAnErrorNamingTheFil
   EXPECT_EXIT(
       {
         if (::ftruncate(file->fd(), 0) != 0) std::_Exit(3);
+        // The dying child's own TempDir never reaches its destructor (threadsafe style
+        // re-runs the test in the child): remove it now; open fd and mapping stay valid.
+        std::error_code ec;
+        std::filesystem::remove_all(shm.path(), ec);
         volatile std::byte b = map.data()[512 * KiB];
         (void)b;
         std::_Exit(0);
