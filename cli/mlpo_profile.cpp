@@ -40,13 +40,16 @@ int main(int argc, char** argv) {
                  "profile file to write atomically (default profile.json; with --json only when given)");
   app.add_flag("--json", json, "print the profile as JSON on stdout and nothing else");
   app.add_option("--compare", compare, "an earlier profile: print every figure old vs new with the ratio");
-  app.add_option("--model", request.model,
-                 "model preset or mlpo.model/1 file whose layer GEMMs are timed (default llama2-7b)");
-  app.add_option("--micro-batch", request.micro_batch,
-                 "sequences per micro-batch for the GEMM shapes (default 1)")
+  app.add_option(
+      "--model", request.model,
+      "model preset or mlpo.model/1 file whose layer GEMMs and (without a GPU) CPU forward/backward "
+      "are timed, on three of its layers (default llama2-7b; give the model you will train)");
+  app.add_option(
+         "--micro-batch", request.micro_batch,
+         "sequences per micro-batch of the timed shapes (default 1; at most 512 tokens in all, --quick 128)")
       ->check(cli::whole_in(1, 1 << 20));
   app.add_option("--seq-len", request.seq_len,
-                 "tokens per sequence for the GEMM shapes (default: the model's)")
+                 "tokens per sequence of the timed shapes (default: the model's, capped at 512, --quick 128)")
       ->check(cli::whole_in(1, 1 << 24));
   app.add_option(
          "--tier-size", tier_size,

@@ -52,6 +52,16 @@ void check_shape_counts(const ModelSpec& spec, const ClusterShape& shape) {
 
 }  // namespace
 
+double layer_forward_flops_per_token(const ModelSpec& spec, std::int64_t seq_len) {
+  const double attention = 4.0 * static_cast<double>(seq_len) * static_cast<double>(spec.hidden);
+  return 2.0 * static_cast<double>(count_params(spec).per_layer) + attention;
+}
+
+double head_forward_flops_per_token(const ModelSpec& spec) {
+  return 2.0 * (static_cast<double>(spec.vocab) * static_cast<double>(spec.hidden) +
+                static_cast<double>(spec.hidden));
+}
+
 Accounting account(const ModelSpec& spec, const ClusterShape& shape_in) {
   ClusterShape shape = shape_in;
   if (shape.seq_len == 0) shape.seq_len = spec.seq_len;

@@ -34,6 +34,14 @@ struct ParamCounts {
 
 ParamCounts count_params(const ModelSpec& spec);
 
+// Forward FLOPs of one token in one transformer layer (2 per weight, plus attention's scores
+// and weighted sum, 4 x seq_len x hidden) and in the head (final norm + lm_head; the embedding
+// lookup counts 0). Backward counts 3x forward (the recomputed forward included). The
+// simulator charges these, and mlpo-profile's model probe turns the executor's measured times
+// into effective FLOP/s against the same counts, so the two meet exactly.
+double layer_forward_flops_per_token(const ModelSpec& spec, std::int64_t seq_len);
+double head_forward_flops_per_token(const ModelSpec& spec);
+
 // Bytes per parameter of each state kind.
 inline constexpr std::int64_t kBf16Bytes = 2;
 inline constexpr std::int64_t kOptimizerStateBytes = 12;  // fp32 master + Adam m + v

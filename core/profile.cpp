@@ -71,6 +71,33 @@ CommProfile read_comm(JsonObject& root) {
   return c;
 }
 
+ModelComputeFigures read_model_compute(JsonObject& parent, const char* key) {
+  if (!parent.optional(key)) return {};
+  JsonObject o = parent.object(key);
+  ModelComputeFigures f;
+  f.model = o.string("model");
+  f.micro_batch = o.integer("micro_batch", 1, 1 << 30);
+  f.seq_len = o.integer("seq_len", 1, 1 << 30);
+  f.threads = o.integer_or("threads", 0, 1 << 20, 0);
+  f.layer_forward_gflops = read_measurement(o, "layer_forward_gflops");
+  f.layer_backward_gflops = read_measurement(o, "layer_backward_gflops");
+  f.head_forward_gflops = read_measurement(o, "head_forward_gflops");
+  f.head_backward_gflops = read_measurement(o, "head_backward_gflops");
+  o.finish();
+  return f;
+}
+
+Json model_compute_json(const ModelComputeFigures& f) {
+  return Json{{"model", f.model},
+              {"micro_batch", f.micro_batch},
+              {"seq_len", f.seq_len},
+              {"threads", f.threads},
+              {"layer_forward_gflops", to_json(f.layer_forward_gflops)},
+              {"layer_backward_gflops", to_json(f.layer_backward_gflops)},
+              {"head_forward_gflops", to_json(f.head_forward_gflops)},
+              {"head_backward_gflops", to_json(f.head_backward_gflops)}};
+}
+
 void write_collective(Json& parent, const char* key, const CollectiveRates& c) {
   if (c.measured) parent[key] = to_json(c);
 }
@@ -126,6 +153,7 @@ Profile profile_from_json(const Json& json) {
   if (h.optional("bf16_convert_gbps")) p.host.bf16_convert_gbps = read_measurement(h, "bf16_convert_gbps");
   if (h.optional("bf16_to_fp32_gbps")) p.host.bf16_to_fp32_gbps = read_measurement(h, "bf16_to_fp32_gbps");
   if (h.optional("cpu_gemm_gflops")) p.host.cpu_gemm_gflops = read_measurement(h, "cpu_gemm_gflops");
+  p.host.cpu_model = read_model_compute(h, "cpu_model");
   h.finish();
 
   const Json& gpus = root.array("gpus");
@@ -219,6 +247,7 @@ Json to_json(const Profile& p) {
   if (p.host.bf16_convert_gbps.median > 0) host["bf16_convert_gbps"] = to_json(p.host.bf16_convert_gbps);
   if (p.host.bf16_to_fp32_gbps.median > 0) host["bf16_to_fp32_gbps"] = to_json(p.host.bf16_to_fp32_gbps);
   if (p.host.cpu_gemm_gflops.median > 0) host["cpu_gemm_gflops"] = to_json(p.host.cpu_gemm_gflops);
+  if (p.host.cpu_model.measured()) host["cpu_model"] = model_compute_json(p.host.cpu_model);
   Json gpus = Json::array();
   for (const auto& g : p.gpus) {
     Json gj{{"model", g.model},

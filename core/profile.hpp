@@ -32,6 +32,28 @@ struct CurvePoint {
 // Linear interpolation over `points` sorted by streams; clamped at both ends.
 double interpolate(const std::vector<CurvePoint>& points, double streams);
 
+// What the executor's own forward and backward achieve on one compute backend, per part of
+// the model: mlpo-profile's model probe runs the trainer's micro-batch on a three-layer model
+// of the given widths (executor/train/compute_probe.hpp). Each figure is an effective FLOP/s
+// against the simulator's FLOP counts (core/accounting.hpp: layer_forward_flops_per_token,
+// head_forward_flops_per_token; backward counts 3x forward), so the simulator predicts the
+// executor's time part by part: a layer's forward (GEMMs, attention, norms, RoPE, SwiGLU), its
+// backward (the recomputed forward, both backward GEMMs, the gradient hand-over to bf16 host
+// memory), and the head's (embedding, final norm, lm_head, cross-entropy; its backward also
+// carries the embedding's scatter-add and the last layer's skipped recompute). Optional:
+// absent (measured() false) in profiles made before the probe or with it turned off.
+struct ModelComputeFigures {
+  std::string model;  // the preset or file whose widths were run
+  std::int64_t micro_batch = 0;
+  std::int64_t seq_len = 0;
+  std::int64_t threads = 0;  // the backend's threads (CPU)
+  Measurement layer_forward_gflops;
+  Measurement layer_backward_gflops;
+  Measurement head_forward_gflops;
+  Measurement head_backward_gflops;
+  bool measured() const { return layer_forward_gflops.median > 0; }
+};
+
 struct HostProfile {
   std::int64_t cores = 1;
   std::int64_t memory_bytes = 0;
@@ -44,6 +66,7 @@ struct HostProfile {
   Measurement bf16_convert_gbps;                // fp32 -> bf16, GB/s of fp32 read
   Measurement bf16_to_fp32_gbps;  // bf16 -> fp32, GB/s of fp32 written; optional (0 = not measured)
   Measurement cpu_gemm_gflops;    // CPU backend GEMM (for CPU-only training plans)
+  ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)
 };
 
 // One GEMM shape a transformer layer runs (out[m,n] = x[m,k] @ w[n,k]^T, bf16 in, fp32 accumulate).

@@ -82,6 +82,16 @@ void set_collective_rates(const CommProfile& comm, Rates& r) {
 
 }  // namespace
 
+double ComputeRates::of(ComputePart part, bool backward) const {
+  if (part == ComputePart::layer) return backward ? layer_backward : layer_forward;
+  return backward ? head_backward : head_forward;
+}
+
+double ComputeRates::seconds(ComputePart part, bool backward, double flops) const {
+  const double rate = of(part, backward);
+  return rate > 0 ? flops / rate : 0.0;
+}
+
 Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps) {
   Rates r;
   r.ranks_per_node = plan.cluster.gpus_per_node;
@@ -98,14 +108,33 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
       r.warnings.push_back("the profile's node has " + std::to_string(g.count) +
                            " GPU(s) but the cluster shape asks for " + std::to_string(r.ranks_per_node) +
                            " ranks per node: each rank is given one GPU like it");
+  } else if (const ModelComputeFigures& m = profile.host.cpu_model; m.measured()) {
+    // The node's cores are shared by its ranks, as the executor's threads share them.
+    const double per_rank = 1e9 / static_cast<double>(r.ranks_per_node);
+    r.compute = {m.layer_forward_gflops.median * per_rank, m.layer_backward_gflops.median * per_rank,
+                 m.head_forward_gflops.median * per_rank, m.head_backward_gflops.median * per_rank, true};
+    r.compute_flops_per_rank = r.compute.layer_forward;
+    r.warnings.push_back(
+        "profile has no GPU: forward/backward predicted from host.cpu_model (the CPU backend's "
+        "own forward/backward, measured on " +
+        m.model + " at micro-batch " + std::to_string(m.micro_batch) + " x seq " + std::to_string(m.seq_len) +
+        ")");
   } else if (profile.host.cpu_gemm_gflops.median > 0) {
     r.compute_flops_per_rank =
         profile.host.cpu_gemm_gflops.median * 1e9 / static_cast<double>(r.ranks_per_node);
     r.warnings.push_back(
-        "profile has no GPU: forward/backward predicted from host.cpu_gemm_gflops (CPU backend)");
+        "profile has no GPU and no host.cpu_model: forward/backward predicted from host.cpu_gemm_gflops "
+        "(GEMM "
+        "only: attention, norms and the gradient hand-over are not counted); re-run mlpo-profile to measure "
+        "the "
+        "CPU backend's own forward/backward");
   } else {
     r.warnings.push_back(
         "profile has no GPU and no host.cpu_gemm_gflops: forward and backward are predicted as 0 s");
+  }
+  if (r.compute.layer_forward <= 0) {
+    const double c = r.compute_flops_per_rank;
+    r.compute = {c, c, c, c};
   }
   double remote_peak = 0;
   std::string unmixed;  // tiers without measured read+write figures

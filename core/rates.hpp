@@ -41,11 +41,30 @@ double tier_update_bps(const TierProfile& tier, std::int64_t ranks, std::int64_t
 // (24 B an element).
 double in_place_update_bps(const HostProfile& host, std::int64_t ranks);
 
+// The parts of an iteration's compute the profile may time apart (ModelComputeFigures): a
+// transformer layer, and the head (embedding lookup, final norm, lm_head, loss).
+enum class ComputePart { layer, head };
+
+// FLOP/s of one rank for the forward and the backward of each part, against the FLOP counts
+// of core/accounting.hpp. From the profile's measured per-part figures when it has them (the
+// CPU backend's host.cpu_model), else one rate (the GPU's bf16 GEMM, the CPU GEMM) for all.
+struct ComputeRates {
+  double layer_forward = 0, layer_backward = 0, head_forward = 0, head_backward = 0;
+  // The layer's backward rate was measured on a layer that recomputes its forward (the
+  // executor's own model, host.cpu_model): the last layer, whose activations are still live,
+  // skips that recompute and takes its backward minus one forward.
+  bool last_layer_skips_recompute = false;
+  double of(ComputePart part, bool backward) const;
+  // Seconds of `flops` of that part and pass; 0 when the rate is 0 (not predicted).
+  double seconds(ComputePart part, bool backward, double flops) const;
+};
+
 struct Rates {
   std::int64_t ranks_per_node = 1;
   std::int64_t nodes = 1;
   bool compute_on_gpu = false;
   double compute_flops_per_rank = 0;  // 0: the profile has no compute figure (forward/backward not predicted)
+  ComputeRates compute;               // per part and pass; what forward/backward are predicted from
   double h2d_bps = 0;                 // per GPU; 0 without GPUs (weights and gradients stay in host memory)
   double d2h_bps = 0;
   std::int64_t cores = 1;

@@ -20,6 +20,7 @@
 #include "kernels/cpu/adamw.hpp"
 #include "kernels/cpu/convert.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
+#include "executor/train/compute_probe.hpp"
 #include "profiles/gemm_shapes.hpp"
 #include "profiles/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
@@ -128,6 +129,27 @@ Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
   });
 }
 
+// The executor's forward and backward on the CPU backend as training opens it: the pool's
+// threads for its own kernels, OpenBLAS on as many.
+ModelComputeFigures probe_cpu_model(const HostProbeOptions& options, ThreadPool& pool,
+                                    const ProgressSink& progress) {
+  CpuBackend backend(pool, CpuBackendOptions{pool.size(), cpu::GemmPath::blas});
+  train::ComputeProbeOptions probe{options.gemm_model, options.model_micro_batch, options.model_seq_len,
+                                   options.model_repetitions};
+  const train::ComputeProbeSamples s =
+      train::probe_model_compute(backend, probe, [&](const std::string& line) { report(progress, line); });
+  ModelComputeFigures f;
+  f.model = options.gemm_model.name;
+  f.micro_batch = options.model_micro_batch;
+  f.seq_len = options.model_seq_len;
+  f.threads = static_cast<std::int64_t>(pool.size());
+  f.layer_forward_gflops = summarize(s.layer_forward_gflops, 0);
+  f.layer_backward_gflops = summarize(s.layer_backward_gflops, 0);
+  f.head_forward_gflops = summarize(s.head_forward_gflops, 0);
+  f.head_backward_gflops = summarize(s.head_backward_gflops, 0);
+  return f;
+}
+
 }  // namespace
 
 HostProfile read_host_facts() {
@@ -193,6 +215,12 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
     report(progress, "host: CPU backend GEMM (" + options.gemm_model.name + " layer shapes, " +
                          std::to_string(options.gemm_tokens) + " tokens)");
     h.cpu_gemm_gflops = probe_cpu_gemm(options, all);
+  }
+  if (options.cpu_model) {
+    report(progress, "host: CPU backend forward/backward (" + options.gemm_model.name +
+                         " widths, 3 layers, micro-batch " + std::to_string(options.model_micro_batch) +
+                         " x seq " + std::to_string(options.model_seq_len) + ")");
+    h.cpu_model = probe_cpu_model(options, all, progress);
   }
   return h;
 }

@@ -30,8 +30,14 @@ struct HostProbeOptions {
   std::vector<unsigned> adam_threads;                       // empty: 1 .. cores
   int repetitions = 5;
   bool cpu_gemm = true;
-  ModelSpec gemm_model;  // shapes of the CPU GEMM figure
+  ModelSpec gemm_model;  // shapes of the CPU GEMM figure and of the model probe
   std::int64_t gemm_tokens = 512;
+  // The model probe (host.cpu_model, executor/train/compute_probe.hpp): the executor's own
+  // forward and backward of gemm_model's widths at this micro-batch and sequence length.
+  bool cpu_model = true;
+  std::int64_t model_micro_batch = 1;
+  std::int64_t model_seq_len = 512;
+  int model_repetitions = 2;
 };
 
 // Cores, memory and NUMA only (no timing): cheap, used to size the other probes.

@@ -44,6 +44,15 @@ std::string summary_table(const Profile& p) {
     out += "  bf16 -> fp32            " + spread(p.host.bf16_to_fp32_gbps, "GB/s") + "\n";
   if (p.host.cpu_gemm_gflops.median > 0)
     out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
+  if (const ModelComputeFigures& m = p.host.cpu_model; m.measured()) {
+    out += printf_string("  CPU model (%s, %lld x %lld tokens, %lld threads)\n", m.model.c_str(),
+                         static_cast<long long>(m.micro_batch), static_cast<long long>(m.seq_len),
+                         static_cast<long long>(m.threads));
+    out += "    layer forward         " + spread(m.layer_forward_gflops, "GFLOP/s") + "\n";
+    out += "    layer backward        " + spread(m.layer_backward_gflops, "GFLOP/s") + "\n";
+    out += "    head forward          " + spread(m.head_forward_gflops, "GFLOP/s") + "\n";
+    out += "    head backward         " + spread(m.head_backward_gflops, "GFLOP/s") + "\n";
+  }
   if (p.gpus.empty()) out += "gpus: none (" + p.gpus_reason + ")\n";
   for (const GpuProfile& g : p.gpus) {
     out += "gpu: " + std::to_string(g.count) + " x " + g.model + ", " +
@@ -109,6 +118,10 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
   add("host.bf16_convert_gbps", p.host.bf16_convert_gbps);
   add("host.bf16_to_fp32_gbps", p.host.bf16_to_fp32_gbps);
   add("host.cpu_gemm_gflops", p.host.cpu_gemm_gflops);
+  add("host.cpu_model.layer_forward_gflops", p.host.cpu_model.layer_forward_gflops);
+  add("host.cpu_model.layer_backward_gflops", p.host.cpu_model.layer_backward_gflops);
+  add("host.cpu_model.head_forward_gflops", p.host.cpu_model.head_forward_gflops);
+  add("host.cpu_model.head_backward_gflops", p.host.cpu_model.head_backward_gflops);
   for (const GpuProfile& g : p.gpus) {
     const std::string at = "gpus[" + g.model + "].";
     for (const GemmFigure& s : g.gemm) add(at + "gemm." + s.name + "_tflops", s.tflops);

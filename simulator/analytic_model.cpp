@@ -46,10 +46,10 @@ void consider_exchange(const Setting& s, AnalyticBreakdown& out, Bound& fwd, Bou
   const CollectiveCost cost = collective_cost_of(s.rates, s.w);
   if (!cost.modelled()) return;
   const double micro = static_cast<double>(s.w.micro_steps);
-  const double c = s.rates.compute_flops_per_rank;
-  const double forward = micro * pass_seconds(forward_parts(s.w, cost), c);
-  const double backward = (micro - 1) * pass_seconds(backward_parts(s.w, cost, false), c) +
-                          pass_seconds(backward_parts(s.w, cost, true), c) + small_collectives_s(cost);
+  const ComputeRates& c = s.rates.compute;
+  const double forward = micro * pass_seconds(forward_parts(s.w, c, cost));
+  const double backward = (micro - 1) * pass_seconds(backward_parts(s.w, c, cost, false)) +
+                          pass_seconds(backward_parts(s.w, c, cost, true)) + small_collectives_s(cost);
   out.grad_d2h_s = 0;  // the full fp32 gradients' copies are in the backward schedule
   out.forward_exchange_s = std::max(0.0, forward - out.forward_compute_s);
   out.backward_exchange_s = std::max(0.0, backward - out.backward_compute_s);
@@ -63,14 +63,14 @@ void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakd
                               Bound& bwd) {
   const Accounting& a = s.a;
   const Rates& rates = s.rates;
-  const double tokens = static_cast<double>(a.shape.micro_batch * a.shape.seq_len * a.shape.grad_accum);
   if (!update_only) {
-    const double fwd_flops = a.hardware_flops_per_token / 4.0 * tokens;
-    const double bwd_flops = 3.0 * fwd_flops;
-    if (rates.compute_flops_per_rank > 0) {
-      out.forward_compute_s = fwd_flops / rates.compute_flops_per_rank;
-      out.backward_compute_s = bwd_flops / rates.compute_flops_per_rank;
-    }
+    // Each part at the profile's rate for it (core/rates.hpp), over the micro-steps.
+    const CollectiveCost none{};
+    for (const PassPart& p : forward_parts(s.w, rates.compute, none)) out.forward_compute_s += p.compute_s;
+    for (const PassPart& p : backward_parts(s.w, rates.compute, none, true))
+      out.backward_compute_s += p.compute_s;
+    out.forward_compute_s *= static_cast<double>(s.w.micro_steps);
+    out.backward_compute_s *= static_cast<double>(s.w.micro_steps);
     if (rates.d2h_bps > 0)
       out.grad_d2h_s = s.ppr * kBf16Bytes * static_cast<double>(a.shape.grad_accum) / rates.d2h_bps;
   }

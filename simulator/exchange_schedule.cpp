@@ -1,6 +1,7 @@
 #include "simulator/exchange_schedule.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/accounting.hpp"
 
@@ -27,10 +28,10 @@ CollectiveCost collective_cost_of(const Rates& rates, const Workload& w) {
                         rates.collective_latency_s,   rates.h2d_bps,        rates.d2h_bps};
 }
 
-std::vector<PassPart> forward_parts(const Workload& w, const CollectiveCost& c) {
+std::vector<PassPart> forward_parts(const Workload& w, const ComputeRates& compute, const CollectiveCost& c) {
   std::vector<PassPart> parts;
   for (const LayerWork& l : w.layers) {
-    PassPart p{&l, l.forward_flops, -1.0, -1.0};
+    PassPart p{&l, compute.seconds(l.part, false, l.forward_flops), -1.0, -1.0};
     if (c.modelled()) {
       p.gather_s = c.gather_s(l.weight_elements);
       p.to_device_s = c.to_device_s(l.weight_elements);
@@ -40,10 +41,15 @@ std::vector<PassPart> forward_parts(const Workload& w, const CollectiveCost& c) 
   return parts;
 }
 
-std::vector<PassPart> backward_parts(const Workload& w, const CollectiveCost& c, bool last_micro_step) {
+std::vector<PassPart> backward_parts(const Workload& w, const ComputeRates& compute, const CollectiveCost& c,
+                                     bool last_micro_step) {
   std::vector<PassPart> parts;
+  bool last_layer = true;  // the first block met in reverse
   for (auto l = w.layers.rbegin(); l != w.layers.rend(); ++l) {
-    PassPart p{&*l, l->backward_flops, -1.0, -1.0};
+    PassPart p{&*l, compute.seconds(l->part, true, l->backward_flops), -1.0, -1.0};
+    if (l->part == ComputePart::layer && std::exchange(last_layer, false) &&
+        compute.last_layer_skips_recompute)
+      p.compute_s = std::max(0.0, p.compute_s - compute.seconds(l->part, false, l->forward_flops));
     if (c.modelled()) {
       if (l->gathered_in_backward) {
         p.gather_s = c.gather_s(l->weight_elements);
@@ -65,7 +71,7 @@ std::size_t next_gathered(const std::vector<PassPart>& parts, std::size_t i) {
   return parts.size();
 }
 
-double pass_seconds(const std::vector<PassPart>& parts, double flops_per_s) {
+double pass_seconds(const std::vector<PassPart>& parts) {
   std::vector<double> gathered(parts.size(), 0.0);  // when each part's gather completes
   std::vector<double> scattered;                    // when each reduce-scatter completes
   double exchange_free = 0;                         // the exchange thread's queue drains
@@ -82,7 +88,7 @@ double pass_seconds(const std::vector<PassPart>& parts, double flops_per_s) {
     if (const std::size_t j = next_gathered(parts, i); j < parts.size() && p.gather_s >= 0)
       gathered[j] = queue(t, parts[j].gather_s);  // and start gathering the next part
     t += p.to_device_s;
-    if (flops_per_s > 0) t += p.flops / flops_per_s;
+    t += p.compute_s;
     if (p.reduce_scatter_s < 0) continue;
     if (scattered.size() >= 2) t = std::max(t, scattered[scattered.size() - 2]);  // its staging buffer
     t += p.to_host_s;

@@ -45,7 +45,7 @@ CollectiveCost collective_cost_of(const Rates& rates, const Workload& w);
 // One part of a pass: its compute and the collectives around it (seconds; < 0: none).
 struct PassPart {
   const LayerWork* layer = nullptr;
-  double flops = 0;
+  double compute_s = 0;          // its forward or backward at the profile's rate for its part
   double gather_s = -1;          // all-gather of its weights, before it runs
   double reduce_scatter_s = -1;  // reduce-scatter of its gradients, after it ran
   double to_device_s = 0;        // its gathered weights to the GPU, after the gather, before compute
@@ -55,16 +55,17 @@ struct PassPart {
 // Forward: embedding, blocks, head, each gathered. Backward: head, blocks in reverse (each
 // gathered again), then the embedding (not gathered); reduce-scatters on the last micro-step.
 // Without modelled collectives: the compute alone.
-std::vector<PassPart> forward_parts(const Workload& w, const CollectiveCost& c);
-std::vector<PassPart> backward_parts(const Workload& w, const CollectiveCost& c, bool last_micro_step);
+std::vector<PassPart> forward_parts(const Workload& w, const ComputeRates& compute, const CollectiveCost& c);
+std::vector<PassPart> backward_parts(const Workload& w, const ComputeRates& compute, const CollectiveCost& c,
+                                     bool last_micro_step);
 
 // The index of the next part after `i` that is gathered, or parts.size().
 std::size_t next_gathered(const std::vector<PassPart>& parts, std::size_t i);
 
-// Seconds of one pass on one rank computing at `flops_per_s` (0: compute not modelled): the
-// exchange thread serves gathers and reduce-scatters in queue order; compute waits for its
-// part's gather, a hand-over for the reduce-scatter two before it, the pass's end for all.
-double pass_seconds(const std::vector<PassPart>& parts, double flops_per_s);
+// Seconds of one pass on one rank: the exchange thread serves gathers and reduce-scatters in
+// queue order; compute waits for its part's gather, a hand-over for the reduce-scatter two
+// before it, the pass's end for all.
+double pass_seconds(const std::vector<PassPart>& parts);
 
 // The step's small collectives after backward (the losses' all-gather and the gradient
 // norm's all-reduce): their latencies.

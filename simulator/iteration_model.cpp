@@ -245,7 +245,8 @@ void IterationModel::run_pass(Rank& rank, sg4::Host* gpu, const std::vector<Pass
     }
     if (p.to_device_s > 0)
       sg4::this_actor::sleep_for(p.to_device_s);  // synchronous copy: PCIe otherwise idle
-    if (gpu != nullptr) execute_on(gpu, p.flops);
+    // The host runs at compute_flops_per_rank per rank: the part's seconds in its FLOPs.
+    if (gpu != nullptr) execute_on(gpu, p.compute_s * rates_.compute_flops_per_rank);
     if (after) after(p);
     if (p.reduce_scatter_s < 0) continue;
     for (; scatters >= 2 && scatters_done + 1 < scatters; ++scatters_done) rank.scattered->acquire();
@@ -277,7 +278,7 @@ void IterationModel::rank_actor(Rank& rank) {
   barrier_->wait();
   if (!options_.update_only) {
     double t = sg4::Engine::get_clock();
-    const std::vector<PassPart> forward = forward_parts(w_, collectives_);
+    const std::vector<PassPart> forward = forward_parts(w_, rates_.compute, collectives_);
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) run_pass(rank, gpu, forward, {});
     record(rank.node, lane, "forward", t);
     barrier_->wait();
@@ -287,7 +288,7 @@ void IterationModel::rank_actor(Rank& rank) {
     std::int64_t flushes = 0;
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
       const bool last = micro + 1 == w_.micro_steps;
-      run_pass(rank, gpu, backward_parts(w_, collectives_, last), [&](const PassPart& part) {
+      run_pass(rank, gpu, backward_parts(w_, rates_.compute, collectives_, last), [&](const PassPart& part) {
         // With the exchange the full fp32 gradients go to the host in the pass (to_host_s);
         // without it, the rank's bf16 gradients on the D2H stream.
         if (np.pcie && !collectives_.modelled())

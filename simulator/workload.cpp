@@ -43,21 +43,23 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   const ModelSpec& s = a.spec;
 
   // Forward FLOPs per token: 2 per weight in a matmul, plus attention scores and weighted
-  // sum; backward is 2x forward plus the recomputed forward (per-layer checkpointing).
-  // These sum to Accounting::hardware_flops_per_token.
-  auto layer = [&](std::string name, double fwd_per_token, double params) {
-    w.layers.push_back({std::move(name), fwd_per_token * tokens, 3.0 * fwd_per_token * tokens, params / ranks,
-                        params, true});
+  // sum (core/accounting.hpp); backward is 2x forward plus the recomputed forward (per-layer
+  // checkpointing). These sum to Accounting::hardware_flops_per_token. The embedding's
+  // lookup and the head are one compute part: the profile's measured rates give the head
+  // the embedding's time (core/rates.hpp).
+  auto layer = [&](std::string name, ComputePart part, double fwd_per_token, double params) {
+    w.layers.push_back({std::move(name), part, fwd_per_token * tokens, 3.0 * fwd_per_token * tokens,
+                        params / ranks, params, true});
   };
-  layer("embedding", 0, static_cast<double>(a.params.embedding));
+  layer("embedding", ComputePart::head, 0, static_cast<double>(a.params.embedding));
   w.layers.back().gathered_in_backward = false;
-  const double attn = 4.0 * static_cast<double>(a.shape.seq_len) * static_cast<double>(s.hidden);
+  const double layer_flops = layer_forward_flops_per_token(s, a.shape.seq_len);
   for (std::int64_t l = 0; l < s.layers; ++l)
-    layer("layer " + std::to_string(l), 2.0 * static_cast<double>(a.params.per_layer) + attn,
+    layer("layer " + std::to_string(l), ComputePart::layer, layer_flops,
           static_cast<double>(a.params.per_layer));
-  const double head = static_cast<double>(s.vocab * s.hidden);
   const double final_norm = static_cast<double>(s.hidden);
-  layer("lm_head", 2.0 * (head + final_norm), static_cast<double>(a.params.lm_head) + final_norm);
+  layer("lm_head", ComputePart::head, head_forward_flops_per_token(s),
+        static_cast<double>(a.params.lm_head) + final_norm);
   if (s.tied_embeddings) w.layers.back().weight_elements += static_cast<double>(a.params.embedding);
 
   w.subgroup_elements = plan.subgroup_elements;

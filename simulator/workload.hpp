@@ -20,14 +20,16 @@
 
 #include "core/accounting.hpp"
 #include "core/plan.hpp"
+#include "core/rates.hpp"
 
 namespace mlpo::sim {
 
 struct LayerWork {
-  std::string name;           // "embedding", "layer 12", "lm_head"
-  double forward_flops = 0;   // per rank per micro-step
-  double backward_flops = 0;  // per rank per micro-step, including the recomputed forward
-  double grad_elements = 0;   // this rank's shard of the layer's gradients
+  std::string name;                       // "embedding", "layer 12", "lm_head"
+  ComputePart part = ComputePart::layer;  // which of the profile's compute rates times it
+  double forward_flops = 0;               // per rank per micro-step
+  double backward_flops = 0;              // per rank per micro-step, including the recomputed forward
+  double grad_elements = 0;               // this rank's shard of the layer's gradients
   // ZeRO-3 (several ranks): the layer's full weights, all-gathered before it runs (the head
   // of tied embeddings gathers the embedding too), and whether backward gathers them again
   // (every part but the embedding, as executor/model's weight_walk). The reduce-scatter

@@ -159,6 +159,30 @@ TEST(ProfileFormat, CollectiveRatesRoundTripAndAreOptional) {
   EXPECT_NE(error_of([&] { profile_from_json(j); }).find("comm.host_mpi.all_gather_gbps"), std::string::npos);
 }
 
+TEST(ProfileFormat, CpuModelFiguresRoundTripAndAreOptional) {
+  Json j = sample_profile();
+  EXPECT_FALSE(profile_from_json(j).host.cpu_model.measured());  // a profile made before the probe
+  EXPECT_FALSE(to_json(profile_from_json(j))["host"].contains("cpu_model"));
+  j["host"]["cpu_model"] = {{"model", "small"},
+                            {"micro_batch", 2},
+                            {"seq_len", 256},
+                            {"threads", 2},
+                            {"layer_forward_gflops", measured(31)},
+                            {"layer_backward_gflops", measured(24)},
+                            {"head_forward_gflops", measured(40)},
+                            {"head_backward_gflops", 35.5}};
+  const Profile p = profile_from_json(j);
+  ASSERT_TRUE(p.host.cpu_model.measured());
+  EXPECT_EQ(p.host.cpu_model.model, "small");
+  EXPECT_EQ(p.host.cpu_model.seq_len, 256);
+  EXPECT_DOUBLE_EQ(p.host.cpu_model.layer_backward_gflops.median, 24);
+  EXPECT_DOUBLE_EQ(p.host.cpu_model.head_backward_gflops.median, 35.5);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  j["host"]["cpu_model"]["head_forward_gflops"] = 0;
+  EXPECT_NE(error_of([&] { profile_from_json(j); }).find("host.cpu_model.head_forward_gflops"),
+            std::string::npos);
+}
+
 TEST(PlanFormat, RoundTripsThroughJson) {
   Plan p = plan_from_json(sample_plan());
   Json once = to_json(p);

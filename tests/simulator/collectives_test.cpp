@@ -47,13 +47,13 @@ bool mentions(const std::vector<std::string>& lines, const std::string& text) {
 TEST(ExchangeSchedule, ComputeBoundPassExposesOnlyTheFirstGather) {
   // Three parts of 1 s compute, gathers of 0.25 s: only the first one is waited for.
   std::vector<PassPart> parts(3, PassPart{nullptr, 1.0, 0.25, -1});
-  EXPECT_DOUBLE_EQ(pass_seconds(parts, 1.0), 3.25);
+  EXPECT_DOUBLE_EQ(pass_seconds(parts), 3.25);
   // Communication-bound: gathers of 2 s back to back, then the last part's compute.
   for (auto& p : parts) p.gather_s = 2;
-  EXPECT_DOUBLE_EQ(pass_seconds(parts, 1.0), 7.0);
+  EXPECT_DOUBLE_EQ(pass_seconds(parts), 7.0);
   // Reduce-scatters of 3 s: a hand-over waits for the one two before, the end for all.
   for (auto& p : parts) p = PassPart{nullptr, 1.0, -1, 3.0};
-  EXPECT_DOUBLE_EQ(pass_seconds(parts, 1.0), 1 + 9);
+  EXPECT_DOUBLE_EQ(pass_seconds(parts), 1 + 9);
 }
 
 TEST(Collectives, AddTimeOnlyForSeveralRanks) {

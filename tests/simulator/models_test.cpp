@@ -276,6 +276,43 @@ TEST(SimGridModel, GpuForwardAndBackwardFollowFlopsAndUpdateOnlySkipsThem) {
   EXPECT_NEAR(upd.prediction.update_s / full.prediction.update_s, 1.0, 0.01);
 }
 
+TEST(Models, CpuForwardAndBackwardArePartByPartAtTheProfilesMeasuredRates) {
+  // The CPU backend's measured figures: a layer and the head each at their own rate, forward
+  // and backward (core/accounting.hpp's FLOP counts, backward 3x forward), the last layer's
+  // backward without its recompute (one layer forward less); one rank.
+  Profile p = io_bound_profile();
+  p.host.cpu_gemm_gflops.median = 100;  // not used once the model figures are there
+  ModelComputeFigures& m = p.host.cpu_model;
+  m.model = "small";
+  m.micro_batch = 1;
+  m.seq_len = 64;
+  m.layer_forward_gflops.median = 20;
+  m.layer_backward_gflops.median = 15;
+  m.head_forward_gflops.median = 40;
+  m.head_backward_gflops.median = 10;
+  const Accounting a = account(find_preset("small"), ClusterShape{1, 1, 2, 64, 3});  // micro-batch 2, accum 3
+  Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "shm", 1.0)});
+  plan.cluster = a.shape;
+  const double tokens = 2.0 * 64 * 3;
+  const double layer = layer_forward_flops_per_token(a.spec, 64) * tokens;
+  const double head = head_forward_flops_per_token(a.spec) * tokens;
+  const double L = static_cast<double>(a.spec.layers);
+  const double forward = L * layer / 20e9 + head / 40e9;
+  const double backward = L * 3 * layer / 15e9 - layer / 20e9 + 3 * head / 10e9;
+  const AnalyticBreakdown analytic = analyze(a, p, plan, {});
+  EXPECT_NEAR(analytic.prediction.forward_s / forward, 1.0, 1e-9);
+  EXPECT_NEAR(analytic.prediction.backward_s / backward, 1.0, 1e-9);
+  const SimulationResult sim = simulate(a, p, plan, {});
+  EXPECT_NEAR(sim.prediction.forward_s / forward, 1.0, 0.01);
+  EXPECT_NEAR(sim.prediction.backward_s / backward, 1.0, 0.01);
+  EXPECT_TRUE(mentions(sim.warnings, "host.cpu_model"));
+  // Without the model figures the GEMM rate times everything (and says what it leaves out).
+  p.host.cpu_model = {};
+  const AnalyticBreakdown gemm = analyze(a, p, plan, {});
+  EXPECT_NEAR(gemm.prediction.forward_s / ((L * layer + head) / 100e9), 1.0, 1e-9);
+  EXPECT_TRUE(mentions(simulate(a, p, plan, {}).warnings, "GEMM only"));
+}
+
 TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
   // All state cached: the update is CPU Adam alone, R x P elements at the node's rate for R
   // ranks at once (4 ranks x 4 threads on 16 cores: 1e10 elements/s), GPUs or not.
