@@ -216,8 +216,10 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--state-dir", t.state_dir, "Tier directory of the default plan (used without --plan)")
       ->capture_default_str();
-  app.add_option("--blas-threads", t.blas_threads,
-                 "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count")
+  app.add_option(
+         "--blas-threads", t.blas_threads,
+         "Column blocks each GEMM is cut into, run on the --threads pool (default: all cores); results "
+         "are bitwise reproducible for a fixed count")
       ->check(mlpo::cli::whole_in(1, 4096));
   mlpo::cli::add_checked(
       app, "--comm", f.comm_name,
