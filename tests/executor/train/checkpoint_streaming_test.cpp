@@ -121,6 +121,11 @@ StreamedBytes checkpoint_round_trip(int layers) {
 TEST(CheckpointStreaming, HeapPeakDoesNotGrowWithTheState) {
   const StreamedBytes small = checkpoint_round_trip(4), large = checkpoint_round_trip(16);
   ASSERT_GT(large.state_bytes, 3 * small.state_bytes);
+  for (const auto& [name, bytes] : {std::pair{"small_write_peak", small.write_peak},
+                                    {"small_load_peak", small.load_peak},
+                                    {"large_write_peak", large.write_peak},
+                                    {"large_load_peak", large.load_peak}})
+    RecordProperty(name, std::to_string(bytes));
   // A fixed bound far below either state (~10 and ~38 MB): holding the state, or one array of
   // it, in memory would exceed it.
   const std::int64_t bound = 4 << 20;
