@@ -216,8 +216,10 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--state-dir", t.state_dir, "Tier directory of the default plan (used without --plan)")
       ->capture_default_str();
-  app.add_option("--blas-threads", t.blas_threads,
-                 "OpenBLAS threads (default: all cores); results are bitwise reproducible for a fixed count")
+  app.add_option(
+         "--blas-threads", t.blas_threads,
+         "Column blocks each GEMM is cut into, run on the --threads pool (default: all cores); results "
+         "are bitwise reproducible for a fixed count")
       ->check(mlpo::cli::whole_in(1, 4096));
   mlpo::cli::add_checked(
       app, "--comm", f.comm_name,
@@ -455,13 +457,14 @@ std::string eta_text(double seconds) {
   return buf;
 }
 
-// Notes as they come (warnings to stderr); each step to the log and, unless quiet, as a line
-// with its ETA.
+// Notes as they come (warnings and checkpoint throughput to stderr); each step to the log and,
+// unless quiet, as a line with its ETA (and after a checkpoint its throughput, on stderr).
 mlpo::train::TrainEvents print_events(const mlpo::train::TrainOptions& t, bool quiet,
                                       mlpo::train::RunLog& log, double& elapsed, std::int64_t& done) {
   mlpo::train::TrainEvents events;
-  events.note = [](const std::string& line) {  // warnings (a resume without `latest`, ...) to stderr
-    std::FILE* to = line.rfind("warning:", 0) == 0 ? stderr : stdout;
+  // Warnings (a resume without `latest`, ...) and checkpoint throughput to stderr.
+  events.note = [](const std::string& line) {
+    std::FILE* to = line.rfind("warning:", 0) == 0 || line.rfind("checkpoint:", 0) == 0 ? stderr : stdout;
     std::fprintf(to, "%s\n", line.c_str());
     std::fflush(to);
   };
@@ -471,6 +474,12 @@ mlpo::train::TrainEvents print_events(const mlpo::train::TrainOptions& t, bool q
     ++done;
     if (quiet) return;
     const long long step = rec["step"].get<long long>();
+    if (rec.contains("checkpoint_bytes")) {  // all ranks' files over the slowest rank's time
+      const double bytes = rec["checkpoint_bytes"].get<double>(), s = rec["checkpoint_s"].get<double>();
+      std::fprintf(stderr, "checkpoint: step %lld: wrote %s in %s (%.2f GB/s)\n", step,
+                   mlpo::format_bytes(bytes).c_str(), mlpo::format_seconds(s).c_str(),
+                   s > 0 ? bytes / s / 1e9 : 0.0);
+    }
     const double eta = elapsed / static_cast<double>(done) * static_cast<double>(t.steps - step);
     // Two significant digits below 10 tok/s (a 2B model on a CPU runs at ~0.5), whole numbers above.
     const double tps = rec["tokens_per_s"].get<double>();

@@ -42,7 +42,7 @@ inline constexpr const char* kRunHelp =
     "without `latest` it takes the newest complete ckpt-N; with no checkpoint yet it starts from\n"
     "step 0. The manifest and every file are checked (CRC32C): a damaged checkpoint exits 2.\n"
     "Same results need the same --blas-threads\n"
-    "(OpenBLAS thread count).\n"
+    "(column blocks per GEMM).\n"
     "Data parallelism (ZeRO-3): launch with mpirun or srun (`mpirun -np 4 mlpo-run ...`); each rank\n"
     "owns 1/ranks of the weights, gradients and optimizer state, gathers each layer's weights when\n"
     "needed and reduce-scatters its gradients; --grad-accum is per rank, so a step holds ranks x\n"

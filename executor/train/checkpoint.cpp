@@ -121,11 +121,15 @@ std::string read_text(const std::string& path) {
 namespace {
 
 // Every file of the checkpoint into `tmp`, the manifest last (rank 0); see write_checkpoint.
-void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const ModelSpec& model,
-                            const model::ParameterLayout& layout, const comm::ZeroPartition& partition,
-                            std::span<const bf16> weight_shard, offload::UpdatePipeline& pipeline,
-                            const TrainingPosition& position, const Json& settings,
-                            const CheckpointWriteOptions& options) {
+// Returns this rank's bytes written.
+CheckpointWriteStats write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp,
+                                            const ModelSpec& model, const model::ParameterLayout& layout,
+                                            const comm::ZeroPartition& partition,
+                                            std::span<const bf16> weight_shard,
+                                            offload::UpdatePipeline& pipeline,
+                                            const TrainingPosition& position, const Json& settings,
+                                            const CheckpointWriteOptions& options) {
+  CheckpointWriteStats stats;
   const bool rank0 = comm.rank() == 0;
   const std::string hint =
       comm.size() == 1
@@ -145,6 +149,7 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
                                file ? &*file : nullptr);
     if (file) {
       weights_record = file->finish();
+      stats.bytes += file->bytes();
       pause();
     }
   }
@@ -170,6 +175,7 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
       files[a]->finish();
       record[2 + 2 * a] = static_cast<std::int64_t>(files[a]->bytes());
       record[3 + 2 * a] = static_cast<std::int64_t>(files[a]->crc32c());
+      stats.bytes += files[a]->bytes();
     }
     pause();
   }
@@ -177,7 +183,7 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
   // Every rank's records to every rank; a rank contributes only after its files are durable.
   std::vector<std::int64_t> records(static_cast<std::size_t>(kRecordFields * comm.size()));
   comm.all_gather(std::span<const std::int64_t>(record), std::span<std::int64_t>(records));
-  if (!rank0) return;
+  if (!rank0) return stats;
 
   Json state = Json::array();
   for (int r = 0; r < comm.size(); ++r) {
@@ -202,9 +208,11 @@ void write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp, const
     const std::string text = manifest_text(manifest);
     f.write(text.data(), text.size());
     f.finish();
+    stats.bytes += f.bytes();
     pause();
   }
   fsync_directory(tmp);
+  return stats;
 }
 
 }  // namespace
@@ -231,9 +239,9 @@ void write_checkpoint(comm::Communicator& comm, const std::string& dir, const Mo
   comm.barrier();  // the directory exists for every rank
 
   try {
-    write_checkpoint_files(comm, tmp, model, layout, partition, weight_shard, pipeline, position, settings,
-                           options);
-    if (options.before_publish) options.before_publish();
+    const CheckpointWriteStats stats = write_checkpoint_files(
+        comm, tmp, model, layout, partition, weight_shard, pipeline, position, settings, options);
+    if (options.before_publish) options.before_publish(stats);
   } catch (const std::exception&) {
     // A failed write (a full disk, say) leaves no partial checkpoint; the previous one stays.
     std::error_code ec;

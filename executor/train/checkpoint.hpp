@@ -56,17 +56,26 @@ struct TrainingPosition {
   std::int64_t data_position = 0;  // training sequences drawn so far (over all ranks)
 };
 
+// What one rank's checkpoint write moved: bytes of the files it wrote (weights on rank 0, its
+// p, m, v, the manifest on rank 0), durable when before_publish sees them.
+struct CheckpointWriteStats {
+  std::uint64_t bytes = 0;
+};
+
 struct CheckpointWriteOptions {
   std::chrono::milliseconds pause_per_file{
       0};  // test hook: sleep after each file (MLPO_TEST_SLOW_CHECKPOINT_MS)
   // Called on every rank (collectively) once every file is durable, before rank 0 publishes
-  // the checkpoint (rename, `latest`): the training loop logs the step there. If it throws,
-  // nothing is published.
-  std::function<void()> before_publish;
+  // the checkpoint (rename, `latest`): the training loop logs the step there, with the bytes
+  // this rank wrote. If it throws, nothing is published.
+  std::function<void(const CheckpointWriteStats&)> before_publish;
 };
 
 // Collective: writes DIR/ckpt-<position.step> as above and makes it `latest`; removes older
-// checkpoints. `weight_shard` is this rank's bf16 weights and `pipeline` its optimizer state
+// checkpoints. Streams: the optimizer state goes from its tiers to the files one subgroup at a
+// time through the pipeline's buffer pool (UpdatePipeline::visit_state), so the memory it
+// takes does not grow with the state (tests/executor/train/checkpoint_streaming_test.cpp).
+// `weight_shard` is this rank's bf16 weights and `pipeline` its optimizer state
 // (partition.mine()). `settings` (free-form JSON: hyper-parameters, ...) goes into the
 // manifest. Throws mlpo::Error naming the path on an I/O error (the previous checkpoint is
 // kept, the unfinished ckpt-<step>.tmp removed).
@@ -102,7 +111,8 @@ class Checkpoint {
   const std::vector<std::string>& notes() const { return notes_; }
   int ranks() const { return static_cast<int>(pieces_.size()); }  // ranks of the job that wrote it
 
-  // Fills the state of global elements [begin, begin + n) from the state files covering them.
+  // Fills the state of global elements [begin, begin + n) from the state files covering them
+  // (pread straight into p, m, v: no staging buffer).
   void read_state(std::int64_t begin, std::int64_t n, float* p, float* m, float* v) const;
 
  private:

@@ -7,7 +7,7 @@ namespace mlpo::train {
 
 Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offload::UpdateStats& update,
                  const std::optional<WeightFetches>& fetches, StepCollectives& collectives) {
-  // One array of times and one of counts, each reduced at once: the step's 9 times and 4
+  // One array of times and one of counts, each reduced at once: the step's 9 times and 5
   // counts, then each tier's 2 of each.
   const std::size_t tiers = update.tiers.size();
   std::vector<double> times = {mine.step_s,
@@ -19,7 +19,8 @@ Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offloa
                                mine.weights_to_device_s,
                                mine.checkpoint_s,
                                mine.gradient_copy_wait_s};
-  std::vector<std::int64_t> counts = {update.cache_hits, update.reads, update.writes, update.elements};
+  std::vector<std::int64_t> counts = {update.cache_hits, update.reads, update.writes, update.elements,
+                                      mine.checkpoint_bytes};
   for (const auto& t : update.tiers) {
     times.insert(times.end(), {t.busy_s, t.slot_wait_s});
     counts.insert(counts.end(),
@@ -51,11 +52,12 @@ Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offloa
   Json tier_records = Json::array();
   for (std::size_t t = 0; t < tiers; ++t)
     tier_records.push_back(Json{{"name", update.tiers[t].name},
-                                {"read_bytes", counts[4 + 2 * t]},
-                                {"write_bytes", counts[5 + 2 * t]},
+                                {"read_bytes", counts[5 + 2 * t]},
+                                {"write_bytes", counts[6 + 2 * t]},
                                 {"busy_s", times[9 + 2 * t]},
                                 {"slot_wait_s", times[10 + 2 * t]}});
   rec["tiers"] = tier_records;
+  if (counts[4] > 0) rec["checkpoint_bytes"] = counts[4];  // steps with a checkpoint only
   if (fetches) {
     rec["weight_fetch_bytes"] = fetches->bytes;
     rec["weight_demand_fetches"] = fetches->demand_fetches;

@@ -29,12 +29,13 @@ struct StepOutcome {
 
 // What this rank measured in the step, in seconds.
 struct StepTimes {
-  double step_s = 0;                // the whole step, checkpoint included
-  double forward_s = 0;             // summed over micro-batches
-  double backward_s = 0;            // summed over micro-batches, with the hand-over and the norm
-  double weights_to_device_s = 0;   // the weight uploads' tail after the update
-  double checkpoint_s = 0;          // 0 without a checkpoint in this step
-  double gradient_copy_wait_s = 0;  // part of backward_s: the hand-over that did not overlap it
+  double step_s = 0;                  // the whole step, checkpoint included
+  double forward_s = 0;               // summed over micro-batches
+  double backward_s = 0;              // summed over micro-batches, with the hand-over and the norm
+  double weights_to_device_s = 0;     // the weight uploads' tail after the update
+  double checkpoint_s = 0;            // 0 without a checkpoint in this step
+  double gradient_copy_wait_s = 0;    // part of backward_s: the hand-over that did not overlap it
+  std::int64_t checkpoint_bytes = 0;  // this rank's checkpoint files; 0 without a checkpoint
 };
 
 // Weights copied to the device in the step (host-streamed weights only).

@@ -1,6 +1,7 @@
 #include "executor/train/training_loop.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -54,6 +55,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// "1.23 GB/s" (decimal, as the profile's tier rates).
+std::string rate_text(double bytes, double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB/s", seconds > 0 ? bytes / seconds / 1e9 : 0.0);
+  return text;
 }
 
 // Step `step` computed a NaN or infinite loss or gradient norm: the run cannot go on.
@@ -225,10 +233,16 @@ TrainingPosition resume_state(Checkpoint& checkpoint, const TrainOptions& o, con
     note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " +
          std::to_string(o.seed) + " ignored)");
   for (const std::string& warning : resume_setting_warnings(settings, checkpoint.settings())) note(warning);
+  // Streams like the write: one subgroup at a time from the files into its tier.
+  const auto t0 = Clock::now();
   pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
     checkpoint.read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
     fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
   });
+  const double load_s = seconds_since(t0);
+  const double state_bytes = 12.0 * static_cast<double>(mine.elements);
+  note("checkpoint: loaded " + format_bytes(state_bytes) + " of optimizer state in " +
+       format_seconds(load_s) + " (" + rate_text(state_bytes, load_s) + ")");
   note("resume: continuing from " + checkpoint.path() + " (step " + std::to_string(pos.step) +
        ", written by " + std::to_string(checkpoint.ranks()) + (checkpoint.ranks() == 1 ? " rank" : " ranks") +
        ")");
@@ -537,11 +551,11 @@ class TrainingRun {
 
     // The step as the job saw it: times of the slowest rank, counts summed over ranks.
     // Collective; with a checkpoint due, called inside its write.
-    auto log_step = [&](double checkpoint_s) {
+    auto log_step = [&](double checkpoint_s, std::int64_t checkpoint_bytes) {
       const double tokens = micro_batches_->tokens();
       Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
                              {seconds_since(step0) - eval_s, times.forward_s, times.backward_s, weights_s,
-                              checkpoint_s, gradient_wait_s},
+                              checkpoint_s, gradient_wait_s, checkpoint_bytes},
                              upd, model_weights_.fetches_since_last_call(), *collectives_);
       if (eval_loss) {
         rec["eval_loss"] = *eval_loss;
@@ -556,16 +570,18 @@ class TrainingRun {
     if (!o_.checkpoint_dir.empty() && due)
       save_checkpoint(log_step);
     else
-      log_step(0);
+      log_step(0, 0);
   }
 
-  // Writes the checkpoint of the step just done; `log_step(checkpoint_s)` logs the step once
+  // Writes the checkpoint of the step just done; `log_step(checkpoint_s, bytes)` logs the step once
   // its files are durable but before the checkpoint is published, so a kill never leaves a
   // published step without its log line (RunLog drops the lines of unpublished steps).
-  void save_checkpoint(const std::function<void(double)>& log_step) {
+  void save_checkpoint(const std::function<void(double, std::int64_t)>& log_step) {
     const auto c0 = Clock::now();
     trace_.mark("checkpoint-begin " + std::to_string(pos_.step));
-    CheckpointWriteOptions write{hooks_.checkpoint_pause, [&] { log_step(seconds_since(c0)); }};
+    CheckpointWriteOptions write{hooks_.checkpoint_pause, [&](const CheckpointWriteStats& stats) {
+                                   log_step(seconds_since(c0), static_cast<std::int64_t>(stats.bytes));
+                                 }};
     write_checkpoint(comm_, o_.checkpoint_dir, o_.model, in_.layout, in_.partition, weights_, pipeline_, pos_,
                      settings_, write);
     trace_.mark("checkpoint-end " + std::to_string(pos_.step));

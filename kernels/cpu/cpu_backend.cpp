@@ -16,7 +16,9 @@ CpuBackend::CpuBackend(ThreadPool& pool, CpuBackendOptions options)
       options_(options),
       blas_threads_(options.blas_threads ? options.blas_threads
                                          : std::max(1u, std::thread::hardware_concurrency())) {
-  openblas_set_num_threads(static_cast<int>(blas_threads_));
+  // All parallelism is the ThreadPool's: GEMMs are single-threaded OpenBLAS calls on its threads
+  // (kernels/cpu/blas_gemm.hpp), so OpenBLAS's own threads never compete with it for cores.
+  openblas_set_num_threads(1);
 }
 
 DeviceBuffer CpuBackend::allocate(std::size_t bytes) {

@@ -4,10 +4,12 @@
 // OpenBLAS (or to the reference loops, for testing the fast path against them).
 //
 // Determinism: each output element is computed by one thread with a fixed summation order,
-// so results are bitwise identical for any ThreadPool size. OpenBLAS is set to a fixed thread
-// count (`blas_threads`) at construction; for a fixed count its results are reproducible run
-// to run. openblas_set_num_threads is process-wide: all CpuBackends of a process should use
-// the same value (the last one constructed wins).
+// so results are bitwise identical for any ThreadPool size. GEMMs (linear layers, attention) are
+// single-threaded OpenBLAS calls run on the ThreadPool; a linear layer's GEMM is cut into
+// `blas_threads` column blocks (kernels/cpu/blas_gemm.hpp), a function of the shapes and that
+// count only, so for a fixed count results are reproducible run to run. OpenBLAS's own thread
+// count is set to 1 (process-wide) at construction: its threads would otherwise spin on the
+// cores the ThreadPool's ops need.
 //
 // Memory: allocate() returns 64-byte aligned host memory owned by the returned DeviceBuffer.
 // Not thread-safe: one thread drives a backend at a time (it keeps GEMM staging buffers).
@@ -19,11 +21,14 @@
 namespace mlpo {
 
 struct CpuBackendOptions {
-  // OpenBLAS threads; 0 means std::thread::hardware_concurrency(). Independent of the
+  // Column blocks each linear-layer GEMM is cut into, run on the ThreadPool (so at most the
+  // pool's size run at once); 0 means std::thread::hardware_concurrency(). Independent of the
   // ThreadPool so that changing the pool never changes a GEMM result.
   unsigned blas_threads = 0;
   // blas (OpenBLAS sgemm/dgemm) or reference (plain loops; slow, for tests).
   cpu::GemmPath gemm = cpu::GemmPath::blas;
+  // Benchmarks: when set, the linear layers add their stages' wall times here.
+  cpu::LinearStageTimes* linear_times = nullptr;
 };
 
 class CpuBackend final : public Backend {
@@ -61,7 +66,9 @@ class CpuBackend final : public Backend {
   void cross_entropy_backward(Tensor dlogits, Tensor logits, Tensor targets, float scale) override;
 
  private:
-  cpu::LinearContext linear_context() { return {pool_, scratch_, options_.gemm}; }
+  cpu::LinearContext linear_context() {
+    return {pool_, scratch_, options_.gemm, blas_threads_, options_.linear_times};
+  }
 
   ThreadPool& pool_;
   CpuBackendOptions options_;

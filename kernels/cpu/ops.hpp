@@ -28,10 +28,18 @@ class GemmScratch {
 
 enum class GemmPath { blas, reference };
 
+// Where the linear layers' time goes (seconds, summed over calls), for benchmarks: bf16<->fp32
+// staging, and the three GEMMs (forward out = x w^T, backward dx = dout w, dw += dout^T x).
+struct LinearStageTimes {
+  double convert_s = 0, forward_s = 0, backward_dx_s = 0, backward_dw_s = 0;
+};
+
 struct LinearContext {
   ThreadPool& pool;
   GemmScratch& scratch;
   GemmPath path;
+  unsigned gemm_parts = 1;            // column blocks of each GEMM (kernels/cpu/blas_gemm.hpp)
+  LinearStageTimes* times = nullptr;  // optional: add each stage's wall time here
 };
 
 void cast(ThreadPool& pool, Tensor dst, Tensor src);

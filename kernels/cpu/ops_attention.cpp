@@ -1,7 +1,9 @@
-// Causal grouped-query attention, straightforward and threaded.
-// Forward, per (batch, query head) and query position t:
-//   s_j = q_t . k_j / sqrt(D) for j <= t;  p_j = exp(s_j - lse_t);  out_t = sum_j p_j v_j
-// and lse_t = log sum_j exp(s_j) is saved, so backward recomputes p without storing T x T.
+// Causal grouped-query attention on the CPU: per (batch, head), blocks of kQueryBlock queries
+// against the keys they may see, the products as single-threaded BLAS GEMMs (kernels/cpu/
+// blas_gemm.hpp) and the softmax in between as plain loops.
+// Forward, per query position t:
+//   s_j = q_t . k_j / sqrt(D) for j <= t;  p_j = exp(s_j - max);  out_t = sum_j p_j v_j / sum_j p_j
+// and lse_t = max + log sum_j p_j is saved, so backward recomputes p without storing T x T.
 // Backward (dO = dout):  dv_j += p_j dO_t;  dp_j = dO_t . v_j;  ds_j = p_j (dp_j - delta_t);
 //   dq_t += ds_j k_j / sqrt(D);  dk_j += ds_j q_t / sqrt(D),
 // with delta_t = sum_j p_j dp_j summed in the accumulation type. That equals dO_t . out_t, but
@@ -10,13 +12,17 @@
 // values' common mean), and it put the first layers' q/k gradients 10-90 % off. The CUDA twin
 // computes delta the same way.
 // Forward threads over (batch, query head); backward over (batch, kv head) because the query
-// heads of one group all add into the same dk and dv. Each thread owns whole rows, so the
-// summation order never depends on the thread count.
+// heads of one group all add into the same dk and dv, in a fixed order (head, then query
+// block). Each thread owns whole heads and every GEMM is one single-threaded call whose shapes
+// depend only on T, D and the block size, so results never depend on the thread count. Causal
+// blocks: a block's scores cover keys [0, end of block); the few above the diagonal are masked
+// (p = 0), so the work is ~T^2/2 per head, not T^2.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/blas_gemm.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/ops_common.hpp"
 
@@ -34,11 +40,24 @@ void gather_head(const T* src, std::int64_t b, std::int64_t h, std::int64_t H, c
     for (std::int64_t d = 0; d < s.D; ++d) dst[t * s.D + d] = load(src[((b * s.T + t) * H + h) * s.D + d]);
 }
 
+constexpr std::int64_t kQueryBlock = 64;
+
+// out[M, N] = alpha * a[M, K] @ b[N, K]^T (row-major, packed), on the calling thread.
 template <class A>
-A dot(const A* a, const A* b, std::int64_t n) {
-  A sum = 0;
-  for (std::int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
+void product_abt(std::int64_t M, std::int64_t N, std::int64_t K, A alpha, const A* a, const A* b, A* out) {
+  gemm_serial(GemmOperands{false, true, M, N, K}, alpha, a, b, A(0), out);
+}
+
+// out[M, N] = a[M, K] @ b[K, N].
+template <class A>
+void product_ab(std::int64_t M, std::int64_t N, std::int64_t K, const A* a, const A* b, A* out) {
+  gemm_serial(GemmOperands{false, false, M, N, K}, A(1), a, b, A(0), out);
+}
+
+// out[M, N] += a[K, M]^T @ b[K, N].
+template <class A>
+void accumulate_atb(std::int64_t M, std::int64_t N, std::int64_t K, const A* a, const A* b, A* out) {
+  gemm_serial(GemmOperands{true, false, M, N, K}, A(1), a, b, A(1), out);
 }
 
 }  // namespace
@@ -54,26 +73,33 @@ void attention_forward(ThreadPool& pool, Tensor out, Tensor lse, Tensor q, Tenso
     T* op = out.as<T>();
     A* lp = lse.as<A>();
     pool.parallel_for(static_cast<std::size_t>(s.B * s.Hq), 1, [&](std::size_t lo, std::size_t hi) {
-      std::vector<A> K(s.T * s.D), V(s.T * s.D), Q(s.T * s.D), scores(s.T), o(s.D);
+      const std::size_t td = static_cast<std::size_t>(s.T * s.D);
+      std::vector<A> K(td), V(td), Q(td), P(static_cast<std::size_t>(kQueryBlock * s.T)),
+          O(static_cast<std::size_t>(kQueryBlock * s.D)), sums(static_cast<std::size_t>(kQueryBlock));
       for (std::size_t bh = lo; bh < hi; ++bh) {
         const std::int64_t b = static_cast<std::int64_t>(bh) / s.Hq, h = static_cast<std::int64_t>(bh) % s.Hq;
         gather_head(qp, b, h, s.Hq, s, Q.data());
         gather_head(kp, b, h / group, s.Hkv, s, K.data());
         gather_head(vp, b, h / group, s.Hkv, s, V.data());
-        for (std::int64_t t = 0; t < s.T; ++t) {
-          A max = -std::numeric_limits<A>::infinity();
-          for (std::int64_t j = 0; j <= t; ++j) {
-            scores[j] = dot(&Q[t * s.D], &K[j * s.D], s.D) * scale;
-            max = std::max(max, scores[j]);
+        for (std::int64_t t0 = 0; t0 < s.T; t0 += kQueryBlock) {
+          const std::int64_t rows = std::min(kQueryBlock, s.T - t0), keys = t0 + rows;
+          product_abt(rows, keys, s.D, scale, &Q[t0 * s.D], K.data(), P.data());  // scores
+          for (std::int64_t r = 0; r < rows; ++r) {
+            const std::int64_t t = t0 + r;
+            A* pr = &P[r * keys];
+            A max = -std::numeric_limits<A>::infinity();
+            for (std::int64_t j = 0; j <= t; ++j) max = std::max(max, pr[j]);
+            A sum = 0;
+            for (std::int64_t j = 0; j <= t; ++j) sum += (pr[j] = std::exp(pr[j] - max));
+            std::fill(pr + t + 1, pr + keys, A(0));  // causal mask
+            lp[(b * s.Hq + h) * s.T + t] = max + std::log(sum);
+            sums[r] = sum;
           }
-          A sum = 0;
-          for (std::int64_t j = 0; j <= t; ++j) sum += (scores[j] = std::exp(scores[j] - max));
-          std::fill(o.begin(), o.end(), A(0));
-          for (std::int64_t j = 0; j <= t; ++j)
-            for (std::int64_t d = 0; d < s.D; ++d) o[d] += scores[j] * V[j * s.D + d];
-          T* orow = op + ((b * s.T + t) * s.Hq + h) * s.D;
-          for (std::int64_t d = 0; d < s.D; ++d) orow[d] = store<T>(o[d] / sum);
-          lp[(b * s.Hq + h) * s.T + t] = max + std::log(sum);
+          product_ab(rows, s.D, keys, P.data(), V.data(), O.data());
+          for (std::int64_t r = 0; r < rows; ++r) {
+            T* orow = op + ((b * s.T + t0 + r) * s.Hq + h) * s.D;
+            for (std::int64_t d = 0; d < s.D; ++d) orow[d] = store<T>(O[r * s.D + d] / sums[r]);
+          }
         }
       }
     });
@@ -92,8 +118,9 @@ void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tenso
     T *dqp = dq.as<T>(), *dkp = dk.as<T>(), *dvp = dv.as<T>();
     const A* lp = lse.as<A>();
     pool.parallel_for(static_cast<std::size_t>(s.B * s.Hkv), 1, [&](std::size_t lo, std::size_t hi) {
-      const std::size_t td = static_cast<std::size_t>(s.T * s.D);
-      std::vector<A> K(td), V(td), dK(td), dV(td), Q(td), dO(td), dQ(td), p(s.T), dp(s.T);
+      const std::size_t td = static_cast<std::size_t>(s.T * s.D),
+                        bt = static_cast<std::size_t>(kQueryBlock * s.T);
+      std::vector<A> K(td), V(td), dK(td), dV(td), Q(td), dO(td), dQ(td), P(bt), dP(bt);
       for (std::size_t bk = lo; bk < hi; ++bk) {
         const std::int64_t b = static_cast<std::int64_t>(bk) / s.Hkv,
                            hk = static_cast<std::int64_t>(bk) % s.Hkv;
@@ -104,25 +131,27 @@ void attention_backward(ThreadPool& pool, Tensor dq, Tensor dk, Tensor dv, Tenso
         for (std::int64_t h = hk * group; h < (hk + 1) * group; ++h) {
           gather_head(qp, b, h, s.Hq, s, Q.data());
           gather_head(dop, b, h, s.Hq, s, dO.data());
-          std::fill(dQ.begin(), dQ.end(), A(0));
           const A* lse_row = lp + (b * s.Hq + h) * s.T;
-          for (std::int64_t t = 0; t < s.T; ++t) {
-            const A* qt = &Q[t * s.D];
-            const A* dOt = &dO[t * s.D];
-            A delta = 0;
-            for (std::int64_t j = 0; j <= t; ++j) {
-              p[j] = std::exp(dot(qt, &K[j * s.D], s.D) * scale - lse_row[t]);
-              dp[j] = dot(dOt, &V[j * s.D], s.D);
-              delta += p[j] * dp[j];
-            }
-            for (std::int64_t j = 0; j <= t; ++j) {
-              const A ds = p[j] * (dp[j] - delta) * scale;
-              for (std::int64_t d = 0; d < s.D; ++d) {
-                dV[j * s.D + d] += p[j] * dOt[d];
-                dQ[t * s.D + d] += ds * K[j * s.D + d];
-                dK[j * s.D + d] += ds * qt[d];
+          for (std::int64_t t0 = 0; t0 < s.T; t0 += kQueryBlock) {
+            const std::int64_t rows = std::min(kQueryBlock, s.T - t0), keys = t0 + rows;
+            product_abt(rows, keys, s.D, scale, &Q[t0 * s.D], K.data(), P.data());   // scores
+            product_abt(rows, keys, s.D, A(1), &dO[t0 * s.D], V.data(), dP.data());  // dp
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const std::int64_t t = t0 + r;
+              A* pr = &P[r * keys];
+              A* dpr = &dP[r * keys];
+              A delta = 0;
+              for (std::int64_t j = 0; j <= t; ++j) {
+                pr[j] = std::exp(pr[j] - lse_row[t]);
+                delta += pr[j] * dpr[j];
               }
+              for (std::int64_t j = 0; j <= t; ++j) dpr[j] = pr[j] * (dpr[j] - delta) * scale;  // ds
+              std::fill(pr + t + 1, pr + keys, A(0));
+              std::fill(dpr + t + 1, dpr + keys, A(0));
             }
+            product_ab(rows, s.D, keys, dP.data(), K.data(), &dQ[t0 * s.D]);      // dq = ds k
+            accumulate_atb(keys, s.D, rows, dP.data(), &Q[t0 * s.D], dK.data());  // dk += ds^T q
+            accumulate_atb(keys, s.D, rows, P.data(), &dO[t0 * s.D], dV.data());  // dv += p^T dO
           }
           for (std::int64_t t = 0; t < s.T; ++t)
             for (std::int64_t d = 0; d < s.D; ++d)

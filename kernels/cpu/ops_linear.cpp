@@ -4,15 +4,15 @@
 //  * blas: OpenBLAS sgemm/dgemm. bf16 operands are widened to fp32 staging buffers first
 //    (exact), the product is computed in fp32 and rounded to bf16 once. Weight gradients are
 //    fp32 already and are accumulated in place (beta = 1).
-// OpenBLAS runs with the thread count the CpuBackend fixed at construction. Its work split is a
-// static function of the shapes and that count, so for a fixed count sgemm is bitwise
-// reproducible run to run (tested); results do not depend on the ThreadPool's size. A different
-// OpenBLAS thread count does change results in the last bits (checked with 0.3.21: 1 vs 2
-// threads differ), which is why that count is pinned.
-#include <cblas.h>
-
+// The GEMMs run single-threaded OpenBLAS calls on the ThreadPool, in the column blocks the
+// CpuBackend's blas_threads fixes (kernels/cpu/blas_gemm.hpp): bitwise reproducible run to run
+// for a fixed count (tested), whatever the ThreadPool's size. A different count may change
+// results in the last bits, which is why that count is pinned.
 #include <algorithm>
+#include <chrono>
 
+#include "kernels/cpu/blas_gemm.hpp"
+#include "kernels/cpu/convert.hpp"
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/ops_common.hpp"
 
@@ -20,38 +20,44 @@ namespace mlpo::cpu {
 
 namespace {
 
-constexpr std::size_t kGrain = 8192;
+// Adds the wall time of its scope to *slot (when the context collects stage times).
+class StageClock {
+ public:
+  explicit StageClock(double* slot) : slot_(slot) {
+    if (slot_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~StageClock() {
+    if (slot_) *slot_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  StageClock(const StageClock&) = delete;
+  StageClock& operator=(const StageClock&) = delete;
 
-void widen(ThreadPool& pool, const bf16* src, float* dst, std::int64_t n) {
-  pool.parallel_for(static_cast<std::size_t>(n), kGrain, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) dst[i] = bf16_to_float(src[i]);
-  });
+ private:
+  double* slot_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+double* stage(const LinearContext& ctx, double LinearStageTimes::*field) {
+  return ctx.times ? &(ctx.times->*field) : nullptr;
 }
 
-void narrow(ThreadPool& pool, const float* src, bf16* dst, std::int64_t n) {
-  pool.parallel_for(static_cast<std::size_t>(n), kGrain, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) dst[i] = float_to_bf16(src[i]);
-  });
+// bf16 <-> fp32 staging, vectorised (kernels/cpu/convert.hpp): exact widening, narrowing to
+// nearest even, bit for bit mlpo::bf16_to_float / float_to_bf16.
+void widen(const LinearContext& ctx, const bf16* src, float* dst, std::int64_t n) {
+  const StageClock clock(stage(ctx, &LinearStageTimes::convert_s));
+  bf16_to_fp32(ctx.pool, src, dst, static_cast<std::size_t>(n));
 }
 
-// C[M,N] = op(A) @ op(B) + beta * C, row-major, through cblas_sgemm or cblas_dgemm.
-template <class T, class Blas>
-void gemm_with(Blas blas, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
-               const T* A, const T* B, T beta, T* C) {
-  blas(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-       static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), T(1), A,
-       static_cast<blasint>(trans_a ? M : K), B, static_cast<blasint>(trans_b ? K : N), beta, C,
-       static_cast<blasint>(N));
+void narrow(const LinearContext& ctx, const float* src, bf16* dst, std::int64_t n) {
+  const StageClock clock(stage(ctx, &LinearStageTimes::convert_s));
+  fp32_to_bf16(ctx.pool, src, dst, static_cast<std::size_t>(n));
 }
 
-void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
-          const float* B, float beta, float* C) {
-  gemm_with(cblas_sgemm, trans_a, trans_b, M, N, K, A, B, beta, C);
-}
-
-void gemm(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, const double* A,
-          const double* B, double beta, double* C) {
-  gemm_with(cblas_dgemm, trans_a, trans_b, M, N, K, A, B, beta, C);
+// C[M,N] = op(A) @ op(B) + beta * C on the pool, in the context's column blocks.
+template <class T>
+void gemm(const LinearContext& ctx, bool trans_a, bool trans_b, std::int64_t M, std::int64_t N,
+          std::int64_t K, const T* A, const T* B, T beta, T* C) {
+  gemm_parallel(ctx.pool, ctx.gemm_parts, GemmOperands{trans_a, trans_b, M, N, K}, T(1), A, B, beta, C);
 }
 
 // ---- reference loops ------------------------------------------------------------------
@@ -103,12 +109,16 @@ void linear_forward(const LinearContext& ctx, Tensor out, Tensor x, Tensor w) {
       float* xf = ctx.scratch.get(0, N * I);
       float* wf = ctx.scratch.get(1, O * I);
       float* of = ctx.scratch.get(2, N * O);
-      widen(ctx.pool, x.as<bf16>(), xf, N * I);
-      widen(ctx.pool, w.as<bf16>(), wf, O * I);
-      gemm(false, true, N, O, I, xf, wf, 0.0f, of);
-      narrow(ctx.pool, of, out.as<bf16>(), N * O);
+      widen(ctx, x.as<bf16>(), xf, N * I);
+      widen(ctx, w.as<bf16>(), wf, O * I);
+      {
+        const StageClock clock(stage(ctx, &LinearStageTimes::forward_s));
+        gemm(ctx, false, true, N, O, I, xf, wf, 0.0f, of);
+      }
+      narrow(ctx, of, out.as<bf16>(), N * O);
     } else {
-      gemm(false, true, N, O, I, x.as<T>(), w.as<T>(), T(0), out.as<T>());
+      const StageClock clock(stage(ctx, &LinearStageTimes::forward_s));
+      gemm(ctx, false, true, N, O, I, x.as<T>(), w.as<T>(), T(0), out.as<T>());
     }
   });
 }
@@ -127,16 +137,24 @@ void linear_backward(const LinearContext& ctx, Tensor dx, Tensor dw, Tensor dout
       float* df = ctx.scratch.get(0, N * O);
       float* wf = ctx.scratch.get(1, std::max(O * I, N * I));
       float* xf = ctx.scratch.get(2, N * I);
-      widen(ctx.pool, dout.as<bf16>(), df, N * O);
-      widen(ctx.pool, w.as<bf16>(), wf, O * I);
-      if (accumulate_dx) widen(ctx.pool, dx.as<bf16>(), xf, N * I);
-      gemm(false, false, N, I, O, df, wf, accumulate_dx ? 1.0f : 0.0f, xf);  // dx = dout @ w
-      narrow(ctx.pool, xf, dx.as<bf16>(), N * I);
-      widen(ctx.pool, x.as<bf16>(), wf, N * I);                  // reuse: x in fp32
-      gemm(true, false, O, I, N, df, wf, 1.0f, dw.as<float>());  // dw += dout^T @ x
+      widen(ctx, dout.as<bf16>(), df, N * O);
+      widen(ctx, w.as<bf16>(), wf, O * I);
+      if (accumulate_dx) widen(ctx, dx.as<bf16>(), xf, N * I);
+      {
+        const StageClock clock(stage(ctx, &LinearStageTimes::backward_dx_s));
+        gemm(ctx, false, false, N, I, O, df, wf, accumulate_dx ? 1.0f : 0.0f, xf);  // dx = dout @ w
+      }
+      narrow(ctx, xf, dx.as<bf16>(), N * I);
+      widen(ctx, x.as<bf16>(), wf, N * I);  // reuse: x in fp32
+      const StageClock clock(stage(ctx, &LinearStageTimes::backward_dw_s));
+      gemm(ctx, true, false, O, I, N, df, wf, 1.0f, dw.as<float>());  // dw += dout^T @ x
     } else {
-      gemm(false, false, N, I, O, dout.as<T>(), w.as<T>(), accumulate_dx ? T(1) : T(0), dx.as<T>());
-      gemm(true, false, O, I, N, dout.as<T>(), x.as<T>(), T(1), dw.as<A>());
+      {
+        const StageClock clock(stage(ctx, &LinearStageTimes::backward_dx_s));
+        gemm(ctx, false, false, N, I, O, dout.as<T>(), w.as<T>(), accumulate_dx ? T(1) : T(0), dx.as<T>());
+      }
+      const StageClock clock(stage(ctx, &LinearStageTimes::backward_dw_s));
+      gemm(ctx, true, false, O, I, N, dout.as<T>(), x.as<T>(), T(1), dw.as<A>());
     }
   });
 }

@@ -82,6 +82,26 @@ TEST(AttentionCpu, MultiHeadWithoutGroupingMatchesReference) {
   EXPECT_LT(normalized_error(got.dk, g.dk), tolerance(DType::f64));
 }
 
+// The CPU kernel works in blocks of 64 queries: 150 positions are two whole blocks and a
+// ragged one, each with its own causal diagonal.
+TEST(AttentionCpu, SeveralQueryBlocksMatchReference) {
+  const reference::AttentionShape s{1, 150, 4, 2, 16};
+  const int nq = s.B * s.T * s.Hq * s.D, nkv = s.B * s.T * s.Hkv * s.D;
+  for (DType t : {DType::f64, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(t));
+    OpRunner run;
+    const Vec q = rounded(random_vec(nq, 61), t), k = rounded(random_vec(nkv, 62), t),
+              v = rounded(random_vec(nkv, 63), t), dout = rounded(random_vec(nq, 64), t);
+    const AttentionRun got = run_attention(run, t, q, k, v, dout, s);
+    const auto g = reference::attention_backward(dout, q, k, v, s);
+    EXPECT_LT(normalized_error(got.out, reference::attention_forward(q, k, v, s)), tolerance(t));
+    EXPECT_LT(normalized_error(got.lse, reference::attention_lse(q, k, s)), tolerance(acc_type(t)));
+    EXPECT_LT(normalized_error(got.dq, g.dq), tolerance(t));
+    EXPECT_LT(normalized_error(got.dk, g.dk), tolerance(t));
+    EXPECT_LT(normalized_error(got.dv, g.dv), tolerance(t));
+  }
+}
+
 TEST(AttentionCpu, FutureKeysAndValuesDoNotChangeEarlierOutputs) {
   OpRunner run;
   const Vec q = random_vec(kQ, 31), k = random_vec(kKV, 32), v = random_vec(kKV, 33),

@@ -39,6 +39,28 @@ TEST(LinearCpu, BothPathsMatchReferenceForEveryStorageType) {
     }
 }
 
+// Shapes whose GEMMs the blas path cuts into two column blocks, the last one ragged (out 50 =
+// 32 + 18 columns, dx's 40 = 32 + 8), against the float64 reference in every storage type.
+TEST(LinearCpu, BlasColumnBlocksMatchReference) {
+  const int n = 33, in = 40, out = 50;
+  for (DType t : kStorageTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    OpRunner run(2, cpu::GemmPath::blas);
+    const Vec x = rounded(random_vec(n * in, 41), t), w = rounded(random_vec(out * in, 42), t);
+    const Vec dout = rounded(random_vec(n * out, 43), t),
+              dw0 = rounded(random_vec(out * in, 44), acc_type(t));
+    Tensor tx = run.upload(x, t, {n, in}), tw = run.upload(w, t, {out, in}), tout = run.empty(t, {n, out});
+    run.backend().linear_forward(tout, tx, tw);
+    EXPECT_LT(normalized_error(run.download(tout), reference::linear_forward(x, w, n, in, out)),
+              tolerance(t));
+    const auto g = reference::linear_backward(dout, x, w, n, in, out);
+    Tensor tdx = run.empty(t, {n, in}), tdw = run.upload(dw0, acc_type(t), {out, in});
+    run.backend().linear_backward(tdx, tdw, run.upload(dout, t, {n, out}), tx, tw, false);
+    EXPECT_LT(normalized_error(run.download(tdx), g.dx), tolerance(t));
+    EXPECT_LT(normalized_error(run.download(tdw), plus(dw0, g.dw)), tolerance(acc_type(t)));
+  }
+}
+
 TEST(LinearCpu, BlasAndReferencePathsAgreeOnBf16Closely) {
   // Same bf16 inputs, fp32 arithmetic in both: results differ at most by one bf16 rounding.
   const Vec x = random_vec(N * I, 21), w = random_vec(O * I, 22);
@@ -55,14 +77,15 @@ TEST(LinearCpu, BlasAndReferencePathsAgreeOnBf16Closely) {
 namespace mlpo::testing {
 namespace {
 
-// Large enough for OpenBLAS to use both of its threads: two fresh backends, same inputs, same
-// bits (forward, dx and the accumulated dw).
+// Large enough for two column blocks per GEMM: fresh backends with the same blas_threads (2),
+// same inputs, same bits (forward, dx and the accumulated dw) — run to run and on pools of 1, 2
+// and 3 threads, which run the blocks on different threads or one after the other.
 TEST(LinearCpu, BlasPathIsBitwiseReproducible) {
   const int n = 256, in = 384, out = 512;
   const Vec x = random_vec(n * in, 31), w = random_vec(out * in, 32), dout = random_vec(n * out, 33);
   std::vector<Vec> runs;
-  for (int rep = 0; rep < 2; ++rep) {
-    OpRunner run(2, cpu::GemmPath::blas);
+  for (unsigned threads : {2u, 2u, 1u, 3u}) {
+    OpRunner run(threads, cpu::GemmPath::blas);
     Tensor tx = run.upload(x, DType::bf16, {n, in}), tw = run.upload(w, DType::bf16, {out, in});
     Tensor o = run.empty(DType::bf16, {n, out}), dx = run.empty(DType::bf16, {n, in});
     Tensor dw = run.upload(Vec(out * in, 0.0), DType::f32, {out, in});
@@ -75,7 +98,7 @@ TEST(LinearCpu, BlasPathIsBitwiseReproducible) {
     }
     runs.push_back(std::move(all));
   }
-  EXPECT_EQ(runs[0], runs[1]);
+  for (std::size_t r = 1; r < runs.size(); ++r) EXPECT_EQ(runs[0], runs[r]) << "run " << r;
 }
 
 }  // namespace
