@@ -232,7 +232,10 @@ __attribute__((target("pclmul,sse2"))) inline __m128i fold128(__m128i x, __m128i
 
 // 128-bit lane i of x (the zero-masking form: GCC 12 warns about the unmasked one's
 // "undefined" source operand under -Werror).
-#define lane(x, i) _mm512_maskz_extracti32x4_epi32(0xF, (x), (i))
+template <int I>
+__attribute__((target("avx512f"))) inline __m128i lane(__m512i x) {
+  return _mm512_maskz_extracti32x4_epi32(0xF, x, I);
+}
 
 // D's constants in every 128-bit lane.
 __attribute__((target("avx512f"))) inline __m512i lanes(const std::uint64_t (&k)[2]) {
@@ -264,9 +267,9 @@ __attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.2"))) std::uint32_t crc32c
   for (; size >= 64; p += 64, size -= 64) x = fold512(x, k64, _mm512_loadu_si512(p));
   const __m128i k16 =
       _mm_set_epi64x(static_cast<long long>(constants.by16[1]), static_cast<long long>(constants.by16[0]));
-  __m128i y = fold128(lane(x, 0), k16, lane(x, 1));
-  y = fold128(y, k16, lane(x, 2));
-  y = fold128(y, k16, lane(x, 3));
+  __m128i y = fold128(lane<0>(x), k16, lane<1>(x));
+  y = fold128(y, k16, lane<2>(x));
+  y = fold128(y, k16, lane<3>(x));
   for (; size >= 16; p += 16, size -= 16)
     y = fold128(y, k16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   std::uint64_t c = _mm_crc32_u64(0, static_cast<std::uint64_t>(_mm_cvtsi128_si64(y)));

@@ -246,7 +246,8 @@ void UpdatePipeline::put_back(const UpdateStep& step, io::PinnedBuffer lease, Pi
 }
 
 // One pass per chunk while it is in cache: verify the chunk's CRCs, run AdamW on it, record
-// its new CRCs (a streamed subgroup's in its pinned buffer, between its read and its write). AdamW is element-wise, so chunk by chunk gives the same bits as one call.
+// its new CRCs (a streamed subgroup's in its pinned buffer, between its read and its write).
+// AdamW is element-wise, so chunk by chunk gives the same bits as one call.
 void UpdatePipeline::adamw_checked(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32,
                                    const bf16* g16, bf16* out) {
   constexpr auto chunk = static_cast<std::size_t>(InPlaceIntegrity::kChunk);
