@@ -1,10 +1,11 @@
 #pragma once
 // CRC32C (Castagnoli), the checksum the engine records per written extent and verifies on
-// read. Uses the SSE4.2 crc32 instruction when the CPU has it (checked once, at run time)
-// and a slicing-by-8 table otherwise; both give identical results.
-// Cost: with SSE4.2, three interleaved streams over buffers of 96 KiB and more, about 8 bytes
-// per cycle (one stream below that: 8 bytes per 3 cycles); ~0.5 GB/s with the table
-// (measured: docs/benchmarks.md, "CRC32C").
+// read. Picks at run time (once) the fastest of: folding with VPCLMULQDQ on AVX-512 registers,
+// the SSE4.2 crc32 instruction, a slicing-by-8 table; all give identical results.
+// Cost (measured on the dev VM's EPYC, docs/benchmarks.md, "CRC32C"): folding ~36 GB/s per
+// core on data in cache, ~21 GB/s from memory (buffers of 256 bytes and more; shorter ones
+// take the crc32 instruction); SSE4.2, three interleaved streams over buffers of 96 KiB and
+// more, ~17-19 GB/s (one stream below that: a third); 1.5-1.9 GB/s with the table.
 
 #include <array>
 #include <cstddef>
@@ -36,9 +37,18 @@ class Crc32cCombiner {
 // (the three-stream rate for pieces too small to be split): a subgroup chunk's p, m and v.
 std::array<std::uint32_t, 3> crc32c_three(const void* a, const void* b, const void* c, std::size_t size);
 
-// The two implementations, exposed so tests can compare them and the benchmark can time them.
+// The implementations, exposed so tests can compare them and the benchmark can time them.
+// crc32c() and crc32c_three() use the fastest this CPU has (crc32c_path(), checked once at
+// run time; the binary needs no AVX-512 to run): all give identical results.
 std::uint32_t crc32c_table(const void* data, std::size_t size, std::uint32_t crc = 0);
 std::uint32_t crc32c_hardware(const void* data, std::size_t size, std::uint32_t crc = 0);  // needs SSE4.2
 bool crc32c_hardware_available();
+// Folding with VPCLMULQDQ on 512-bit registers (needs AVX-512F, VPCLMULQDQ and SSE4.2).
+std::uint32_t crc32c_avx512(const void* data, std::size_t size, std::uint32_t crc = 0);
+bool crc32c_avx512_available();
+
+enum class Crc32cPath { avx512, sse42, table };
+Crc32cPath crc32c_path();  // the path crc32c() takes on this CPU
+const char* crc32c_path_name(Crc32cPath path);
 
 }  // namespace mlpo::io

@@ -20,6 +20,10 @@ class TierFile;
 
 enum class IoOp { read, write };
 
+// Who checks a request's bytes when the tier has CRC on: the engine (per extent, on the I/O
+// thread) or the caller (the update pipeline's per-chunk CRCs fused into AdamW's pass).
+enum class CrcBy { engine, caller };
+
 // What the completion callback sees. `error` is empty on success.
 struct IoResult {
   IoOp op = IoOp::read;

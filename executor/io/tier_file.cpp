@@ -122,6 +122,11 @@ void TierFile::record_crc(std::uint64_t offset, ExtentCrc crc) {
   crcs_[offset] = crc;
 }
 
+void TierFile::forget_crc(std::uint64_t offset) {
+  std::lock_guard lock(crc_mutex_);
+  crcs_.erase(offset);
+}
+
 std::optional<ExtentCrc> TierFile::recorded_crc(std::uint64_t offset) const {
   std::lock_guard lock(crc_mutex_);
   auto it = crcs_.find(offset);

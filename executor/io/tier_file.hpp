@@ -58,6 +58,7 @@ class TierFile {
 
   void record_crc(std::uint64_t offset, ExtentCrc crc);
   std::optional<ExtentCrc> recorded_crc(std::uint64_t offset) const;
+  void forget_crc(std::uint64_t offset);
 
  private:
   std::string who() const;  // "tier 'x' (path)"

@@ -109,19 +109,20 @@ void TierIo::close_file(TierFile& file) {
 }
 
 IoRequest TierIo::read(TierFile& file, std::uint64_t offset, std::uint64_t length, void* buffer,
-                       IoCallback on_done) {
-  return submit(IoOp::read, file, offset, length, static_cast<std::byte*>(buffer), std::move(on_done));
+                       IoCallback on_done, CrcBy crc_by) {
+  return submit(IoOp::read, file, offset, length, static_cast<std::byte*>(buffer), std::move(on_done),
+                crc_by);
 }
 
 IoRequest TierIo::write(TierFile& file, std::uint64_t offset, std::uint64_t length, const void* buffer,
-                        IoCallback on_done) {
+                        IoCallback on_done, CrcBy crc_by) {
   // The engine never writes into a write buffer; the cast only lets both share one state type.
   return submit(IoOp::write, file, offset, length, static_cast<std::byte*>(const_cast<void*>(buffer)),
-                std::move(on_done));
+                std::move(on_done), crc_by);
 }
 
 IoRequest TierIo::submit(IoOp op, TierFile& file, std::uint64_t offset, std::uint64_t length,
-                         std::byte* buffer, IoCallback on_done) {
+                         std::byte* buffer, IoCallback on_done, CrcBy crc_by) {
   if (length == 0) return IoRequest();
   if (file.direct() && (offset % kIoAlign != 0 || reinterpret_cast<std::uintptr_t>(buffer) % kIoAlign != 0)) {
     throw Error(who(file) + ": " + op_name(op) + " at offset " + std::to_string(offset) +
@@ -138,7 +139,10 @@ IoRequest TierIo::submit(IoOp op, TierFile& file, std::uint64_t offset, std::uin
   state->callback = std::move(on_done);
   // CRC32C per block on the I/O thread (writes before their block is submitted, reads as
   // each block completes), so it overlaps the blocks in flight; joined in order at the end.
-  state->check_crc = tier_.crc && (op == IoOp::write || file.recorded_crc(offset).has_value());
+  state->check_crc =
+      tier_.crc && crc_by == CrcBy::engine && (op == IoOp::write || file.recorded_crc(offset).has_value());
+  // A record the caller's write makes stale would fail a later engine read of the extent.
+  if (tier_.crc && crc_by == CrcBy::caller && op == IoOp::write) file.forget_crc(offset);
   if (state->check_crc) state->block_crcs.resize((length + tier_.block_size - 1) / tier_.block_size);
   {
     std::lock_guard lock(queue_mutex_);

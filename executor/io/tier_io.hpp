@@ -67,11 +67,13 @@ class TierIo {
   void close_file(TierFile& file);
 
   // Reads file bytes [offset, offset+length) into buffer, asynchronously.
+  // CrcBy::caller: the caller checks these bytes itself; the engine neither records nor
+  // verifies a CRC for the request (a caller write drops the extent's record).
   IoRequest read(TierFile& file, std::uint64_t offset, std::uint64_t length, void* buffer,
-                 IoCallback on_done = {});
+                 IoCallback on_done = {}, CrcBy crc_by = CrcBy::engine);
   // Writes buffer [0, length) to file bytes [offset, offset+length), asynchronously.
   IoRequest write(TierFile& file, std::uint64_t offset, std::uint64_t length, const void* buffer,
-                  IoCallback on_done = {});
+                  IoCallback on_done = {}, CrcBy crc_by = CrcBy::engine);
 
   TierCounters& counters() { return counters_; }
   TierCounterSnapshot counter_snapshot() const { return counters_.snapshot(); }
@@ -90,7 +92,7 @@ class TierIo {
     int fixed = -1;          // registered buffer index, or -1
   };
   IoRequest submit(IoOp op, TierFile& file, std::uint64_t offset, std::uint64_t length, std::byte* buffer,
-                   IoCallback on_done);
+                   IoCallback on_done, CrcBy crc_by);
   void run(IoRing& ring);
   void hand_out(IoRing& ring);
   void prepare(IoRing& ring, unsigned index);

@@ -39,9 +39,8 @@ void InPlaceIntegrity::verify(std::int64_t s, std::int64_t chunk, const float* p
     throw Error(where + ": CRC32C mismatch in " + name[a] + ", elements " + std::to_string(chunk * kChunk) +
                 ".." + std::to_string(chunk * kChunk + static_cast<std::int64_t>(n)) +
                 " of the subgroup: written " + hex32(want[a]) + ", now " + hex32(got[a]) +
-                "; the mapped state file was changed outside MLPO (or the memory is faulty); restore the "
-                "state from a "
-                "checkpoint");
+                "; the state file was changed outside MLPO or torn (or the memory is faulty); restore the "
+                "state from a checkpoint");
   }
 }
 

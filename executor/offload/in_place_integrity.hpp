@@ -1,12 +1,13 @@
 #pragma once
-// InPlaceIntegrity: the CRC32C records of the subgroups a `host` tier holds in its mapped
-// state file. Those are updated in place and never pass through the I/O engine, so TierIo's
-// per-extent CRC never sees them; this keeps the same guarantee for them. Per chunk of
-// kChunk elements of a subgroup, the CRC32C of its p, m and v (each array's elements, not
-// its padding). The pipeline records a subgroup whenever it leaves it (load_state, after
-// AdamW) and verifies it before anything reads it (AdamW, visit_state), chunk by chunk in the
-// same pass as AdamW, while the chunk is in cache. A difference is an mlpo::Error naming the
-// file, the subgroup, the array and the fix.
+// InPlaceIntegrity: the CRC32C records of the subgroups on file tiers with CRC on: those a
+// `host` tier holds in its mapped state file (updated in place, never passing through the I/O
+// engine) and the streamed ones (read into a pinned buffer, updated, written back; their
+// state extents skip TierIo's per-extent CRC, io::CrcBy::caller). Per chunk of kChunk elements
+// of a subgroup, the CRC32C of its p, m and v (each array's elements, not its padding). The
+// pipeline records a subgroup whenever it leaves it (load_state, after AdamW) and verifies it
+// before anything reads it (AdamW, visit_state), chunk by chunk in the same pass as AdamW,
+// while the chunk is in cache: one pass over the bytes instead of three. A difference is an
+// mlpo::Error naming the tier, the file, the subgroup's bytes, the array and the fix.
 //
 // Thread-safety: record/verify of different chunks may run at once (the slots are sized up
 // front); mark_recorded and forget run on one thread between passes.

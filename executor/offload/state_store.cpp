@@ -87,7 +87,7 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
   }
   if (plan.crc) {
     for (std::int64_t s = 0; s < layout_.count(); ++s)
-      if (resident(s) && io_tier(s) >= 0) integrity_.add_subgroup(s, layout_.subgroup(s).elements);
+      if (io_tier(s) >= 0) integrity_.add_subgroup(s, layout_.subgroup(s).elements);
   }
 }
 
@@ -144,14 +144,16 @@ io::IoRequest StateStore::read_state(std::int64_t s, std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
   return (*tiers_)[t].read(*state_files_[t],
                            static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
-                           static_cast<std::uint64_t>(layout_.extent_bytes()), buffer);
+                           static_cast<std::uint64_t>(layout_.extent_bytes()), buffer, {},
+                           chunk_checked(s) ? io::CrcBy::caller : io::CrcBy::engine);
 }
 
 io::IoRequest StateStore::write_state(std::int64_t s, const std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
   return (*tiers_)[t].write(*state_files_[t],
                             static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
-                            static_cast<std::uint64_t>(layout_.extent_bytes()), buffer);
+                            static_cast<std::uint64_t>(layout_.extent_bytes()), buffer, {},
+                            chunk_checked(s) ? io::CrcBy::caller : io::CrcBy::engine);
 }
 
 io::IoRequest StateStore::read_grad(std::int64_t s, std::byte* buffer) {

@@ -53,10 +53,11 @@ class StateStore {
   // Fp32 gradient array of a resident subgroup (fp32-gradient mode only).
   float* resident_grad(std::int64_t subgroup);
 
-  // With CRC on (plan.crc), the chunk CRCs of the subgroups updated in place in a host tier's
-  // mapped file (the pipeline records and verifies them). checked_in_place(s): s is one.
-  InPlaceIntegrity& in_place_integrity() { return integrity_; }
-  bool checked_in_place(std::int64_t subgroup) const { return integrity_.tracks(subgroup); }
+  // With CRC on (plan.crc), the chunk CRCs of every subgroup on a file tier, streamed or
+  // mapped (the pipeline records and verifies them in AdamW's pass; TierIo does not check
+  // their state extents: read_state/write_state use CrcBy::caller). chunk_checked(s): s is one.
+  InPlaceIntegrity& chunk_integrity() { return integrity_; }
+  bool chunk_checked(std::int64_t subgroup) const { return integrity_.tracks(subgroup); }
   // "tier 'shm' (<file>), subgroup 3 (bytes X..Y)": where a file-tier subgroup lives, for messages.
   std::string where(std::int64_t subgroup) const;
 
@@ -66,7 +67,8 @@ class StateStore {
   std::size_t io_tier_count() const { return tiers_ ? tiers_->size() : 0; }
 
   // Asynchronous whole-extent transfers of a non-resident subgroup; `buffer` holds
-  // extent_bytes (state) or array_bytes (gradient), 4 KiB-aligned.
+  // extent_bytes (state) or array_bytes (gradient), 4 KiB-aligned. The state's CRC is the
+  // caller's when chunk_checked(s) (verify_chunks after a read); gradients are checked by TierIo.
   io::IoRequest read_state(std::int64_t subgroup, std::byte* buffer);
   io::IoRequest write_state(std::int64_t subgroup, const std::byte* buffer);
   io::IoRequest read_grad(std::int64_t subgroup, std::byte* buffer);

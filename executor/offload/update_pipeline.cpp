@@ -116,7 +116,7 @@ void UpdatePipeline::load_state(const std::function<void(const Subgroup&, float*
     // Zero first: the padding of each array is written too, so tier files are deterministic.
     std::memset(p, 0, static_cast<std::size_t>(3 * floats) * sizeof(float));
     fill(sg, p, p + floats, p + 2 * floats);
-    if (store_.checked_in_place(s)) record_in_place(sg, p);
+    if (store_.chunk_checked(s)) record_chunks(sg, p);
     if (lease) writers.push(WriteJob{s, false, std::move(lease)});
     if (error.failed()) break;
   }
@@ -219,9 +219,8 @@ void UpdatePipeline::run_adamw(const UpdateStep& step, StepState& state, const S
   const auto adam0 = Clock::now();
   const auto n = static_cast<std::size_t>(sg.elements);
   bf16* out = in.weights_out.empty() ? nullptr : in.weights_out.data() + sg.begin;
-  if (store_.checked_in_place(step.subgroup))
-    adamw_checked_in_place(sg, in.adam, p, state.g32, fp32_grads() ? nullptr : in.grads.data() + sg.begin,
-                           out);
+  if (store_.chunk_checked(step.subgroup))
+    adamw_checked(sg, in.adam, p, state.g32, fp32_grads() ? nullptr : in.grads.data() + sg.begin, out);
   else
     adamw_masked(threads_, in.adam, decay_mask_, sg.begin, n, p, p + floats, p + 2 * floats,
                  in.grads.data() + sg.begin, fp32_grads() ? state.g32 : nullptr, out);
@@ -247,14 +246,15 @@ void UpdatePipeline::put_back(const UpdateStep& step, io::PinnedBuffer lease, Pi
 }
 
 // One pass per chunk while it is in cache: verify the chunk's CRCs, run AdamW on it, record
-// its new CRCs. AdamW is element-wise, so chunk by chunk gives the same bits as one call.
-void UpdatePipeline::adamw_checked_in_place(const Subgroup& sg, const AdamWParams& adam, float* p,
-                                            const float* g32, const bf16* g16, bf16* out) {
+// its new CRCs (a streamed subgroup's in its pinned buffer, between its read and its write).
+// AdamW is element-wise, so chunk by chunk gives the same bits as one call.
+void UpdatePipeline::adamw_checked(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32,
+                                   const bf16* g16, bf16* out) {
   constexpr auto chunk = static_cast<std::size_t>(InPlaceIntegrity::kChunk);
   const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
   float* m = p + floats;
   float* v = p + 2 * floats;
-  InPlaceIntegrity& integrity = store_.in_place_integrity();
+  InPlaceIntegrity& integrity = store_.chunk_integrity();
   const std::string where = store_.where(sg.index);
   threads_.parallel_for(static_cast<std::size_t>(sg.elements), chunk, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; i += chunk) {
@@ -280,9 +280,9 @@ void UpdatePipeline::adamw_checked_in_place(const Subgroup& sg, const AdamWParam
   integrity.mark_recorded(sg.index);
 }
 
-void UpdatePipeline::record_in_place(const Subgroup& sg, const float* p) {
+void UpdatePipeline::record_chunks(const Subgroup& sg, const float* p) {
   const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
-  InPlaceIntegrity& integrity = store_.in_place_integrity();
+  InPlaceIntegrity& integrity = store_.chunk_integrity();
   for (std::int64_t i = 0, c = 0; i < sg.elements; i += InPlaceIntegrity::kChunk, ++c) {
     const auto n = static_cast<std::size_t>(std::min(InPlaceIntegrity::kChunk, sg.elements - i));
     integrity.record(sg.index, c, p + i, p + floats + i, p + 2 * floats + i, n);
@@ -290,12 +290,12 @@ void UpdatePipeline::record_in_place(const Subgroup& sg, const float* p) {
   integrity.mark_recorded(sg.index);
 }
 
-void UpdatePipeline::verify_in_place(const Subgroup& sg, const float* p) const {
+void UpdatePipeline::verify_chunks(const Subgroup& sg, const float* p) const {
   const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
   const std::string where = store_.where(sg.index);
   for (std::int64_t i = 0, c = 0; i < sg.elements; i += InPlaceIntegrity::kChunk, ++c) {
     const auto n = static_cast<std::size_t>(std::min(InPlaceIntegrity::kChunk, sg.elements - i));
-    store_.in_place_integrity().verify(sg.index, c, p + i, p + floats + i, p + 2 * floats + i, n, where);
+    store_.chunk_integrity().verify(sg.index, c, p + i, p + floats + i, p + 2 * floats + i, n, where);
   }
 }
 
@@ -309,13 +309,14 @@ void UpdatePipeline::visit_state(
     io::PinnedBuffer lease;
     if (store_.resident(s)) {
       p = store_.resident_extent(s);
-      if (store_.checked_in_place(s)) verify_in_place(sg, p);
+      if (store_.chunk_checked(s)) verify_chunks(sg, p);
     } else if (auto it = cache_.find(s); it != cache_.end()) {
       p = reinterpret_cast<const float*>(it->second.data());
     } else {
       lease = acquire_buffer();
       store_.read_state(s, lease.data()).wait();
       p = reinterpret_cast<const float*>(lease.data());
+      if (store_.chunk_checked(s)) verify_chunks(sg, p);
     }
     visit(sg, p, p + floats, p + 2 * floats);
   }

@@ -148,11 +148,12 @@ class UpdatePipeline {
   std::uint64_t buffer_bytes() const;
   io::PinnedBuffer acquire_buffer();
   std::vector<TierIterationStats> tier_snapshot() const;
-  // Subgroups in a host tier's mapped file with CRC on (StateStore::checked_in_place).
-  void adamw_checked_in_place(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32,
-                              const bf16* g16, bf16* out);
-  void record_in_place(const Subgroup& sg, const float* p);
-  void verify_in_place(const Subgroup& sg, const float* p) const;
+  // Subgroups of a file tier with CRC on (StateStore::chunk_checked): per chunk, verify, AdamW,
+  // record, while the chunk is in cache (streamed ones in their pinned buffer, mapped in place).
+  void adamw_checked(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32, const bf16* g16,
+                     bf16* out);
+  void record_chunks(const Subgroup& sg, const float* p);
+  void verify_chunks(const Subgroup& sg, const float* p) const;
 
   StateStore& store_;
   io::PinnedBufferPool& pool_;

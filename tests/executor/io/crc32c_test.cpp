@@ -38,6 +38,47 @@ TEST(Crc32c, HardwareAndTableAgreeOnEveryLengthAndAlignment) {
   }
 }
 
+// Every path the dispatcher may take gives the table's bits: each length 0..4096 at each
+// alignment 0..63 (random per length), a continued CRC, and large buffers.
+TEST(Crc32c, FoldingPathAgreesWithTheTableOnEveryLengthAndAlignment) {
+  if (!crc32c_avx512_available()) GTEST_SKIP() << "CPU has no AVX-512 VPCLMULQDQ";
+  std::mt19937_64 rng(13);
+  std::vector<unsigned char> data((3 << 20) + 128);
+  for (auto& b : data) b = static_cast<unsigned char>(rng());
+  for (std::size_t len = 0; len <= 4096; ++len) {
+    const std::size_t start = rng() % 64;
+    const auto init = static_cast<std::uint32_t>(rng());
+    ASSERT_EQ(crc32c_avx512(data.data() + start, len), crc32c_table(data.data() + start, len))
+        << "start " << start << " len " << len;
+    ASSERT_EQ(crc32c_avx512(data.data() + start, len, init), crc32c_table(data.data() + start, len, init))
+        << "start " << start << " len " << len << " crc " << init;
+  }
+  for (std::size_t len :
+       {std::size_t{65536}, std::size_t{65536 + 17}, std::size_t{1} << 20, (std::size_t{3} << 20) + 101}) {
+    const std::size_t start = rng() % 16;
+    ASSERT_EQ(crc32c_avx512(data.data() + start, len), crc32c_table(data.data() + start, len)) << len;
+  }
+}
+
+TEST(Crc32c, EveryPathGivesThePublishedCheckValue) {
+  const std::string check = "123456789";
+  std::string long_check;  // long enough for the folding loop: 40 copies, 360 bytes
+  for (int i = 0; i < 40; ++i) long_check += check;
+  const std::uint32_t long_want = crc32c_table(long_check.data(), long_check.size());
+  if (crc32c_hardware_available()) {
+    EXPECT_EQ(crc32c_hardware(check.data(), check.size()), 0xE3069283u);
+    EXPECT_EQ(crc32c_hardware(long_check.data(), long_check.size()), long_want);
+  }
+  if (crc32c_avx512_available()) {
+    EXPECT_EQ(crc32c_avx512(check.data(), check.size()), 0xE3069283u);
+    EXPECT_EQ(crc32c_avx512(long_check.data(), long_check.size()), long_want);
+    std::vector<unsigned char> zeros(4096, 0), ones(4096, 0xFF);  // RFC 3720 style, 4 KiB
+    EXPECT_EQ(crc32c_avx512(zeros.data(), zeros.size()), crc32c_table(zeros.data(), zeros.size()));
+    EXPECT_EQ(crc32c_avx512(ones.data(), ones.size()), crc32c_table(ones.data(), ones.size()));
+  }
+  EXPECT_STRNE(crc32c_path_name(crc32c_path()), "?");
+}
+
 TEST(Crc32c, ExtendingEqualsOneShot) {
   const std::string text = "multi-level optimizer state offload";
   const std::uint32_t whole = crc32c(text.data(), text.size());
@@ -85,11 +126,14 @@ TEST(Crc32c, CombiningPiecesEqualsTheWhole) {
 TEST(Crc32c, ThreeAtOnceEqualsEachAlone) {
   std::vector<unsigned char> a(70001, 1), b(70001, 2), c(70001, 3);
   a[5] = 9;
-  for (std::size_t n : {0u, 7u, 8u, 70001u}) {
+  c[70000] = 4;
+  for (std::size_t n : {0u, 7u, 8u, 1023u, 1024u, 1025u, 70001u}) {
     const auto three = crc32c_three(a.data(), b.data(), c.data(), n);
     EXPECT_EQ(three[0], crc32c(a.data(), n));
     EXPECT_EQ(three[1], crc32c(b.data(), n));
     EXPECT_EQ(three[2], crc32c(c.data(), n));
+    EXPECT_EQ(three[0], crc32c_table(a.data(), n));
+    EXPECT_EQ(three[2], crc32c_table(c.data(), n));
   }
 }
 

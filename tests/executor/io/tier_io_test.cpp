@@ -189,6 +189,27 @@ TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
   EXPECT_EQ(tio.counter_snapshot().crc_errors, 1u);
 }
 
+// CrcBy::caller: the engine neither records nor verifies; a caller write drops the extent's
+// old record, so a later engine read of new bytes is not a false mismatch.
+TEST(TierIo, CallerCheckedRequestsSkipTheEngineCrc) {
+  TempDir disk("/var/tmp");
+  PinnedBufferPool pool(4 * MiB);
+  Tier tier{"nvme", disk.path(), 256 * KiB, 4, true, /*crc=*/true};
+  TierIo tio(tier, &pool, {});
+  TierFile& file = tio.open_file("state.bin", 2 * MiB);
+  PinnedBuffer buf = pool.acquire(1 * MiB);
+  fill_random(buf.data(), buf.size(), 12);
+  tio.write(file, 0, 1 * MiB, buf.data()).wait();
+  EXPECT_TRUE(file.recorded_crc(0).has_value());
+  fill_random(buf.data(), buf.size(), 13);
+  tio.write(file, 0, 1 * MiB, buf.data(), {}, CrcBy::caller).wait();
+  EXPECT_FALSE(file.recorded_crc(0).has_value()) << "the old record would fail the next engine read";
+  tio.read(file, 0, 1 * MiB, buf.data()).wait();  // no record: not checked, no false mismatch
+  tio.read(file, 0, 1 * MiB, buf.data(), {}, CrcBy::caller).wait();
+  EXPECT_FALSE(file.recorded_crc(0).has_value());
+  EXPECT_EQ(tio.counter_snapshot().crc_errors, 0u);
+}
+
 TEST(TierIo, MissingTierPathIsAClearError) {
   TempDir disk("/var/tmp");
   TierIo tio({"nvme", disk.path() / "no-such-dir"}, nullptr, {});

@@ -98,6 +98,31 @@ TEST(TierIntegrity, FlippedByteInAMappedHostTierIsCaughtWhenTheStateIsRead) {
                Error);
 }
 
+// Streamed subgroups are checked in AdamW's pass (chunk CRCs), not by the I/O engine: the
+// error names the array, the subgroup and its bytes in the file; visit_state (digests,
+// checkpoints) checks what it reads the same way.
+TEST(TierIntegrity, FlippedByteInAStreamedTierNamesTheArrayAndIsCaughtWhenTheStateIsRead) {
+  testing::ScratchTiers dirs("crc-disk-visit");
+  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
+  rig.step(0);
+  const auto file = std::filesystem::path(dirs.disk()) / "mlpo/test/rank0.state";
+  const std::int64_t s = first_subgroup_on(rig, 0);
+  ASSERT_FALSE(rig.store.resident(s)) << "the disk tier is streamed";
+  flip_byte(file, byte_in_m(rig, s));
+  try {
+    rig.pipeline.visit_state([](const Subgroup&, const float*, const float*, const float*) {});
+    ADD_FAILURE() << "visit_state read a corrupted streamed subgroup without an error";
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("CRC32C mismatch in m (first moment)"), std::string::npos) << message;
+    EXPECT_NE(message.find(file.string()), std::string::npos) << message;
+    EXPECT_NE(message.find("subgroup " + std::to_string(s)), std::string::npos) << message;
+  }
+  const std::string message = error_of(rig, 1);
+  EXPECT_NE(message.find("CRC32C mismatch in m (first moment)"), std::string::npos) << message;
+  EXPECT_EQ(rig.pool.in_use(), 0u) << "buffers leaked after the error";
+}
+
 TEST(TierIntegrity, OptingOutInThePlanTurnsTheChecksOff) {
   testing::ScratchTiers dirs("crc-off");
   Plan plan = dirs.plan(0.5, 0, OrderPolicy::ascending);
