@@ -76,7 +76,7 @@ void check_param_offload(bool param_offload, const ClusterShape& shape) {
                 " ranks; ZeRO-3 already gathers the weights a part at a time); leave it out");
 }
 
-HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
+HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan, double cpu_model) {
   const double R = static_cast<double>(a.shape.gpus_per_node);
   const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
   HostMemoryNeed m;
@@ -88,6 +88,7 @@ HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan) {
   m.bf16_grads = R * static_cast<double>(a.grads_bf16_bytes_per_rank);
   for (std::size_t t = 0; t < plan.tiers.size(); ++t)
     if (updated_in_place(plan.tiers[t].kind)) m.state_in_memory += tier_bytes_needed(a, plan, t);
+  m.cpu_model = cpu_model;
   return m;
 }
 
@@ -193,15 +194,21 @@ std::string gpu_memory_advice(const Accounting& a, bool param_offload, double ha
   return "lower --micro-batch or --seq-len";
 }
 
+double cpu_model_bytes(const Accounting& a, const TuneRequest& request) {
+  if (request.options.update_only || !request.profile.gpus.empty()) return 0;
+  return static_cast<double>(a.shape.gpus_per_node) * gpu_memory_need(a, request.param_offload).total();
+}
+
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request) {
-  const HostMemoryNeed m = host_memory_need(a, plan);
+  const HostMemoryNeed m = host_memory_need(a, plan, cpu_model_bytes(a, request));
   const double budget = static_cast<double>(host_budget(request));
   if (m.total() > budget)
     return Shortfall{"host memory", m.total(), budget,
                      "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " +
                          format_bytes(m.bf16_grads) + " + pinned buffers " + format_bytes(m.pinned_buffers) +
                          " + cache " + format_bytes(m.cache) + " + state on RAM tiers " +
-                         format_bytes(m.state_in_memory) + " per node"};
+                         format_bytes(m.state_in_memory) + " + CPU backend model " +
+                         format_bytes(m.cpu_model) + " per node"};
   for (std::size_t t = 0; t < plan.tiers.size(); ++t) {
     const TierProfile* tp = request.profile.find_tier(plan.tiers[t].name);
     const double need = tier_bytes_needed(a, plan, t);
@@ -281,7 +288,7 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
     cap.push_back(
         full_bytes.back() > 0 ? std::min(1.0, static_cast<double>(tp->free_bytes) / full_bytes.back()) : 1.0);
   }
-  const HostMemoryNeed fixed = host_memory_need(a, p);
+  const HostMemoryNeed fixed = host_memory_need(a, p, cpu_model_bytes(a, request));
   const double room = static_cast<double>(host_budget(request)) - (fixed.total() - fixed.state_in_memory);
   for (std::size_t i = 0; i < p.tiers.size(); ++i)
     if (updated_in_place(p.tiers[i].kind) && full_bytes[i] > 0)
@@ -418,7 +425,7 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
   lean.buffers = 2;
   lean.prefetch_depth = 1;
   lean.tiers = {PlanTier{"storage", "/", TierKind::nvme, 1.0, 0}};
-  const HostMemoryNeed m = host_memory_need(a, lean);
+  const HostMemoryNeed m = host_memory_need(a, lean, cpu_model_bytes(a, request));
   const double budget = static_cast<double>(host_budget(request));
   auto shortfall = [](const std::string& what, double need, double have, const std::string& detail,
                       const std::string& fix) {
@@ -429,7 +436,7 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
     shortfall("host memory", m.total(), budget,
               "bf16 weights " + format_bytes(m.bf16_weights) + " + bf16 gradients " +
                   format_bytes(m.bf16_grads) + " + 2 pinned buffers " + format_bytes(m.pinned_buffers) +
-                  " per node",
+                  " + CPU backend model " + format_bytes(m.cpu_model) + " per node",
               "add nodes (--nodes), or raise --host-memory-budget if the profile's host.available_bytes is "
               "too low");
   if (!request.options.update_only && !request.profile.gpus.empty()) {

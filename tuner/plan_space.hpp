@@ -44,7 +44,10 @@ struct HostMemoryNeed {
   double bf16_weights = 0;
   double bf16_grads = 0;
   double state_in_memory = 0;  // optimizer state on memory and host (RAM-backed) tiers
-  double total() const { return pinned_buffers + cache + bf16_weights + bf16_grads + state_in_memory; }
+  double cpu_model = 0;        // the CPU backend's model: its "device" memory is host memory
+  double total() const {
+    return pinned_buffers + cache + bf16_weights + bf16_grads + state_in_memory + cpu_model;
+  }
 };
 
 // What a plan lacks, if anything: "host memory", "tier nvme capacity", "GPU memory".
@@ -59,7 +62,12 @@ std::int64_t host_budget(const TuneRequest& request);
 // Throws mlpo::Error for --param-offload with several ranks (mlpo-run allows it on one rank
 // only; ZeRO-3 already gathers the weights a part at a time).
 void check_param_offload(bool param_offload, const ClusterShape& shape);
-HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan);
+// `cpu_model`: cpu_model_bytes(a, request) when the run computes on the CPU backend.
+HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan, double cpu_model = 0);
+// Host memory of the CPU backend's model on a node, as on a GPU (gpu_memory_need: weights,
+// gradients, activations) for each rank: when the profile has no GPU and the run trains
+// (not --update-only); else 0.
+double cpu_model_bytes(const Accounting& a, const TuneRequest& request);
 // Optimizer state (and fp32 gradients in flush mode) a plan puts on tier `t`, for the whole
 // group that shares it: one node for local tiers, all nodes for remote ones.
 double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t);

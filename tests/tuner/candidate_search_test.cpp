@@ -18,7 +18,9 @@ TuneRequest request_for(const Profile& profile, std::int64_t ranks, std::int64_t
   r.model = find_preset("1b");
   r.shape = ClusterShape{1, ranks, 1, 0, 1};
   r.profile = profile;
-  r.host_memory_budget = budget_gib << 30;
+  // No GPU in the profile: the CPU backend's model comes on top of the budget's room.
+  r.host_memory_budget =
+      (budget_gib << 30) + static_cast<std::int64_t>(cpu_model_bytes(account(r.model, r.shape), r));
   return r;
 }
 

@@ -20,8 +20,9 @@ TuneRequest request_for(const Profile& profile, std::int64_t ranks = 2) {
   r.profile = profile;
   r.simulate_top = 4;
   // bf16 weights and gradients take ~4.1 GiB: the cache can hold only part of the state,
-  // so updates stay I/O bound.
-  r.host_memory_budget = std::int64_t{6} << 30;
+  // so updates stay I/O bound. The profile has no GPU: the CPU backend's model comes on top.
+  r.host_memory_budget =
+      (std::int64_t{6} << 30) + static_cast<std::int64_t>(cpu_model_bytes(account(r.model, r.shape), r));
   return r;
 }
 
@@ -205,6 +206,22 @@ TEST(Baseline, UnknownTierIsAnErrorListingTheTiers) {
   for (const char* t : {"shm", "nvme", "pfs"}) EXPECT_NE(e.find(t), std::string::npos) << e;
 }
 
+TEST(PlanSpace, WithoutAGpuTheCpuBackendsModelIsInTheHostMemoryNeed) {
+  // The CPU backend's "device" memory is host memory: its weights, gradients and activations
+  // count against the budget as mlpo-run's own check counts them; not with a GPU, nor for an
+  // update-only plan (no model).
+  TuneRequest req = request_for(io_bound_profile());
+  const Accounting a = account(req.model, req.shape);
+  const double model = cpu_model_bytes(a, req);
+  EXPECT_DOUBLE_EQ(model, 2 * gpu_memory_need(a, false).total());  // two ranks on the node
+  req.param_offload = false;
+  req.options.update_only = true;
+  EXPECT_EQ(cpu_model_bytes(a, req), 0);
+  req.options.update_only = false;
+  req.profile.gpus.push_back(mlpo::testing::gpu(2));
+  EXPECT_EQ(cpu_model_bytes(a, req), 0);
+}
+
 TEST(Baseline, ItsTierIsNamedInThePlanFile) {
   const TuneResult r = tune(request_for(io_bound_profile()));
   ASSERT_TRUE(r.baseline.has_value());
@@ -251,7 +268,8 @@ TEST(PlanSpace, RamTierShareIsCappedByTheHostMemoryTheCandidateLeaves) {
     EXPECT_GT(plan.tiers[0].fraction, 0.0);
     EXPECT_LT(plan.tiers[0].fraction, 0.8);
     EXPECT_FALSE(check_fits(a, plan, req).has_value()) << check_fits(a, plan, req)->resource;
-    EXPECT_NEAR(host_memory_need(a, plan).total() / budget, 1.0, 1e-6);  // the whole budget, no more
+    EXPECT_NEAR(host_memory_need(a, plan, cpu_model_bytes(a, req)).total() / budget, 1.0,
+                1e-6);  // the whole budget, no more
   }
   EXPECT_GT(seen, 0);
 }
@@ -277,7 +295,8 @@ TEST(PlanSpace, TierUpdatedInPlaceCountsAtAdamsRateSoItTakesMoreThanItsBandwidth
 TEST(Tune, HostTierHoldsWhatHostMemoryAllowsAndMovesNothing) {
   // Room for about 4 GiB of state in host memory (of 8.6 GiB for 1b on 2 ranks).
   TuneRequest req = request_for(only(io_bound_profile(), {"shm", "nvme"}));
-  req.host_memory_budget = std::int64_t{9} << 30;
+  req.host_memory_budget = (std::int64_t{9} << 30) +
+                           static_cast<std::int64_t>(cpu_model_bytes(account(req.model, req.shape), req));
   const TuneResult r = tune(req);
   ASSERT_EQ(r.chosen.plan.tiers.size(), 2u);
   ASSERT_EQ(r.chosen.plan.tiers[0].name, "shm");
@@ -286,8 +305,9 @@ TEST(Tune, HostTierHoldsWhatHostMemoryAllowsAndMovesNothing) {
   EXPECT_GT(pred.tiers[1].read_bytes, 0);
   // Cache and /dev/shm share what the budget leaves: together they fill it.
   const Accounting a = account(req.model, req.shape);
-  EXPECT_NEAR(host_memory_need(a, r.chosen.plan).total() / static_cast<double>(req.host_memory_budget), 1.0,
-              1e-6);
+  EXPECT_NEAR(host_memory_need(a, r.chosen.plan, cpu_model_bytes(a, req)).total() /
+                  static_cast<double>(req.host_memory_budget),
+              1.0, 1e-6);
 }
 
 TEST(PlanSpace, BaselineStreamsFromStorageEvenWhereAHostTierCouldHoldIt) {
