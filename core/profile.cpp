@@ -153,6 +153,7 @@ Profile profile_from_json(const Json& json) {
   if (h.optional("bf16_convert_gbps")) p.host.bf16_convert_gbps = read_measurement(h, "bf16_convert_gbps");
   if (h.optional("bf16_to_fp32_gbps")) p.host.bf16_to_fp32_gbps = read_measurement(h, "bf16_to_fp32_gbps");
   if (h.optional("cpu_gemm_gflops")) p.host.cpu_gemm_gflops = read_measurement(h, "cpu_gemm_gflops");
+  if (h.optional("crc32c_gbps")) p.host.crc32c_gbps = read_measurement(h, "crc32c_gbps");
   p.host.cpu_model = read_model_compute(h, "cpu_model");
   h.finish();
 
@@ -247,6 +248,7 @@ Json to_json(const Profile& p) {
   if (p.host.bf16_convert_gbps.median > 0) host["bf16_convert_gbps"] = to_json(p.host.bf16_convert_gbps);
   if (p.host.bf16_to_fp32_gbps.median > 0) host["bf16_to_fp32_gbps"] = to_json(p.host.bf16_to_fp32_gbps);
   if (p.host.cpu_gemm_gflops.median > 0) host["cpu_gemm_gflops"] = to_json(p.host.cpu_gemm_gflops);
+  if (p.host.crc32c_gbps.median > 0) host["crc32c_gbps"] = to_json(p.host.crc32c_gbps);
   if (p.host.cpu_model.measured()) host["cpu_model"] = model_compute_json(p.host.cpu_model);
   Json gpus = Json::array();
   for (const auto& g : p.gpus) {

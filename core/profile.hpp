@@ -66,6 +66,9 @@ struct HostProfile {
   Measurement bf16_convert_gbps;                // fp32 -> bf16, GB/s of fp32 read
   Measurement bf16_to_fp32_gbps;  // bf16 -> fp32, GB/s of fp32 written; optional (0 = not measured)
   Measurement cpu_gemm_gflops;    // CPU backend GEMM (for CPU-only training plans)
+  // CRC32C of a 256 KiB buffer in cache, one thread, GB/s: the integrity check's cost in the
+  // update (each state byte twice per step, in AdamW's pass); optional (0 = not measured).
+  Measurement crc32c_gbps;
   ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)
 };
 

@@ -98,6 +98,13 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   r.nodes = plan.cluster.nodes;
   r.cores = profile.host.cores;
   r.adam_curve = profile.host.adam_elements_per_s;
+  // Integrity on: AdamW's pass also checksums each element's p, m and v before and after
+  // (docs/io.md), on the same threads: its time per element grows by 24 bytes of CRC32C.
+  if (plan.crc && profile.host.crc32c_gbps.median > 0)
+    for (CurvePoint& pt : r.adam_curve) {
+      const double crc_bps = profile.host.crc32c_gbps.median * 1e9 * static_cast<double>(pt.streams);
+      pt.value.median = 1.0 / (1.0 / pt.value.median + 2.0 * kOptimizerStateBytes / crc_bps);
+    }
   if (!profile.gpus.empty()) {
     const GpuProfile& g = profile.gpus.front();
     r.compute_on_gpu = true;

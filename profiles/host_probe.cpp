@@ -20,6 +20,7 @@
 #include "kernels/cpu/adamw.hpp"
 #include "kernels/cpu/convert.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
+#include "executor/io/crc32c.hpp"
 #include "executor/train/compute_probe.hpp"
 #include "profiles/gemm_shapes.hpp"
 #include "profiles/interrupt.hpp"
@@ -209,6 +210,18 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
                                     [&] { fp32_to_bf16(all, p.data(), p_out.data(), n); });
     h.bf16_to_fp32_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
                                     [&] { bf16_to_fp32(all, grad.data(), m.data(), n); });
+
+    // The integrity check runs per 64 Ki-element chunk inside AdamW's pass, on data in cache.
+    report(progress, "host: CRC32C (" + std::string(io::crc32c_path_name(io::crc32c_path())) +
+                         "), 1 thread, a 256 KiB chunk in cache");
+    const std::size_t kChunk = std::min<std::size_t>(256 * 1024, static_cast<std::size_t>(fp32_bytes));
+    const std::size_t passes = std::max<std::size_t>(1, static_cast<std::size_t>(fp32_bytes) / kChunk);
+    std::uint32_t sink = 0;
+    h.crc32c_gbps =
+        time_rate(reps, static_cast<double>(passes * kChunk), GB, static_cast<std::int64_t>(kChunk), [&] {
+          for (std::size_t i = 0; i < passes; ++i) sink = io::crc32c(p.data(), kChunk, sink);
+        });
+    if (sink == 0x12345678u) report(progress, "");  // keeps the loop from being optimized away
   }
 
   if (options.cpu_gemm) {

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "core/accounting.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
 
 namespace mlpo {
 namespace {
@@ -47,6 +49,28 @@ TEST(Rates, InPlaceTierDeliversTheNodesAdamRateInStateBytesBothWays) {
   r.adam_curve = h.adam_elements_per_s;
   EXPECT_DOUBLE_EQ(in_place_update_bps(h, 2), r.adam_node_eps(2) * 2 * kOptimizerStateBytes);
   EXPECT_DOUBLE_EQ(in_place_update_bps(h, 2), 4e8 * 24);
+}
+
+TEST(Rates, IntegrityChecksSlowAdamBy24BytesOfCrcPerElementOnItsThreads) {
+  // AdamW's pass verifies p, m, v before and records them after (docs/io.md): 24 B of CRC32C
+  // per element on the same threads, at the profile's cached one-thread rate times the threads.
+  Profile p;
+  p.host = host(8);
+  p.host.crc32c_gbps = Measurement{2.4, 2.4, 2.4, 1, 0};  // 1e8 elements/s of CRC per thread
+  Plan plan;
+  plan.cluster = ClusterShape{1, 1, 1, 0, 1};
+  const Rates on = rates_of(p, plan, 0);
+  for (std::size_t i = 0; i < on.adam_curve.size(); ++i) {
+    const CurvePoint& pt = p.host.adam_elements_per_s[i];
+    const double crc = 1e8 * static_cast<double>(pt.streams);
+    EXPECT_DOUBLE_EQ(on.adam_curve[i].value.median, 1 / (1 / pt.value.median + 1 / crc));
+  }
+  EXPECT_DOUBLE_EQ(on.adam_curve[0].value.median, 0.5e8);  // one thread: as long again
+  plan.crc = false;
+  EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 4e8);
+  plan.crc = true;
+  p.host.crc32c_gbps = {};  // an older profile: the check's cost is not known, not guessed
+  EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 4e8);
 }
 
 }  // namespace
