@@ -505,6 +505,15 @@ void print_summary(const mlpo::Json& summary) {
   if (summary.contains("last_eval_loss"))
     std::printf("eval_loss %.4f (step %lld)\n", summary["last_eval_loss"].get<double>(),
                 summary["last_step"].get<long long>());
+  if (summary.contains("peak_rss_bytes")) {
+    const double gib = 1024.0 * 1024 * 1024;
+    std::printf("memory: peak RSS %.2f GiB (rank 0), optimizer state %.2f GiB (all ranks)",
+                summary["peak_rss_bytes"].get<double>() / gib,
+                summary["optimizer_state_bytes"].get<double>() / gib);
+    if (summary.contains("host_memory_bytes"))
+      std::printf(", host memory %.2f GiB", summary["host_memory_bytes"].get<double>() / gib);
+    std::printf("\n");
+  }
   std::printf("summary: %s\n", summary.dump().c_str());
 }
 

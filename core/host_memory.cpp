@@ -1,5 +1,7 @@
 #include "core/host_memory.hpp"
 
+#include <sys/resource.h>
+
 #include <fstream>
 
 namespace mlpo {
@@ -18,5 +20,11 @@ std::optional<std::int64_t> meminfo_bytes(const std::string& key) {
 }
 
 std::optional<std::int64_t> host_memory_available() { return meminfo_bytes("MemAvailable"); }
+
+std::int64_t peak_rss_bytes() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux: kB
+}
 
 }  // namespace mlpo

@@ -16,4 +16,8 @@ std::optional<std::int64_t> meminfo_bytes(const std::string& key);
 // MemAvailable: the kernel's estimate of the memory a process can take without swapping.
 std::optional<std::int64_t> host_memory_available();
 
+// This process's peak resident set so far (getrusage's ru_maxrss, bytes): what a run held in
+// RAM at most, mapped RAM-backed tier files included.
+std::int64_t peak_rss_bytes();
+
 }  // namespace mlpo

@@ -8,11 +8,11 @@
 namespace mlpo::profiles {
 
 ProgressSink tty_progress() {
-  if (!::isatty(STDERR_FILENO)) return {};
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
-  return [start](const std::string& what) {
+  return [start, tty](const std::string& what) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "\r\033[K[%5.1f s] %s", s, what.c_str());
+    std::fprintf(stderr, tty ? "\r\033[K[%5.1f s] %s" : "[%5.1f s] %s\n", s, what.c_str());
     std::fflush(stderr);
   };
 }

@@ -20,7 +20,8 @@ inline void report(const ProgressSink& sink, const std::string& what) {
 namespace mlpo::profiles {
 
 // Rewrites one status line ("[12 s] tier 'disk': write, 4 streams ...") on stderr when it is
-// a TTY; returns an empty sink otherwise. finish_progress_line() ends the line.
+// a TTY; otherwise (a log file, a pipe) writes each one on a line of its own, flushed, so a
+// long profile shows where it is. finish_progress_line() ends the TTY's line.
 ProgressSink tty_progress();
 void finish_progress_line();
 

@@ -1,18 +1,22 @@
 #include "executor/train/training_loop.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <thread>
 #include <vector>
 
+#include "core/accounting.hpp"
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "core/thread_pool.hpp"
 #include "core/units.hpp"
 #include "executor/comm/communicator.hpp"
@@ -264,7 +268,15 @@ void load_hf_weights(HfCheckpoint& init, const TrainOptions& o, offload::UpdateP
 // every core (billions of parameters would take minutes on one); m = v = 0.
 void load_initial_values(const model::ParameterLayout& layout, std::uint64_t seed,
                          offload::UpdatePipeline& pipeline, const RankShard& mine, std::span<bf16> weights,
-                         ThreadPool& threads) {
+                         ThreadPool& threads, const Note& note) {
+  // A large state takes minutes to write: say so every tenth of it, then its throughput.
+  const auto t0 = std::chrono::steady_clock::now();
+  const double total = static_cast<double>(mine.elements);
+  std::mutex progress;
+  double done = 0;
+  int tenths = 0;
+  note("init: writing the initial optimizer state (" + format_bytes(total * kOptimizerStateBytes) +
+       " of p, m, v) to the plan's tiers");
   pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
     threads.parallel_for(
         static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
@@ -272,7 +284,19 @@ void load_initial_values(const model::ParameterLayout& layout, std::uint64_t see
                                 std::span<float>(p + begin, end - begin));
           fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin), end - begin);
         });
+    const std::lock_guard lock(progress);
+    done += static_cast<double>(sg.elements);
+    if (total > 0 && done / total * 10 >= tenths + 1 && done < total) {
+      tenths = static_cast<int>(done / total * 10);
+      note("init: " + std::to_string(tenths * 10) + " %");
+    }
   });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char line[160];
+  std::snprintf(line, sizeof line, "init: %s in %s (%.2f GB/s)",
+                format_bytes(total * kOptimizerStateBytes).c_str(), format_seconds(s).c_str(),
+                s > 0 ? total * kOptimizerStateBytes / s / 1e9 : 0.0);
+  note(line);
 }
 
 // ---- One step -------------------------------------------------------------------------
@@ -440,7 +464,7 @@ class TrainingRun {
     else if (in_.init)
       load_hf_weights(*in_.init, o_, pipeline_, mine_, weights_, note);
     else
-      load_initial_values(in_.layout, o_.seed, pipeline_, mine_, weights_, threads_);
+      load_initial_values(in_.layout, o_.seed, pipeline_, mine_, weights_, threads_, note);
     model_weights_.upload_all();
     trace_.mark("started " + std::to_string(pos_.step));
   }
@@ -488,7 +512,10 @@ class TrainingRun {
                           {"tokens", tokens_total_},
                           {"tokens_per_s", seconds_total_ > 0 ? tokens_total_ / seconds_total_ : 0.0},
                           {"seconds", seconds},
-                          {"checkpoints", checkpoints_}};
+                          {"checkpoints", checkpoints_},
+                          {"optimizer_state_bytes", in_.layout.total() * kOptimizerStateBytes},
+                          {"peak_rss_bytes", peak_rss_bytes()}};
+    if (const auto total = meminfo_bytes("MemTotal")) result.summary["host_memory_bytes"] = *total;
     if (!steps_.empty()) {
       result.summary["first_loss"] = steps_.front()["loss"];
       result.summary["last_loss"] = steps_.back()["loss"];

@@ -29,8 +29,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PresetCount{"paper-52b", 44278226944}, PresetCount{"paper-70b", 68605452288},
                       PresetCount{"paper-100b", 105885147136}, PresetCount{"paper-120b", 106728663040},
                       PresetCount{"mlpo-175b", 175184818176}, PresetCount{"mlpo-280b", 282166312960},
-                      PresetCount{"1b", 1100048384}, PresetCount{"tiny", 853120},
-                      PresetCount{"small", 17963520}),
+                      PresetCount{"1b", 1100048384}, PresetCount{"2b", 2228380160},
+                      PresetCount{"tiny", 853120}, PresetCount{"small", 17963520}),
     [](const auto& info) {
       std::string n = info.param.name;
       for (char& c : n)
