@@ -78,16 +78,20 @@ void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakd
   bwd = Bound{out.backward_compute_s, fwd.what};
   if (!update_only) consider_exchange(s, out, fwd, bwd);
   bwd.consider(out.grad_d2h_s, "PCIe device-to-host (bf16 gradients)");
-  // Each streamed subgroup's fp32 gradients go to its own tier, the R ranks' at once; the
-  // slowest tier sets the flush (resident subgroups keep theirs in memory).
+  // Each streamed subgroup's fp32 gradients go to its own tier, the R ranks' at once, after
+  // backward (the executor's flush_gradients, once the gradient norm is known): the slowest
+  // tier's flush adds to the phase (resident subgroups keep theirs in memory).
+  std::string flush_tier;
   for (std::size_t i = 0; i < s.plan.tiers.size() && !update_only; ++i) {
     if (s.w.flush_elements[i] <= 0) continue;
     const TierRates& t = rates.tiers[i];
     const double seconds = s.R * s.w.flush_elements[i] * kFp32GradBytes /
                            capped_bps(t.write_bps(s.R), remote_share(t, rates, s.nodes));
+    if (seconds > out.grad_flush_s) flush_tier = t.name;
     out.grad_flush_s = std::max(out.grad_flush_s, seconds);
-    bwd.consider(seconds, "fp32 gradient flush to " + t.name);
   }
+  if (out.grad_flush_s > 0)
+    bwd = Bound{bwd.seconds + out.grad_flush_s, bwd.what + ", then the fp32 gradient flush to " + flush_tier};
   out.forward_bound = fwd.seconds > 0 ? fwd.what : "nothing (not predicted)";
   out.backward_bound = bwd.seconds > 0 ? bwd.what : "nothing (not predicted)";
 }

@@ -6,6 +6,8 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/rates.hpp"
@@ -285,7 +287,7 @@ void IterationModel::rank_actor(Rank& rank) {
     if (leader) phase_end_[1] = sg4::Engine::get_clock();
 
     t = sg4::Engine::get_clock();
-    std::int64_t flushes = 0;
+    std::vector<std::pair<std::size_t, double>> flush;  // (tier, bytes), after backward
     for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
       const bool last = micro + 1 == w_.micro_steps;
       run_pass(rank, gpu, backward_parts(w_, rates_.compute, collectives_, last), [&](const PassPart& part) {
@@ -299,8 +301,7 @@ void IterationModel::rank_actor(Rank& rank) {
         for (std::size_t tier = 0; tier < w_.flush_elements.size(); ++tier) {
           if (w_.flush_elements[tier] <= 0) continue;
           const double share = w_.flush_elements[tier] / static_cast<double>(w_.params_per_rank);
-          rank.writes[tier].push({-1, part.layer->grad_elements * share * w_.grad_flush_bytes_per_element});
-          ++flushes;
+          flush.emplace_back(tier, part.layer->grad_elements * share * w_.grad_flush_bytes_per_element);
         }
       });
     }
@@ -310,8 +311,12 @@ void IterationModel::rank_actor(Rank& rank) {
       rank.to_host.push({-1, 0, false, false, true});
       rank.pcie_done->acquire();
     }
-    for (std::int64_t i = 0; i < flushes; ++i) rank.writes_done->acquire();
-    if (flushes > 0) record(rank.node, lane, "flush", t);
+    // The executor flushes the fp32 gradients once backward is done (flush_gradients, after
+    // the gradient norm), every tier's at once, and waits for them.
+    const double flush_start = sg4::Engine::get_clock();
+    for (const auto& [tier, bytes] : flush) rank.writes[tier].push({-1, bytes});
+    for (std::size_t i = 0; i < flush.size(); ++i) rank.writes_done->acquire();
+    if (!flush.empty()) record(rank.node, lane, "flush", flush_start);
   } else {
     barrier_->wait();
     if (leader) phase_end_[1] = sg4::Engine::get_clock();
