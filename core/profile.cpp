@@ -229,6 +229,12 @@ Profile profile_from_json(const Json& json) {
       if (!same_points) t.fail("mixed_write_gbps", "must have the same streams points as mixed_read_gbps");
     }
     if (t.optional("latency_us")) tp.latency_us = read_measurement(t, "latency_us");
+    if (t.optional("update_interference")) {
+      JsonObject u = t.object("update_interference");
+      tp.io_ratio_adam_busy = u.number("io_ratio", 1e-3, 10);
+      tp.adam_ratio_io_busy = u.number("adam_ratio", 1e-3, 10);
+      u.finish();
+    }
     t.finish();
     p.tiers.push_back(tp);
   }
@@ -290,6 +296,9 @@ Json to_json(const Profile& p) {
     }
     if (!t.path.empty()) tj["path"] = t.path;
     if (t.latency_us.median > 0) tj["latency_us"] = to_json(t.latency_us);
+    if (t.io_ratio_adam_busy > 0 && t.adam_ratio_io_busy > 0)
+      tj["update_interference"] =
+          Json{{"io_ratio", t.io_ratio_adam_busy}, {"adam_ratio", t.adam_ratio_io_busy}};
     tiers.push_back(tj);
   }
   Json j{{"schema", "mlpo.profile/1"},

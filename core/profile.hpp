@@ -113,6 +113,13 @@ struct TierProfile {
   std::vector<CurvePoint> mixed_read_gbps;
   std::vector<CurvePoint> mixed_write_gbps;
   Measurement latency_us;  // first-byte latency of a block read
+  // The update's two sides at once (optional; 0: not measured): one reader and one writer on
+  // the tier while AdamW runs on every core, as the update pipeline runs them. io_ratio: the
+  // tier's bytes/s then over the same pass with the cores idle; adam_ratio: AdamW's
+  // elements/s then over AdamW alone. On a machine whose storage takes CPU time from the cores
+  // (a virtio disk emulated on the vCPUs' hosts) both are below 1.
+  double io_ratio_adam_busy = 0;
+  double adam_ratio_io_busy = 0;
 
   bool has_mixed() const { return !mixed_read_gbps.empty(); }
 

@@ -144,7 +144,8 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.compute = {c, c, c, c};
   }
   double remote_peak = 0;
-  std::string unmixed;  // tiers without measured read+write figures
+  double adam_while_streaming = 1;  // AdamW's share of its rate while the slowest-to-share tier streams
+  std::string unmixed;              // tiers without measured read+write figures
   for (const auto& pt : plan.tiers) {
     const TierProfile* tp = profile.find_tier(pt.name);
     if (updated_in_place(pt.kind)) {
@@ -165,10 +166,17 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     }
     TierRates t = tier_rates_of(*tp);
     t.kind = pt.kind;
+    // The update streams this tier while AdamW runs: both at the rates measured together.
+    if (pt.fraction > 0 && tp->io_ratio_adam_busy > 0) {
+      for (auto* curve : {&t.read_curve, &t.write_curve, &t.mixed_read_curve, &t.mixed_write_curve})
+        for (CurvePoint& c : *curve) c.value.median *= tp->io_ratio_adam_busy;
+      adam_while_streaming = std::min(adam_while_streaming, tp->adam_ratio_io_busy);
+    }
     if (!t.measured_mixed()) unmixed += (unmixed.empty() ? "'" : ", '") + t.name + "'";
     if (t.remote) remote_peak = std::max({remote_peak, t.peak_read_bps(), t.peak_write_bps()});
     r.tiers.push_back(std::move(t));
   }
+  for (CurvePoint& c : r.adam_curve) c.value.median *= adam_while_streaming;
   if (!unmixed.empty())
     r.warnings.push_back(
         "profile tier(s) " + unmixed +

@@ -100,6 +100,13 @@ std::string summary_table(const Profile& p) {
     }
     if (t.latency_us.median > 0)
       out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
+    if (t.io_ratio_adam_busy > 0) {
+      char line[160];
+      std::snprintf(line, sizeof line,
+                    "  with AdamW on every core: read+write at %.2fx, AdamW at %.2fx of its rate alone\n",
+                    t.io_ratio_adam_busy, t.adam_ratio_io_busy);
+      out += line;
+    }
   }
   if (const CollectiveRates& c = p.comm.host_mpi; c.measured)
     out += "host MPI collectives (" + std::to_string(c.ranks) + " ranks, bus bandwidth): all-gather " +
@@ -146,6 +153,10 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
     for (const CurvePoint& pt : t.mixed_read_gbps)
       add(at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
     add(at + "latency_us", t.latency_us);
+    if (t.io_ratio_adam_busy > 0) {
+      f.emplace_back(at + "update_interference.io_ratio", t.io_ratio_adam_busy);
+      f.emplace_back(at + "update_interference.adam_ratio", t.adam_ratio_io_busy);
+    }
   }
   return f;
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "core/error.hpp"
@@ -24,6 +25,8 @@
 #include "executor/io/capacity.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_io.hpp"
+#include "core/thread_pool.hpp"
+#include "kernels/cpu/adamw.hpp"
 #include "profiles/host_probe.hpp"
 #include "profiles/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
@@ -293,6 +296,51 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
           all / std::chrono::duration<double>(write_end - start).count()};
 }
 
+// The update's two sides at once, as the pipeline runs them: one mixed pass (a reader and a
+// writer) while AdamW runs on every core over a state of its own (64 MiB per array, in a
+// loop), against AdamW alone just before. Returns {tier bytes/s then, AdamW elements/s then
+// over alone}; the caller divides the first by the idle mixed pass's.
+std::pair<double, double> probe_update_interference(std::vector<Stream>& streams, std::uint64_t bytes,
+                                                    std::uint64_t request, std::uint64_t block) {
+  const std::size_t n = std::size_t{16} << 20;
+  std::vector<float> p(n, 0.01f), m(n, 0.0f), v(n, 0.0f);
+  std::vector<bf16> grad(n, float_to_bf16(1e-3f)), out(n);
+  ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
+  AdamWParams params;
+  std::atomic<std::int64_t> passes{0};
+  auto pass = [&] {
+    adamw_update_bf16grad(pool, params, p.data(), m.data(), v.data(), grad.data(), out.data(), n);
+    ++params.step;
+    passes.fetch_add(1, std::memory_order_relaxed);
+  };
+  pass();  // warm: pages touched, threads up
+  const auto a0 = Clock::now();
+  const std::int64_t alone_start = passes.load();
+  while (std::chrono::duration<double>(Clock::now() - a0).count() < 0.5) pass();
+  const double alone_eps = static_cast<double>(passes.load() - alone_start) * static_cast<double>(n) /
+                           std::chrono::duration<double>(Clock::now() - a0).count();
+
+  std::atomic<bool> stop{false};
+  std::thread adam([&] {
+    while (!stop.load(std::memory_order_relaxed)) pass();
+  });
+  double read_gbps = 0, write_gbps = 0, busy_eps = 0;
+  try {
+    const std::int64_t start = passes.load();
+    const auto t0 = Clock::now();
+    std::tie(read_gbps, write_gbps) = run_mixed_pass(streams, bytes, request, block);
+    busy_eps = static_cast<double>(passes.load() - start) * static_cast<double>(n) /
+               std::chrono::duration<double>(Clock::now() - t0).count();
+  } catch (...) {
+    stop = true;
+    adam.join();
+    throw;
+  }
+  stop = true;
+  adam.join();
+  return {read_gbps + write_gbps, alone_eps > 0 ? busy_eps / alone_eps : 0.0};
+}
+
 Measurement probe_latency(Stream& st, std::uint64_t file_bytes, int samples, io::PinnedBuffer& page) {
   std::mt19937_64 rng(42);
   const std::uint64_t pages = std::max<std::uint64_t>(1, file_bytes / kPage);
@@ -483,6 +531,14 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
       report(progress, "tier '" + spec.name + "': first-byte latency");
       io::PinnedBuffer page = pool.acquire(kPage);
       out.latency_us = probe_latency(streams[0], bytes, options.latency_samples, page);
+      report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
+      const double idle = out.mixed_read_gbps.back().value.median + out.mixed_write_gbps.back().value.median;
+      const auto [busy_gbps, adam_ratio] =
+          probe_update_interference(streams, bytes, plan.request_bytes, options.block_size);
+      if (idle > 0 && busy_gbps > 0 && adam_ratio > 0) {
+        out.io_ratio_adam_busy = std::clamp(busy_gbps / idle, 1e-3, 10.0);
+        out.adam_ratio_io_busy = std::clamp(adam_ratio, 1e-3, 10.0);
+      }
     }
     for (Stream& st : streams) {
       for (auto& b : st.buffers) b.reset();

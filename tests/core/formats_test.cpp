@@ -183,6 +183,20 @@ TEST(ProfileFormat, CpuModelFiguresRoundTripAndAreOptional) {
             std::string::npos);
 }
 
+TEST(ProfileFormat, UpdateInterferenceRoundTripsAndIsOptional) {
+  Json j = sample_profile();
+  EXPECT_EQ(profile_from_json(j).tiers[0].io_ratio_adam_busy, 0);  // a profile made before the probe
+  EXPECT_FALSE(to_json(profile_from_json(j))["tiers"][0].contains("update_interference"));
+  j["tiers"][0]["update_interference"] = {{"io_ratio", 0.85}, {"adam_ratio", 0.6}};
+  const Profile p = profile_from_json(j);
+  EXPECT_DOUBLE_EQ(p.tiers[0].io_ratio_adam_busy, 0.85);
+  EXPECT_DOUBLE_EQ(p.tiers[0].adam_ratio_io_busy, 0.6);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  j["tiers"][0]["update_interference"]["adam_ratio"] = 0;
+  EXPECT_NE(error_of([&] { profile_from_json(j); }).find("update_interference.adam_ratio"),
+            std::string::npos);
+}
+
 TEST(PlanFormat, RoundTripsThroughJson) {
   Plan p = plan_from_json(sample_plan());
   Json once = to_json(p);
