@@ -107,7 +107,8 @@ void add_flags(CLI::App& app, TuneFlags& f) {
                  "the fastest streamed one)");
   app.add_flag("--param-offload", f.param_offload,
                "One rank: count the weights as `mlpo-run --param-offload` holds them (host memory, streamed "
-               "per layer)");
+               "per layer) and, on the CPU backend, time each part's weight copy (--validate reads it from "
+               "the log's weight_fetch_bytes)");
   app.add_flag("--quiet", f.quiet, "Print only errors and warnings");
 }
 
@@ -197,6 +198,7 @@ int run_simulate(const CLI::App& app, const TuneFlags& f) {
   options.update_only = f.update_only;
   options.remote_backbone_gbps = f.backbone;
   options.timeline = !f.timeline_path.empty();
+  options.param_offload = f.param_offload;
   const auto s = mlpo::tune::simulate_plan(plan, spec, mlpo::load_profile(f.profile_path), options,
                                            host_memory_budget(f), f.param_offload);
   print_warnings(s.simulated.warnings);

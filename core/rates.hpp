@@ -54,6 +54,10 @@ struct ComputeRates {
   // executor's own model, host.cpu_model): the last layer, whose activations are still live,
   // skips that recompute and takes its backward minus one forward.
   bool last_layer_skips_recompute = false;
+  // Parameter offload on the CPU backend (`mlpo-run --param-offload`): each part's bf16
+  // weights are copied from host memory before it runs, in both passes, at this many bytes/s
+  // (0: the weights are resident, nothing to copy).
+  double weight_copy_bps = 0;
   double of(ComputePart part, bool backward) const;
   // Seconds of `flops` of that part and pass; 0 when the rate is 0 (not predicted).
   double seconds(ComputePart part, bool backward, double flops) const;

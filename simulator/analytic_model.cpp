@@ -4,6 +4,7 @@
 
 #include "core/rates.hpp"
 #include "simulator/exchange_schedule.hpp"
+#include "simulator/simulation_rates.hpp"
 #include "simulator/workload.hpp"
 
 namespace mlpo::sim {
@@ -228,7 +229,7 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
 
 AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan,
                           const SimulationOptions& options) {
-  const Rates rates = rates_of(profile, plan, options.remote_backbone_gbps);
+  const Rates rates = simulation_rates(profile, plan, options);
   // The schedule the SimGrid model runs too: per-tier elements read, written back and
   // flushed, from the placement, the cache replay and the tiers updated in place.
   const Workload w = make_workload(a, plan);

@@ -28,10 +28,19 @@ CollectiveCost collective_cost_of(const Rates& rates, const Workload& w) {
                         rates.collective_latency_s,   rates.h2d_bps,        rates.d2h_bps};
 }
 
+namespace {
+
+// --param-offload on the CPU backend: the part's bf16 weights copied before it runs.
+double weight_copy_s(const ComputeRates& compute, const LayerWork& l) {
+  return compute.weight_copy_bps > 0 ? l.weight_elements * kBf16Bytes / compute.weight_copy_bps : 0.0;
+}
+
+}  // namespace
+
 std::vector<PassPart> forward_parts(const Workload& w, const ComputeRates& compute, const CollectiveCost& c) {
   std::vector<PassPart> parts;
   for (const LayerWork& l : w.layers) {
-    PassPart p{&l, compute.seconds(l.part, false, l.forward_flops), -1.0, -1.0};
+    PassPart p{&l, compute.seconds(l.part, false, l.forward_flops) + weight_copy_s(compute, l), -1.0, -1.0};
     if (c.modelled()) {
       p.gather_s = c.gather_s(l.weight_elements);
       p.to_device_s = c.to_device_s(l.weight_elements);
@@ -50,6 +59,7 @@ std::vector<PassPart> backward_parts(const Workload& w, const ComputeRates& comp
     if (l->part == ComputePart::layer && std::exchange(last_layer, false) &&
         compute.last_layer_skips_recompute)
       p.compute_s = std::max(0.0, p.compute_s - compute.seconds(l->part, false, l->forward_flops));
+    if (l->gathered_in_backward) p.compute_s += weight_copy_s(compute, *l);
     if (c.modelled()) {
       if (l->gathered_in_backward) {
         p.gather_s = c.gather_s(l->weight_elements);

@@ -14,6 +14,7 @@
 #include "simulator/exchange_schedule.hpp"
 #include "simulator/platform.hpp"
 #include "simulator/simulation_process.hpp"
+#include "simulator/simulation_rates.hpp"
 #include "simulator/workload.hpp"
 
 namespace mlpo::sim {
@@ -527,7 +528,7 @@ std::vector<SimulationResult> simulate_all(const Accounting& accounting, const P
   for (const Plan& plan : plans) {
     work.push_back([&accounting, &profile, &plan, &options] {
       const Workload w = make_workload(accounting, plan);
-      IterationModel model(w, rates_of(profile, plan, options.remote_backbone_gbps), plan, options);
+      IterationModel model(w, simulation_rates(profile, plan, options), plan, options);
       return to_json(model.run());
     });
   }

@@ -111,8 +111,10 @@ void warn_gpu_memory(const Accounting& a, const TuneRequest& request, TuneResult
 
 }  // namespace
 
-TuneResult tune(const TuneRequest& request) {
+TuneResult tune(const TuneRequest& in) {
   const auto t0 = std::chrono::steady_clock::now();
+  TuneRequest request = in;
+  request.options.param_offload = in.param_offload;  // the models time its weight copies too
   check_request(request);
   const Accounting a = account(request.model, request.shape);
   TuneResult result;

@@ -38,10 +38,11 @@ PlanSimulation simulate_plan(const Plan& plan, const ModelSpec& model, const Pro
   request.profile = profile;
   request.host_memory_budget = host_memory_budget;
   request.options = options;
+  request.options.param_offload = param_offload;
   request.param_offload = param_offload;
   s.shortfall = check_fits(a, plan, request);
-  s.analytic = sim::analyze(a, profile, plan, options);
-  s.simulated = sim::simulate(a, profile, plan, options);
+  s.analytic = sim::analyze(a, profile, plan, request.options);
+  s.simulated = sim::simulate(a, profile, plan, request.options);
   return s;
 }
 

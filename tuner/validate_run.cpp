@@ -30,6 +30,8 @@ MeasuredRun read_run_log(const std::string& path) {
     m.update_s += number_field(s, "update_s", where) / k;
     m.prefetch_stall_s += number_field(s, "prefetch_stall_s", where) / k;
     m.cache_hits += number_field(s, "cache_hits", where) / k;
+    if (s.contains("weight_fetch_bytes"))
+      m.weight_fetch_bytes += number_field(s, "weight_fetch_bytes", where) / k;
     if (!s.contains("tiers")) continue;
     if (!s["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
     for (const Json& t : s["tiers"]) {
@@ -65,6 +67,8 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
   r.update_only = r.measured.forward_s == 0;
   sim::SimulationOptions options;
   options.update_only = r.update_only;
+  // One rank fetching weights per part: the run used --param-offload (ZeRO-3 ranks gather).
+  options.param_offload = plan.cluster.ranks() == 1 && r.measured.weight_fetch_bytes > 0;
   r.predicted = sim::simulate(a, profile, plan, options);
   const Prediction& p = r.predicted.prediction;
   if (!r.update_only) {

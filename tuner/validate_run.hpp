@@ -30,6 +30,9 @@ struct MeasuredRun {
   double update_s = 0;
   double prefetch_stall_s = 0;
   double cache_hits = 0;
+  // bf16 weight bytes the step fetched into the compute device part by part (optional field):
+  // > 0 on one rank means the run used --param-offload, which the prediction then models.
+  double weight_fetch_bytes = 0;
   std::vector<MeasuredTier> tiers;
 };
 

@@ -313,6 +313,34 @@ TEST(Models, CpuForwardAndBackwardArePartByPartAtTheProfilesMeasuredRates) {
   EXPECT_TRUE(mentions(simulate(a, p, plan, {}).warnings, "GEMM only"));
 }
 
+TEST(Models, ParamOffloadOnTheCpuCopiesEachPartsWeightsBeforeItRuns) {
+  // mlpo-run --param-offload on the CPU backend: every part's bf16 weights are copied from
+  // host memory before its compute, in forward and (all but the embedding) in backward, at
+  // the profile's one-thread memcpy rate.
+  Profile p = io_bound_profile();
+  ModelComputeFigures& m = p.host.cpu_model;
+  m.model = "small";
+  m.micro_batch = 1;
+  m.seq_len = 64;
+  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
+  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
+  p.host.memcpy_gbps_single.median = 4;
+  const Accounting a = account(find_preset("small"), ClusterShape{1, 1, 1, 64, 1});
+  Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "shm", 1.0)});
+  plan.cluster = a.shape;
+  SimulationOptions offload;
+  offload.param_offload = true;
+  const double all = static_cast<double>(a.params.total) * 2 / 4e9;
+  const double embedding = static_cast<double>(a.params.embedding) * 2 / 4e9;
+  const AnalyticBreakdown resident = analyze(a, p, plan, {});
+  const AnalyticBreakdown copied = analyze(a, p, plan, offload);
+  EXPECT_NEAR(copied.prediction.forward_s - resident.prediction.forward_s, all, all * 1e-9);
+  EXPECT_NEAR(copied.prediction.backward_s - resident.prediction.backward_s, all - embedding, all * 1e-9);
+  const SimulationResult sim = simulate(a, p, plan, offload);
+  EXPECT_NEAR(sim.prediction.forward_s / copied.prediction.forward_s, 1.0, 0.01);
+  EXPECT_NEAR(sim.prediction.backward_s / copied.prediction.backward_s, 1.0, 0.01);
+}
+
 TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
   // All state cached: the update is CPU Adam alone, R x P elements at the node's rate for R
   // ranks at once (4 ranks x 4 threads on 16 cores: 1e10 elements/s), GPUs or not.

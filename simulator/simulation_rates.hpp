@@ -1,0 +1,14 @@
+#pragma once
+// The rates both models run a plan at: core's rates_of() for the profile and plan, plus what
+// the run's options add to them (here: --param-offload's weight copies on the CPU backend).
+
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "core/rates.hpp"
+#include "simulator/options.hpp"
+
+namespace mlpo::sim {
+
+Rates simulation_rates(const Profile& profile, const Plan& plan, const SimulationOptions& options);
+
+}  // namespace mlpo::sim
