@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     try {
       profiles::InterruptGuard guard;
       profile = profiles::run_profile(prepared, profiles::probe_gpus,
-                                      json ? profiles::ProgressSink{} : profiles::tty_progress(), warn);
+                                      json ? profiles::ProgressSink{} : profiles::stderr_progress(), warn);
     } catch (const profiles::Interrupted& e) {
       profiles::finish_progress_line();
       std::fprintf(stderr, "mlpo-profile: %s; no profile written\n", e.what());

@@ -21,6 +21,7 @@
 #include "kernels/cpu/convert.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "executor/io/crc32c.hpp"
+#include "executor/train/compute_backend.hpp"
 #include "executor/train/compute_probe.hpp"
 #include "profiles/gemm_shapes.hpp"
 #include "profiles/interrupt.hpp"
@@ -130,15 +131,16 @@ Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
   });
 }
 
-// The executor's forward and backward on the CPU backend as training opens it: the pool's
-// threads for its own kernels, OpenBLAS on as many.
+// The executor's forward and backward on the CPU backend as mlpo-run opens it (open_backend, its
+// default --blas-threads: one column block per pool thread).
 ModelComputeFigures probe_cpu_model(const HostProbeOptions& options, ThreadPool& pool,
                                     const ProgressSink& progress) {
-  CpuBackend backend(pool, CpuBackendOptions{pool.size(), cpu::GemmPath::blas});
+  const train::ComputeBackend device =
+      train::open_backend(train::parse_backend("cpu", "--backend"), pool, pool.size(), 0);
   train::ComputeProbeOptions probe{options.gemm_model, options.model_micro_batch, options.model_seq_len,
                                    options.model_repetitions};
-  const train::ComputeProbeSamples s =
-      train::probe_model_compute(backend, probe, [&](const std::string& line) { report(progress, line); });
+  const train::ComputeProbeSamples s = train::probe_model_compute(
+      *device.backend, probe, [&](const std::string& line) { report(progress, line); });
   ModelComputeFigures f;
   f.model = options.gemm_model.name;
   f.micro_batch = options.model_micro_batch;
@@ -216,12 +218,11 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
                          "), 1 thread, a 256 KiB chunk in cache");
     const std::size_t kChunk = std::min<std::size_t>(256 * 1024, static_cast<std::size_t>(fp32_bytes));
     const std::size_t passes = std::max<std::size_t>(1, static_cast<std::size_t>(fp32_bytes) / kChunk);
-    std::uint32_t sink = 0;
+    volatile std::uint32_t sink = 0;  // read back each pass: the loop cannot be dropped
     h.crc32c_gbps =
         time_rate(reps, static_cast<double>(passes * kChunk), GB, static_cast<std::int64_t>(kChunk), [&] {
           for (std::size_t i = 0; i < passes; ++i) sink = io::crc32c(p.data(), kChunk, sink);
         });
-    if (sink == 0x12345678u) report(progress, "");  // keeps the loop from being optimized away
   }
 
   if (options.cpu_gemm) {

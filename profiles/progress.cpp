@@ -7,7 +7,7 @@
 
 namespace mlpo::profiles {
 
-ProgressSink tty_progress() {
+ProgressSink stderr_progress() {
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   const auto start = std::chrono::steady_clock::now();
   return [start, tty](const std::string& what) {

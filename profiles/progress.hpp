@@ -22,7 +22,7 @@ namespace mlpo::profiles {
 // Rewrites one status line ("[12 s] tier 'disk': write, 4 streams ...") on stderr when it is
 // a TTY; otherwise (a log file, a pipe) writes each one on a line of its own, flushed, so a
 // long profile shows where it is. finish_progress_line() ends the TTY's line.
-ProgressSink tty_progress();
+ProgressSink stderr_progress();
 void finish_progress_line();
 
 }  // namespace mlpo::profiles

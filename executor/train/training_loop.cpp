@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <thread>
@@ -272,8 +271,7 @@ void load_initial_values(const model::ParameterLayout& layout, std::uint64_t see
   // A large state takes minutes to write: say so every tenth of it, then its throughput.
   const auto t0 = std::chrono::steady_clock::now();
   const double total = static_cast<double>(mine.elements);
-  std::mutex progress;
-  double done = 0;
+  double done = 0;  // load_state calls back on this thread, one subgroup after the other
   int tenths = 0;
   note("init: writing the initial optimizer state (" + format_bytes(total * kOptimizerStateBytes) +
        " of p, m, v) to the plan's tiers");
@@ -284,7 +282,6 @@ void load_initial_values(const model::ParameterLayout& layout, std::uint64_t see
                                 std::span<float>(p + begin, end - begin));
           fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin), end - begin);
         });
-    const std::lock_guard lock(progress);
     done += static_cast<double>(sg.elements);
     if (total > 0 && done / total * 10 >= tenths + 1 && done < total) {
       tenths = static_cast<int>(done / total * 10);
