@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "executor/io/crc32c.hpp"
 #include "executor/io/io_ring.hpp"
+#include "executor/io/io_thread_slice.hpp"
 
 namespace mlpo::io {
 namespace {
@@ -51,6 +52,7 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
   std::promise<void> started;
   std::future<void> ready = started.get_future();
   thread_ = std::thread([this, &started] {
+    request_short_slice_for_this_thread();  // wakes per completion: ahead of AdamW's threads
     std::optional<IoRing> ring;
     try {
       ring.emplace(tier_.queue_depth + 1, "tier '" + tier_.name + "' (" + tier_.path.string() + ")");
