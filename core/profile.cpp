@@ -233,6 +233,9 @@ Profile profile_from_json(const Json& json) {
       JsonObject u = t.object("update_interference");
       tp.io_ratio_adam_busy = u.number("io_ratio", 1e-3, 10);
       tp.adam_ratio_io_busy = u.number("adam_ratio", 1e-3, 10);
+      if (u.optional("slot_handoff_us")) tp.slot_handoff_us = u.number("slot_handoff_us", 0, 1e6);
+      if (u.optional("slot_handoff_waits_adam"))
+        tp.slot_handoff_waits_adam = u.number("slot_handoff_waits_adam", 0, 1);
       u.finish();
     }
     t.finish();
@@ -297,8 +300,14 @@ Json to_json(const Profile& p) {
     if (!t.path.empty()) tj["path"] = t.path;
     if (t.latency_us.median > 0) tj["latency_us"] = to_json(t.latency_us);
     if (t.io_ratio_adam_busy > 0 && t.adam_ratio_io_busy > 0)
+    {
       tj["update_interference"] =
           Json{{"io_ratio", t.io_ratio_adam_busy}, {"adam_ratio", t.adam_ratio_io_busy}};
+      if (t.slot_handoff_us > 0 || t.slot_handoff_waits_adam > 0) {
+        tj["update_interference"]["slot_handoff_us"] = t.slot_handoff_us;
+        tj["update_interference"]["slot_handoff_waits_adam"] = t.slot_handoff_waits_adam;
+      }
+    }
     tiers.push_back(tj);
   }
   Json j{{"schema", "mlpo.profile/1"},

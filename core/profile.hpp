@@ -120,6 +120,13 @@ struct TierProfile {
   // (a virtio disk emulated on the vCPUs' hosts) both are below 1.
   double io_ratio_adam_busy = 0;
   double adam_ratio_io_busy = 0;
+  // Also there (optional; 0: not measured): when a reader and a writer take turns on one
+  // node-wide slot (a concurrency limit of 1), the tier idles from one transfer's completion
+  // to the next one's submission: slot_handoff_us with the cores idle; and when each read's
+  // subgroup starts its AdamW on every core as the read is done, the next handoff waits
+  // slot_handoff_waits_adam (0..1) of that AdamW on top (1: AdamW holds the cores until done).
+  double slot_handoff_us = 0;
+  double slot_handoff_waits_adam = 0;
 
   bool has_mixed() const { return !mixed_read_gbps.empty(); }
 

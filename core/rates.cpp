@@ -16,6 +16,12 @@ TierRates tier_rates_of(const TierProfile& tier) {
   t.write_curve = tier.write_gbps;
   t.mixed_read_curve = tier.mixed_read_gbps;
   t.mixed_write_curve = tier.mixed_write_gbps;
+  if (tier.io_ratio_adam_busy > 0 && tier.adam_ratio_io_busy > 0) {
+    t.io_ratio_adam_busy = tier.io_ratio_adam_busy;
+    t.adam_ratio_io_busy = tier.adam_ratio_io_busy;
+  }
+  t.slot_handoff_s = tier.slot_handoff_us * 1e-6;
+  t.slot_handoff_waits_adam = tier.slot_handoff_waits_adam;
   return t;
 }
 
@@ -144,8 +150,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.compute = {c, c, c, c};
   }
   double remote_peak = 0;
-  double adam_while_streaming = 1;  // AdamW's share of its rate while the slowest-to-share tier streams
-  std::string unmixed;              // tiers without measured read+write figures
+  std::string unmixed;  // tiers without measured read+write figures
   for (const auto& pt : plan.tiers) {
     const TierProfile* tp = profile.find_tier(pt.name);
     if (updated_in_place(pt.kind)) {
@@ -155,6 +160,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
       t.name = pt.name;
       t.kind = pt.kind;
       t.remote = false;
+      t.io_ratio_adam_busy = t.adam_ratio_io_busy = 1;
       r.tiers.push_back(std::move(t));
       continue;
     }
@@ -166,17 +172,10 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     }
     TierRates t = tier_rates_of(*tp);
     t.kind = pt.kind;
-    // The update streams this tier while AdamW runs: both at the rates measured together.
-    if (pt.fraction > 0 && tp->io_ratio_adam_busy > 0) {
-      for (auto* curve : {&t.read_curve, &t.write_curve, &t.mixed_read_curve, &t.mixed_write_curve})
-        for (CurvePoint& c : *curve) c.value.median *= tp->io_ratio_adam_busy;
-      adam_while_streaming = std::min(adam_while_streaming, tp->adam_ratio_io_busy);
-    }
     if (!t.measured_mixed()) unmixed += (unmixed.empty() ? "'" : ", '") + t.name + "'";
     if (t.remote) remote_peak = std::max({remote_peak, t.peak_read_bps(), t.peak_write_bps()});
     r.tiers.push_back(std::move(t));
   }
-  for (CurvePoint& c : r.adam_curve) c.value.median *= adam_while_streaming;
   if (!unmixed.empty())
     r.warnings.push_back(
         "profile tier(s) " + unmixed +

@@ -21,6 +21,18 @@ struct TierRates {
   std::vector<CurvePoint> write_curve;        // writes alone
   std::vector<CurvePoint> mixed_read_curve;   // reads while writes are in flight (may be empty)
   std::vector<CurvePoint> mixed_write_curve;  // writes while reads are in flight (may be empty)
+  // How this tier and the node's CPU AdamW slow each other down while both run (the
+  // profile's update_interference; 1 when not measured, or where the plan streams nothing):
+  // the tier's bytes/s while AdamW runs are its curves x io_ratio_adam_busy, AdamW's
+  // elements/s while this tier moves bytes are its curve x adam_ratio_io_busy. The models
+  // apply them only while both are busy (docs/simulator.md).
+  double io_ratio_adam_busy = 1;
+  double adam_ratio_io_busy = 1;
+  // When a transfer waited for a slot and takes it over from the one that just finished, the
+  // tier idles slot_handoff_s, plus slot_handoff_waits_adam of the subgroup AdamW the node
+  // started meanwhile (TierProfile::slot_handoff_*; 0 when not measured).
+  double slot_handoff_s = 0;
+  double slot_handoff_waits_adam = 0;
 
   // Aggregate bytes/s of `streams` concurrent reads (writes) when the other direction is
   // idle: the alone curve, but never below the mixed one (a direction does not slow down

@@ -107,6 +107,14 @@ std::string summary_table(const Profile& p) {
                     t.io_ratio_adam_busy, t.adam_ratio_io_busy);
       out += line;
     }
+    if (t.slot_handoff_us > 0 || t.slot_handoff_waits_adam > 0) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "  slot handoff (reader and writer taking turns on one slot): %.0f us, plus %.0f %% of the "
+                    "AdamW a read starts\n",
+                    t.slot_handoff_us, 100 * t.slot_handoff_waits_adam);
+      out += line;
+    }
   }
   if (const CollectiveRates& c = p.comm.host_mpi; c.measured)
     out += "host MPI collectives (" + std::to_string(c.ranks) + " ranks, bus bandwidth): all-gather " +
@@ -156,6 +164,10 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
     if (t.io_ratio_adam_busy > 0) {
       f.emplace_back(at + "update_interference.io_ratio", t.io_ratio_adam_busy);
       f.emplace_back(at + "update_interference.adam_ratio", t.adam_ratio_io_busy);
+    }
+    if (t.slot_handoff_us > 0 || t.slot_handoff_waits_adam > 0) {
+      f.emplace_back(at + "update_interference.slot_handoff_us", t.slot_handoff_us);
+      f.emplace_back(at + "update_interference.slot_handoff_waits_adam", t.slot_handoff_waits_adam);
     }
   }
   return f;

@@ -8,23 +8,28 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <fstream>
 #include <functional>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <tuple>
 #include <utility>
 
+#include "core/accounting.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "executor/io/block_device_stats.hpp"
 #include "executor/io/capacity.hpp"
+#include "executor/io/io_thread_slice.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "executor/io/tier_io.hpp"
+#include "executor/io/tier_slots.hpp"
 #include "core/thread_pool.hpp"
 #include "kernels/cpu/adamw.hpp"
 #include "profiles/host_probe.hpp"
@@ -234,6 +239,7 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
   std::atomic<bool> failed{false};
   std::vector<std::exception_ptr> errors(directions);
   auto direction = [&](unsigned s, io::IoOp op, std::exception_ptr& error) {
+    io::request_short_slice_for_this_thread();  // as the pipeline's reader and writer
     Stream& st = streams[s];
     const bool reads = op == io::IoOp::read;
     std::vector<io::PinnedBuffer>& buffers = reads ? st.buffers : st.write_buffers;
@@ -296,49 +302,212 @@ std::pair<double, double> run_mixed_pass(std::vector<Stream>& streams, std::uint
           all / std::chrono::duration<double>(write_end - start).count()};
 }
 
-// The update's two sides at once, as the pipeline runs them: one mixed pass (a reader and a
-// writer) while AdamW runs on every core over a state of its own (64 MiB per array, in a
-// loop), against AdamW alone just before. Returns {tier bytes/s then, AdamW elements/s then
-// over alone}; the caller divides the first by the idle mixed pass's.
-std::pair<double, double> probe_update_interference(std::vector<Stream>& streams, std::uint64_t bytes,
-                                                    std::uint64_t request, std::uint64_t block) {
-  const std::size_t n = std::size_t{16} << 20;
-  std::vector<float> p(n, 0.01f), m(n, 0.0f), v(n, 0.0f);
-  std::vector<bf16> grad(n, float_to_bf16(1e-3f)), out(n);
-  ThreadPool pool(std::max(1u, std::thread::hardware_concurrency()));
-  AdamWParams params;
-  std::atomic<std::int64_t> passes{0};
-  auto pass = [&] {
-    adamw_update_bf16grad(pool, params, p.data(), m.data(), v.data(), grad.data(), out.data(), n);
-    ++params.step;
-    passes.fetch_add(1, std::memory_order_relaxed);
+// The subgroup the slot handoff probe moves per transfer: the tuner's usual 4 Mi elements,
+// whose state (12 bytes an element) a transfer reads or writes.
+constexpr std::size_t kHandoffSubgroup = std::size_t{4} << 20;
+
+// A reader and a writer of one stream taking turns on one node-wide slot (TierSlots, k = 1,
+// combined), as the update pipeline's reader and writer do under a concurrency limit of 1,
+// for `seconds`; each transfer moves one kHandoffSubgroup's state in requests of `request`
+// bytes, and `after_read` runs on the reader once a read is done and its slot given back
+// (where the pipeline hands the subgroup to AdamW). Between one transfer's completion and the
+// next one's submission the tier idles: the I/O thread reaps the completion, the waiting
+// thread wakes and gives the slot back, the other thread finds it and submits. Returns that
+// idle time per transfer in seconds: the wall time less the transfers' own, over their count.
+double probe_slot_handoff(Stream& st, const io::Tier& tier, std::uint64_t bytes, std::uint64_t request,
+                          std::uint64_t block, double seconds, const std::function<void()>& after_read) {
+  const std::uint64_t transfer = std::min<std::uint64_t>(bytes / 2 / block * block,
+                                                         kHandoffSubgroup * kOptimizerStateBytes);
+  io::TierSlots slots(tier, 1, SlotScope::combined);
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> transfers{0}, busy_ns{0};
+  std::exception_ptr errors[2];
+  auto side = [&](io::IoOp op, std::exception_ptr& error) {
+    io::request_short_slice_for_this_thread();  // as the pipeline's reader and writer
+    const bool reads = op == io::IoOp::read;
+    std::vector<io::PinnedBuffer>& buffers = reads ? st.buffers : st.write_buffers;
+    std::uint64_t at = reads ? 0 : bytes / 2 / block * block;  // each side in its own half
+    Issued issued;
+    try {
+      for (unsigned k = 0; !stop.load();) {
+        io::TierSlot slot = slots.acquire(reads ? io::SlotUse::read : io::SlotUse::write);
+        const auto t0 = Clock::now();
+        for (std::uint64_t moved = 0; moved < transfer; ++k) {
+          const std::uint64_t offset = (at + moved) % bytes;
+          issue(st, 0, op, buffers, k, offset, std::min({request, transfer - moved, bytes - offset}), issued);
+          issued.request.wait();
+          if (reads) verify(st, issued.buffer, issued.length, 0, issued.at);
+          moved += issued.length;
+        }
+        busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+        ++transfers;
+        slot.release();
+        if (reads && after_read) after_read();
+        at = (at + transfer) % bytes;
+      }
+    } catch (...) {
+      stop = true;
+      error = std::current_exception();
+    }
   };
-  pass();  // warm: pages touched, threads up
+  const auto t0 = Clock::now();
+  std::thread reader(side, io::IoOp::read, std::ref(errors[0]));
+  std::thread writer(side, io::IoOp::write, std::ref(errors[1]));
+  while (!stop.load() && std::chrono::duration<double>(Clock::now() - t0).count() < seconds)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  stop = true;
+  reader.join();
+  writer.join();
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  if (transfers.load() == 0) return 0;
+  return std::max(0.0, wall - static_cast<double>(busy_ns.load()) * 1e-9) / static_cast<double>(transfers.load());
+}
+
+// AdamW over a state of its own (16 Mi elements per array) on a ThreadPool of every core:
+// whole passes, or bursts of `n` elements (the subgroup whose state a read brought).
+class AdamLoad {
+ public:
+  static constexpr std::size_t kElements = std::size_t{16} << 20;
+  AdamLoad()
+      : p_(kElements, 0.01f),
+        m_(kElements, 0.0f),
+        v_(kElements, 0.0f),
+        grad_(kElements, float_to_bf16(1e-3f)),
+        out_(kElements),
+        pool_(std::max(1u, std::thread::hardware_concurrency())) {}
+  // Elements updated so far (any thread).
+  std::int64_t elements() const { return elements_.load(std::memory_order_relaxed); }
+  void pass() { run(0, kElements); }
+  void burst(std::size_t n) {
+    n = std::min(n, kElements);
+    if (next_ + n > kElements) next_ = 0;
+    run(next_, n);
+    next_ += n;
+  }
+
+ private:
+  void run(std::size_t at, std::size_t n) {
+    adamw_update_bf16grad(pool_, params_, p_.data() + at, m_.data() + at, v_.data() + at, grad_.data() + at,
+                          out_.data() + at, n);
+    ++params_.step;
+    elements_.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);
+  }
+  std::vector<float> p_, m_, v_;
+  std::vector<bf16> grad_, out_;
+  ThreadPool pool_;
+  AdamWParams params_;
+  std::atomic<std::int64_t> elements_{0};
+  std::size_t next_ = 0;
+};
+
+// Runs AdamLoad::burst(elements) on its own thread once per kick(), as the pipeline's update
+// thread runs a subgroup's AdamW when its read is done (kicks while one runs are queued).
+class AdamBursts {
+ public:
+  AdamBursts(AdamLoad& adam, std::size_t elements)
+      : elements_(elements), thread_([this, &adam] { loop(adam); }) {}
+  ~AdamBursts() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  void kick() {
+    {
+      std::lock_guard lock(mutex_);
+      ++pending_;
+    }
+    wake_.notify_one();
+  }
+  // Mean seconds of the bursts run so far (0 before the first).
+  double mean_burst_s() {
+    std::lock_guard lock(mutex_);
+    return bursts_ > 0 ? burst_s_ / bursts_ : 0.0;
+  }
+
+ private:
+  void loop(AdamLoad& adam) {
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || pending_ > 0; });
+        if (stop_) return;
+        --pending_;
+      }
+      const auto t0 = Clock::now();
+      adam.burst(elements_);
+      const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+      std::lock_guard lock(mutex_);
+      burst_s_ += took;
+      ++bursts_;
+    }
+  }
+  std::size_t elements_;
+  double burst_s_ = 0;
+  int bursts_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// The update's two sides at once, as the pipeline runs them: one mixed pass (a reader and a
+// writer) while AdamW runs on every core (in a loop), against AdamW alone just before; and
+// the slot handoff of a concurrency limit of 1 with the cores idle, and how much longer it is
+// when each read's subgroup starts its AdamW as the read is done, as a share of that AdamW.
+struct UpdateInterference {
+  double busy_gbps = 0;        // the mixed pass's read + write GB/s while AdamW runs
+  double adam_ratio = 0;       // AdamW's elements/s then, over alone
+  double handoff_idle_s = 0;   // probe_slot_handoff with the cores idle
+  double handoff_waits_adam = 0;  // (handoff with AdamW bursts - idle) / one burst, in [0, 1]
+};
+
+UpdateInterference probe_update_interference(std::vector<Stream>& streams, const io::Tier& tier,
+                                             std::uint64_t bytes, std::uint64_t request, std::uint64_t block) {
+  constexpr double kHandoffSeconds = 0.5;
+  UpdateInterference out;
+  out.handoff_idle_s = probe_slot_handoff(streams[0], tier, bytes, request, block, kHandoffSeconds, {});
+  AdamLoad adam;
+  adam.pass();  // warm: pages touched, threads up
+  {
+    AdamBursts bursts(adam, kHandoffSubgroup);
+    const double handoff =
+        probe_slot_handoff(streams[0], tier, bytes, request, block, kHandoffSeconds, [&] { bursts.kick(); });
+    if (const double burst = bursts.mean_burst_s(); burst > 0)
+      out.handoff_waits_adam = std::clamp((handoff - out.handoff_idle_s) / burst, 0.0, 1.0);
+  }
   const auto a0 = Clock::now();
-  const std::int64_t alone_start = passes.load();
-  while (std::chrono::duration<double>(Clock::now() - a0).count() < 0.5) pass();
-  const double alone_eps = static_cast<double>(passes.load() - alone_start) * static_cast<double>(n) /
+  const std::int64_t alone_start = adam.elements();
+  while (std::chrono::duration<double>(Clock::now() - a0).count() < 0.5) adam.pass();
+  const double alone_eps = static_cast<double>(adam.elements() - alone_start) /
                            std::chrono::duration<double>(Clock::now() - a0).count();
 
   std::atomic<bool> stop{false};
-  std::thread adam([&] {
-    while (!stop.load(std::memory_order_relaxed)) pass();
+  std::thread load([&] {
+    while (!stop.load(std::memory_order_relaxed)) adam.pass();
   });
   double read_gbps = 0, write_gbps = 0, busy_eps = 0;
   try {
-    const std::int64_t start = passes.load();
+    const std::int64_t start = adam.elements();
     const auto t0 = Clock::now();
     std::tie(read_gbps, write_gbps) = run_mixed_pass(streams, bytes, request, block);
-    busy_eps = static_cast<double>(passes.load() - start) * static_cast<double>(n) /
+    busy_eps = static_cast<double>(adam.elements() - start) /
                std::chrono::duration<double>(Clock::now() - t0).count();
   } catch (...) {
     stop = true;
-    adam.join();
+    load.join();
     throw;
   }
   stop = true;
-  adam.join();
-  return {read_gbps + write_gbps, alone_eps > 0 ? busy_eps / alone_eps : 0.0};
+  load.join();
+  out.busy_gbps = read_gbps + write_gbps;
+  out.adam_ratio = alone_eps > 0 ? busy_eps / alone_eps : 0.0;
+  return out;
 }
 
 Measurement probe_latency(Stream& st, std::uint64_t file_bytes, int samples, io::PinnedBuffer& page) {
@@ -533,11 +702,13 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
       out.latency_us = probe_latency(streams[0], bytes, options.latency_samples, page);
       report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
       const double idle = out.mixed_read_gbps.back().value.median + out.mixed_write_gbps.back().value.median;
-      const auto [busy_gbps, adam_ratio] =
-          probe_update_interference(streams, bytes, plan.request_bytes, options.block_size);
-      if (idle > 0 && busy_gbps > 0 && adam_ratio > 0) {
-        out.io_ratio_adam_busy = std::clamp(busy_gbps / idle, 1e-3, 10.0);
-        out.adam_ratio_io_busy = std::clamp(adam_ratio, 1e-3, 10.0);
+      const UpdateInterference u =
+          probe_update_interference(streams, tier, bytes, plan.request_bytes, options.block_size);
+      if (idle > 0 && u.busy_gbps > 0 && u.adam_ratio > 0) {
+        out.io_ratio_adam_busy = std::clamp(u.busy_gbps / idle, 1e-3, 10.0);
+        out.adam_ratio_io_busy = std::clamp(u.adam_ratio, 1e-3, 10.0);
+        out.slot_handoff_us = u.handoff_idle_s * 1e6;
+        out.slot_handoff_waits_adam = u.handoff_waits_adam;
       }
     }
     for (Stream& st : streams) {

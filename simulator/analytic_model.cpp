@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/rates.hpp"
+#include "core/units.hpp"
 #include "simulator/exchange_schedule.hpp"
 #include "simulator/simulation_rates.hpp"
 #include "simulator/workload.hpp"
@@ -111,10 +112,22 @@ TierTerm tier_term(const Setting& s, std::size_t i) {
   term.write_streams = s.R;
   bool overlap = true;  // reads and writes in flight at once
   if (const double k = static_cast<double>(s.plan.tiers[i].concurrency_limit); k > 0) {
+    // Transfers per rank on this tier, each direction.
+    double reads = 0, writes = 0;
+    for (const UpdateStep& step : s.w.steps) {
+      reads += !step.resident && !step.hit && static_cast<std::size_t>(step.tier) == i;
+      writes += step.write_subgroup >= 0 && static_cast<std::size_t>(step.write_tier) == i;
+    }
     if (s.plan.slot_scope == SlotScope::separate) {
+      if (s.R > k) {
+        term.handoffs_per_slot = s.R * std::max(reads, writes) / k;
+        term.read_handoffs_per_slot = s.R * reads / k;
+      }
       term.read_streams = std::min(term.read_streams, k);
       term.write_streams = std::min(term.write_streams, k);
     } else if (term.read_streams + term.write_streams > k) {
+      term.handoffs_per_slot = s.R * (reads + writes) / k;
+      term.read_handoffs_per_slot = s.R * reads / k;
       term.read_streams = term.write_streams = std::max(1.0, k / 2);
       overlap = k >= 2;  // one slot for both: a read and a write never overlap
     }
@@ -192,26 +205,62 @@ double fill_s(const Setting& s, const std::vector<TierTerm>& terms, double bytes
   return fill;
 }
 
-// Update: the largest of the tiers' terms, CPU Adam, the bf16 weights' PCIe copy and the
-// pipeline depth, plus the fill; and DESIGN.md's physical limit.
+// A streamed tier's D seconds of transfers (at its idle rates) and the node's A seconds of
+// CPU Adam (at its idle rate), when each slows the other while both run (the tier at x io,
+// Adam at x ad: TierRates' update_interference) and the pipeline overlaps them as far as it
+// can: o seconds together, then the rest of the longer one alone.
+struct SharedTime {
+  double together = 0;  // o = min(D / io, A / ad)
+  double tier_busy = 0;  // D + o (1 - io)
+  double adam_busy = 0;  // A + o (1 - ad)
+  double both = 0;       // the union: D + A - o (io + ad - 1); max(D, A) when io = ad = 1
+};
+
+SharedTime time_shared(double tier_s, double adam_s, const TierRates& tr) {
+  const double io = tr.io_ratio_adam_busy, ad = tr.adam_ratio_io_busy;
+  SharedTime t;
+  t.together = std::min(tier_s / io, adam_s / ad);
+  t.tier_busy = tier_s + t.together * (1 - io);
+  t.adam_busy = adam_s + t.together * (1 - ad);
+  t.both = tier_s + adam_s - t.together * (io + ad - 1);
+  return t;
+}
+
+// Update: the largest of the tiers' terms (each time-shared with CPU Adam), CPU Adam, the bf16
+// weights' PCIe copy and the pipeline depth, plus the fill; and DESIGN.md's physical limit.
 void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
   const Rates& rates = s.rates;
   out.cache_hits = s.w.cache_hits;
+  const double adam_node = rates.adam_node_eps(s.R);
+  const double adam_idle_s = s.R * s.ppr / adam_node;
+  out.adam_s = adam_idle_s;
   double sum_peak_bw = 0;
   double bytes_moved = 0;
   for (std::size_t i = 0; i < s.plan.tiers.size(); ++i) {
     TierTerm term = tier_term(s, i);
     if (!s.w.in_place[i]) {
-      upd.consider(term.seconds, "tier " + term.name);
       const TierRates& tr = rates.tiers[i];
+      const double transfer_s = term.seconds;
+      const SharedTime shared = time_shared(transfer_s, adam_idle_s, tr);
+      // Each slot handoff idles the tier; one after a read may wait for the subgroup's Adam
+      // the read started (one rank's, slowed while the tier streams).
+      const double sg = static_cast<double>(std::min(s.plan.subgroup_elements, s.a.params_per_rank));
+      const double burst_s = sg / (adam_node / s.R) / tr.adam_ratio_io_busy;
+      const double handoff_s = term.handoffs_per_slot * tr.slot_handoff_s +
+                               term.read_handoffs_per_slot * tr.slot_handoff_waits_adam * burst_s;
+      term.seconds = shared.tier_busy;
+      out.adam_s = std::max(out.adam_s, shared.adam_busy);
+      const bool coupled = tr.io_ratio_adam_busy != 1 || tr.adam_ratio_io_busy != 1;
+      std::string what = "tier " + term.name;
+      if (coupled && transfer_s > 0) what += " time-shared with CPU Adam";
+      if (handoff_s > 0) what += " (slot handoffs " + format_seconds(handoff_s) + ")";
+      upd.consider((coupled ? shared.both : transfer_s) + handoff_s, what);
       if (s.plan.tiers[i].fraction > 0)
         sum_peak_bw += capped_bps(tr.interleaved_bps(term.read_streams), remote_share(tr, rates, s.nodes));
       bytes_moved += term.read_bytes + term.write_bytes;
     }
     out.tiers.push_back(std::move(term));
   }
-  const double adam_node = rates.adam_node_eps(s.R);
-  out.adam_s = s.R * s.ppr / adam_node;
   upd.consider(out.adam_s, "CPU Adam");
   if (rates.h2d_bps > 0) {
     out.h2d_s = s.ppr * kBf16Bytes / rates.h2d_bps;
@@ -221,7 +270,8 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
                                                               std::to_string(s.plan.prefetch_depth) + ", " +
                                                               std::to_string(s.plan.buffers) + " buffers)");
   out.fill_s = fill_s(s, out.tiers, bytes_moved, adam_node);
-  out.update_bound_s = std::max(bytes_moved > 0 ? bytes_moved / sum_peak_bw : 0.0, out.adam_s);
+  // The physical limit: every tier at its idle peak, Adam at its idle rate.
+  out.update_bound_s = std::max(bytes_moved > 0 ? bytes_moved / sum_peak_bw : 0.0, adam_idle_s);
   out.update_bound = upd.what.empty() ? "nothing" : upd.what;
 }
 

@@ -27,6 +27,11 @@ struct TierTerm {
   double read_bps = 0;  // aggregate bandwidth at those streams, each direction alone
   double write_bps = 0;
   double seconds = 0;  // reads and writes overlapped at the mixed rates (docs/simulator.md)
+  // Transfers of the node that take a slot over from one that just finished (the plan's
+  // limit binds), over the slots: each leaves the tier idle for a slot handoff; those after a
+  // read may also wait for the Adam the read started (TierRates::slot_handoff_waits_adam).
+  double handoffs_per_slot = 0;
+  double read_handoffs_per_slot = 0;
 };
 
 struct AnalyticBreakdown {
@@ -38,7 +43,7 @@ struct AnalyticBreakdown {
   double backward_exchange_s = 0;  // all-gathers, reduce-scatters and small collectives not hidden
   double grad_d2h_s = 0;           // bf16 gradients to host over PCIe
   double grad_flush_s = 0;         // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
-  double adam_s = 0;               // the node's CPU, shared by its ranks
+  double adam_s = 0;               // the node's CPU, shared by its ranks; busy time, slowed while tiers stream
   double h2d_s = 0;                // bf16 weights back to the GPU
   double fill_s = 0;               // first read and last write, which nothing overlaps
   double update_bound_s = 0;       // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)

@@ -73,6 +73,7 @@ struct NodeTier {
   double read_bytes = 0;
   double write_bytes = 0;
   double slot_wait_s = 0;
+  double adam_wait_due = 0;  // handoff(): the share of waits for Adam not yet waited
 };
 
 struct Rank {
@@ -103,7 +104,9 @@ class IterationModel {
         rates_(std::move(rates)),
         collectives_(collective_cost_of(rates_, w)),
         plan_(plan),
-        options_(options) {}
+        options_(options) {
+    for (const TierRates& t : rates_.tiers) tiers_slow_with_adam_ |= t.io_ratio_adam_busy != 1;
+  }
 
   SimulationResult run();
 
@@ -135,6 +138,11 @@ class IterationModel {
   void run_pass(Rank& rank, sg4::Host* gpu, const std::vector<PassPart>& parts,
                 const std::function<void(const PassPart&)>& after);
   void transfer(const Rank& rank, std::size_t tier, double bytes, bool is_read);
+  // One subgroup's Adam on the node's CPU; the node's tiers slow down while any runs.
+  void adam(const NodePlatform& np, double elements);
+  // A transfer that waited takes the slot over from one that just finished: the tier idles
+  // for the profile's slot handoff (TierRates::slot_handoff_*).
+  void handoff(const NodePlatform& np, NodeTier& nt, std::size_t tier);
   void record(std::int64_t node, const std::string& lane, const char* kind, double start) {
     if (options_.timeline && node == 0)
       result_.timeline.push_back({lane, kind, start, sg4::Engine::get_clock()});
@@ -145,6 +153,7 @@ class IterationModel {
   CollectiveCost collectives_;
   const Plan& plan_;
   const SimulationOptions& options_;
+  bool tiers_slow_with_adam_ = false;  // a tier's io_ratio_adam_busy is not 1: wake them around Adam
   Platform platform_;
   std::vector<std::vector<NodeTier>> node_tiers_;  // [node][tier]
   std::vector<std::unique_ptr<Rank>> ranks_;
@@ -159,15 +168,22 @@ void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, 
   const std::string lane = "tier " + rates_.tiers[tier].name;
   const double asked = sg4::Engine::get_clock();
   if (slot) slot->acquire();
+  const NodePlatform& np = platform_.nodes[static_cast<std::size_t>(rank.node)];
+  if (sg4::Engine::get_clock() > asked) {
+    record(rank.node, lane, "slot-wait", asked);
+    handoff(np, nt, tier);
+  }
   const double start = sg4::Engine::get_clock();
   nt.slot_wait_s += start - asked;
-  if (start > asked) record(rank.node, lane, "slot-wait", asked);
   if (nt.in_flight++ == 0) nt.busy_since = start;
-  const TierEndpoint& ep = platform_.nodes[static_cast<std::size_t>(rank.node)].tiers[tier];
-  sg4::Host* cpu = platform_.nodes[static_cast<std::size_t>(rank.node)].cpu;
+  const TierEndpoint& ep = np.tiers[tier];
+  sg4::Host* cpu = np.cpu;
   const auto size = static_cast<sg_size_t>(bytes);
   int& in_flight = is_read ? ep.traffic->reads : ep.traffic->writes;  // what the tier's sharing sees
+  // The node's CPU Adam runs slower while this tier moves bytes (platform.hpp).
+  const bool slows_adam = rates_.tiers[tier].adam_ratio_io_busy != 1;
   ++in_flight;
+  if (slows_adam && ep.traffic->reads + ep.traffic->writes == 1) wake_cpu(np);
   if (ep.disk != nullptr) {
     if (is_read)
       ep.disk->read(size);
@@ -179,10 +195,37 @@ void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, 
     sg4::Comm::sendto(cpu, ep.server, size);
   }
   --in_flight;
+  if (slows_adam && ep.traffic->reads + ep.traffic->writes == 0) wake_cpu(np);
   if (--nt.in_flight == 0) nt.busy_s += sg4::Engine::get_clock() - nt.busy_since;
   (is_read ? nt.read_bytes : nt.write_bytes) += bytes;
   record(rank.node, lane, is_read ? "read" : "write", start);
   if (slot) slot->release();
+}
+
+void IterationModel::adam(const NodePlatform& np, double elements) {
+  if (np.activity->adam++ == 0 && tiers_slow_with_adam_) wake_tiers(np);
+  execute_on(np.cpu, elements);
+  if (--np.activity->adam == 0) {
+    if (tiers_slow_with_adam_) wake_tiers(np);
+    np.activity->adam_done->notify_all();
+  }
+}
+
+void IterationModel::handoff(const NodePlatform& np, NodeTier& nt, std::size_t tier) {
+  const TierRates& tr = rates_.tiers[tier];
+  // The waiting thread wakes and submits...
+  if (tr.slot_handoff_s > 0) sg4::this_actor::sleep_for(tr.slot_handoff_s);
+  // ...unless the Adam that the read giving the slot back has started holds the cores: the
+  // profile's share of handoffs waits it out (a running total, so that waits_adam = 0.4 makes
+  // 2 handoffs in 5 wait).
+  if (tr.slot_handoff_waits_adam > 0 && np.activity->adam > 0) {
+    nt.adam_wait_due += tr.slot_handoff_waits_adam;
+    if (nt.adam_wait_due >= 1) {
+      nt.adam_wait_due -= 1;
+      std::unique_lock lock(*np.activity->mutex);
+      while (np.activity->adam > 0) np.activity->adam_done->wait(lock);
+    }
+  }
 }
 
 void IterationModel::read_stream(Rank& rank, std::size_t tier) {
@@ -339,7 +382,7 @@ void IterationModel::rank_actor(Rank& rank) {
       rank.window->release();
     }
     const double t = sg4::Engine::get_clock();
-    execute_on(np.cpu, static_cast<double>(s.elements));
+    adam(np, static_cast<double>(s.elements));
     record(rank.node, lane, "adam", t);
     if (np.pcie) rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});
     if (s.write_subgroup >= 0) {

@@ -43,9 +43,23 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
   for (std::int64_t n = 0; n < simulated_nodes; ++n) {
     const std::string node = "node" + std::to_string(n);
     NodePlatform np;
+    platform.activity.push_back(std::make_unique<NodeActivity>());
+    const NodeActivity* activity = np.activity = platform.activity.back().get();
+    std::vector<TierTraffic*> traffic_of;  // per tier, this node's
+    for (std::size_t t = 0; t < rates.tiers.size(); ++t) {
+      platform.traffic.push_back(std::make_unique<TierTraffic>());
+      traffic_of.push_back(platform.traffic.back().get());
+    }
+
+    // Adam's aggregate rate at k executions, slowed while a tier that takes CPU time streams.
     np.cpu = zone->create_host(node + ".cpu", rates.adam_node_eps(R));
-    np.cpu->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR,
-                               [&rates](double, int k) { return rates.adam_node_eps(std::max(k, 1)); });
+    np.cpu->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR, [&rates, traffic_of](double, int k) {
+      double ratio = 1;
+      for (std::size_t t = 0; t < traffic_of.size(); ++t)
+        if (traffic_of[t]->reads + traffic_of[t]->writes > 0)
+          ratio = std::min(ratio, rates.tiers[t].adam_ratio_io_busy);
+      return rates.adam_node_eps(std::max(k, 1)) * ratio;
+    });
     np.cpu->seal();
 
     if (rates.compute_flops_per_rank > 0 && rates.compute_on_gpu) {
@@ -71,26 +85,29 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
     for (std::size_t t = 0; t < rates.tiers.size(); ++t) {
       const TierRates& tr = rates.tiers[t];
       TierEndpoint ep;
-      platform.traffic.push_back(std::make_unique<TierTraffic>());
-      const TierTraffic* traffic = ep.traffic = platform.traffic.back().get();
+      const TierTraffic* traffic = ep.traffic = traffic_of[t];
       if (updated_in_place(tr.kind)) {  // no transfers: no disk, no links
         np.tiers.push_back(ep);
         continue;
       }
+      // While the node's CPU runs Adam, the tier gets its rates x io_ratio.
+      auto io_share = [&tr, activity] { return activity->adam > 0 ? tr.io_ratio_adam_busy : 1.0; };
       // Reads (writes) follow the mixed curve while the other direction is busy too, else
       // their own; without mixed figures, the read+write constraint time-shares them.
-      auto read_bw = [&tr, traffic](int k) {
-        return traffic->writes > 0 ? tr.read_bps_mixed(std::max(k, 1)) : tr.read_bps(std::max(k, 1));
+      auto read_bw = [&tr, traffic, io_share](int k) {
+        return (traffic->writes > 0 ? tr.read_bps_mixed(std::max(k, 1)) : tr.read_bps(std::max(k, 1))) *
+               io_share();
       };
-      auto write_bw = [&tr, traffic](int k) {
-        return traffic->reads > 0 ? tr.write_bps_mixed(std::max(k, 1)) : tr.write_bps(std::max(k, 1));
+      auto write_bw = [&tr, traffic, io_share](int k) {
+        return (traffic->reads > 0 ? tr.write_bps_mixed(std::max(k, 1)) : tr.write_bps(std::max(k, 1))) *
+               io_share();
       };
       // With mixed curves the read+write constraint never binds (100x both peaks: far above,
       // yet in the range the solver's precision is scaled to); it stays so that a transfer
       // starting in one direction makes SimGrid re-share the other.
       const double unbounded = 100 * (tr.peak_read_bps() + tr.peak_write_bps());
-      auto shared_bw = [&tr, unbounded](int k) {
-        return tr.measured_mixed() ? unbounded : tr.shared_bps(std::max(k, 1));
+      auto shared_bw = [&tr, unbounded, io_share](int k) {
+        return tr.measured_mixed() ? unbounded : tr.shared_bps(std::max(k, 1)) * io_share();
       };
       if (!tr.remote) {
         ep.disk = np.cpu->create_disk(node + "." + tr.name, tr.peak_read_bps(), tr.peak_write_bps());
@@ -110,6 +127,7 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
         sg4::Link* wr = curve_link(zone, base + ".write", tr.peak_write_bps(), write_bw);
         sg4::Link* mixed =
             curve_link(zone, base + ".mixed", std::max(tr.peak_read_bps(), tr.peak_write_bps()), shared_bw);
+        ep.links = {rd, wr, mixed};
         ep.server = remote[t].server;
         zone->add_route(
             ep.server->get_netpoint(), np.cpu->get_netpoint(), nullptr, nullptr,
@@ -127,5 +145,17 @@ Platform build_platform(const Rates& rates, std::int64_t simulated_nodes) {
   zone->seal();
   return platform;
 }
+
+void wake_tiers(const NodePlatform& node) {
+  for (const TierEndpoint& ep : node.tiers) {
+    if (ep.disk != nullptr) {
+      ep.disk->set_read_bandwidth(ep.disk->get_read_bandwidth());
+      ep.disk->set_write_bandwidth(ep.disk->get_write_bandwidth());
+    }
+    for (sg4::Link* link : ep.links) link->set_bandwidth(link->get_bandwidth());
+  }
+}
+
+void wake_cpu(const NodePlatform& node) { node.cpu->set_pstate(node.cpu->get_pstate()); }
 
 }  // namespace mlpo::sim

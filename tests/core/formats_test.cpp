@@ -191,7 +191,18 @@ TEST(ProfileFormat, UpdateInterferenceRoundTripsAndIsOptional) {
   const Profile p = profile_from_json(j);
   EXPECT_DOUBLE_EQ(p.tiers[0].io_ratio_adam_busy, 0.85);
   EXPECT_DOUBLE_EQ(p.tiers[0].adam_ratio_io_busy, 0.6);
+  EXPECT_EQ(p.tiers[0].slot_handoff_us, 0);  // measured later than the ratios: optional
   EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  j["tiers"][0]["update_interference"]["slot_handoff_us"] = 250;
+  j["tiers"][0]["update_interference"]["slot_handoff_waits_adam"] = 0.75;
+  const Profile q = profile_from_json(j);
+  EXPECT_DOUBLE_EQ(q.tiers[0].slot_handoff_us, 250);
+  EXPECT_DOUBLE_EQ(q.tiers[0].slot_handoff_waits_adam, 0.75);
+  EXPECT_EQ(to_json(profile_from_json(to_json(q))), to_json(q));
+  j["tiers"][0]["update_interference"]["slot_handoff_waits_adam"] = 1.5;
+  EXPECT_NE(error_of([&] { profile_from_json(j); }).find("update_interference.slot_handoff_waits_adam"),
+            std::string::npos);
+  j["tiers"][0]["update_interference"]["slot_handoff_waits_adam"] = 0.75;
   j["tiers"][0]["update_interference"]["adam_ratio"] = 0;
   EXPECT_NE(error_of([&] { profile_from_json(j); }).find("update_interference.adam_ratio"),
             std::string::npos);

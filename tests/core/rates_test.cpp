@@ -73,9 +73,10 @@ TEST(Rates, IntegrityChecksSlowAdamBy24BytesOfCrcPerElementOnItsThreads) {
   EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 4e8);
 }
 
-TEST(Rates, AStreamedTierAndAdamRunAtTheRatesMeasuredTogether) {
+TEST(Rates, AStreamedTierCarriesItsMeasuredInterferenceWithAdam) {
   // The profile measured the tier with AdamW on every core (0.5x its idle bytes/s) and AdamW
-  // while the tier streamed (0.8x): the update's figures are those, for a tier the plan uses.
+  // while the tier streamed (0.8x): the rates keep both curves idle and carry the ratios for
+  // the models to apply while both run; a tier updated in place carries none.
   Profile p;
   p.host = host(8);
   TierProfile t;
@@ -83,19 +84,27 @@ TEST(Rates, AStreamedTierAndAdamRunAtTheRatesMeasuredTogether) {
   t.read_gbps = t.write_gbps = {CurvePoint{1, Measurement{2, 2, 2, 1, 0}}};
   t.io_ratio_adam_busy = 0.5;
   t.adam_ratio_io_busy = 0.8;
+  t.slot_handoff_us = 100;
+  t.slot_handoff_waits_adam = 0.5;
   p.tiers = {t};
   Plan plan;
   plan.cluster = ClusterShape{1, 1, 1, 0, 1};
   plan.crc = false;
   plan.tiers = {PlanTier{"disk", "/d", TierKind::nvme, 1.0, 0}};
   const Rates used = rates_of(p, plan, 0);
-  EXPECT_DOUBLE_EQ(used.tiers[0].read_bps(1), 1e9);
-  EXPECT_DOUBLE_EQ(used.adam_curve[1].value.median, 0.8 * 4e8);
-  plan.tiers.push_back(PlanTier{"ram", "", TierKind::memory, 1.0, 0});
-  plan.tiers[0].fraction = 0;  // a tier with nothing on it streams nothing
-  const Rates unused = rates_of(p, plan, 0);
-  EXPECT_DOUBLE_EQ(unused.tiers[0].read_bps(1), 2e9);
-  EXPECT_DOUBLE_EQ(unused.adam_curve[1].value.median, 4e8);
+  EXPECT_DOUBLE_EQ(used.tiers[0].read_bps(1), 2e9);
+  EXPECT_DOUBLE_EQ(used.adam_curve[1].value.median, 4e8);
+  EXPECT_DOUBLE_EQ(used.tiers[0].io_ratio_adam_busy, 0.5);
+  EXPECT_DOUBLE_EQ(used.tiers[0].adam_ratio_io_busy, 0.8);
+  EXPECT_DOUBLE_EQ(used.tiers[0].slot_handoff_s, 1e-4);
+  EXPECT_DOUBLE_EQ(used.tiers[0].slot_handoff_waits_adam, 0.5);
+  plan.tiers = {PlanTier{"disk", "/d", TierKind::host, 1.0, 0}};  // the same path mapped in place
+  const Rates in_place = rates_of(p, plan, 0);
+  EXPECT_DOUBLE_EQ(in_place.tiers[0].io_ratio_adam_busy, 1);
+  EXPECT_DOUBLE_EQ(in_place.tiers[0].adam_ratio_io_busy, 1);
+  t.io_ratio_adam_busy = t.adam_ratio_io_busy = 0;  // an older profile: no interference known
+  EXPECT_DOUBLE_EQ(tier_rates_of(t).io_ratio_adam_busy, 1);
+  EXPECT_DOUBLE_EQ(tier_rates_of(t).adam_ratio_io_busy, 1);
 }
 
 }  // namespace

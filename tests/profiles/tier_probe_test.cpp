@@ -124,8 +124,15 @@ TEST(TierProbe, DiskCurveHasAPointPerStreamCountAndNothingIsLeftBehind) {
     EXPECT_GT(t.mixed_write_gbps[i].value.median, 0);
   }
   EXPECT_GT(t.latency_us.median, 0);
+  // The update's two sides at once, and a reader and a writer taking turns on one slot.
+  EXPECT_GT(t.io_ratio_adam_busy, 0);
+  EXPECT_GT(t.adam_ratio_io_busy, 0);
+  EXPECT_GT(t.slot_handoff_us, 0);
+  EXPECT_LT(t.slot_handoff_us, 1e5);  // a wake-up, not a transfer
+  EXPECT_GE(t.slot_handoff_waits_adam, 0);
+  EXPECT_LE(t.slot_handoff_waits_adam, 1);
   EXPECT_TRUE(t.direct_io);  // /var/tmp is a disk file system: O_DIRECT holds
-  EXPECT_TRUE(is_empty_dir(dir.path()));
+  EXPECT_TRUE(is_empty_dir(dir.path()));  // the slot files went with the probe's directory
 }
 
 TEST(TierProbe, TmpfsRunsBufferedWithOneWarning) {

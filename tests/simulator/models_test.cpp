@@ -2,6 +2,8 @@
 // (bandwidth bounds, monotonicity, agreement between models, contention, symmetry).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
 #include "simulator/analytic_model.hpp"
@@ -353,6 +355,91 @@ TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
   p.gpus.push_back(mlpo::testing::gpu(4));
   EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
   EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).adam_s / expected, 1.0, 1e-9);
+}
+
+// A node whose disk (8 GB/s each way, reads and writes overlapping fully) and CPU Adam
+// (2.2e9 elements/s) slow each other down while both run: the disk to x io, Adam to x ad.
+Profile interfering_profile(double io, double ad) {
+  Profile p = overlapping_profile(1.0, 1.0);
+  p.host.adam_elements_per_s = {mlpo::testing::point(1, 2.2e8), mlpo::testing::point(16, 2.2e9)};
+  TierProfile& nvme = p.tiers[1];
+  for (auto* curve : {&nvme.read_gbps, &nvme.write_gbps, &nvme.mixed_read_gbps, &nvme.mixed_write_gbps})
+    for (auto& pt : *curve) pt.value.median = pt.value.min = pt.value.max = 8;
+  nvme.io_ratio_adam_busy = io;
+  nvme.adam_ratio_io_busy = ad;
+  return p;
+}
+
+TEST(Models, ATierAndAdamSlowEachOtherOnlyWhileBothRun) {
+  // 1b on one rank: the disk needs D = 12 B x P / 8 GB/s = 1.65 s, Adam A = P / 2.2e9 = 0.5 s.
+  // Together the disk runs at x0.5 and Adam at x0.8 while both run: Adam is busy A / 0.8, the
+  // disk D + (A / 0.8) x 0.5 in all (docs/simulator.md) - between the idle figure, max(D, A),
+  // and the bound of both slowed the whole update, D / 0.5.
+  const Accounting a = accounting("1b", 1, 1);
+  const double P = static_cast<double>(a.params_per_rank);
+  const double D = 12 * P / 8e9, A = P / 2.2e9;
+  const Profile idle = interfering_profile(1, 1), busy = interfering_profile(0.5, 0.8);
+  const Plan plan = plan_for("1b", a.params.total, 1, 1, {plan_tier(busy, "nvme", 1.0)});
+  const double shared = D + A / 0.8 * 0.5;
+  const AnalyticBreakdown an = analyze(a, busy, plan, kUpdateOnly);
+  EXPECT_NEAR(an.tiers[0].seconds / shared, 1.0, 1e-9);
+  EXPECT_NEAR(an.adam_s / (A / 0.8), 1.0, 1e-9);
+  const auto r = simulate_all(a, busy, {plan}, kUpdateOnly, 1).front();
+  const auto r_idle = simulate_all(a, idle, {plan}, kUpdateOnly, 1).front();
+  EXPECT_NEAR(r.prediction.tiers[0].busy_s / shared, 1.0, 0.05);
+  EXPECT_NEAR(r.prediction.update_s / an.prediction.update_s, 1.0, 0.05);
+  EXPECT_GT(r.prediction.update_s, 1.1 * r_idle.prediction.update_s);
+  EXPECT_LT(r.prediction.update_s, 0.7 * D / 0.5);
+  // All state in place: no tier streams, Adam runs at its idle rate.
+  Plan in_place = plan_for("1b", a.params.total, 1, 1, {plan_tier(busy, "shm", 1.0)});
+  EXPECT_NEAR(simulate(a, busy, in_place, kUpdateOnly).prediction.update_s / A, 1.0, 0.05);
+}
+
+TEST(Models, TheFlushAfterBackwardRunsAtTheTiersIdleRate) {
+  // The baseline's fp32 gradient flush follows backward, when Adam does not run: the same
+  // seconds whether or not the tier slows down under Adam; the update is slower.
+  const Accounting a = accounting("1b", 1, 1);
+  const Profile idle = interfering_profile(1, 1), busy = interfering_profile(0.5, 0.8);
+  Plan plan = plan_for("1b", a.params.total, 1, 1, {plan_tier(busy, "nvme", 1.0)});
+  plan.gradients = GradientPolicy::flush_fp32;
+  const auto r = simulate_all(a, busy, {plan}, {}, 1).front();
+  const auto r_idle = simulate_all(a, idle, {plan}, {}, 1).front();
+  EXPECT_GT(r.prediction.backward_s, 0.0);
+  EXPECT_NEAR(r.prediction.backward_s / r_idle.prediction.backward_s, 1.0, 1e-6);
+  EXPECT_NEAR(analyze(a, busy, plan, {}).grad_flush_s / analyze(a, idle, plan, {}).grad_flush_s, 1.0, 1e-9);
+  EXPECT_GT(r.prediction.update_s, 1.1 * r_idle.prediction.update_s);
+}
+
+TEST(Models, EachSlotHandoffIdlesTheTier) {
+  // A slot limit of 1 on one rank: the reader and the writer take turns, and every transfer
+  // takes the slot over from the other one (2 x 262 transfers of 4 Mi-element subgroups). The
+  // profile's handoff, 1 ms, idles the tier before each; without a limit nothing waits.
+  const Accounting a = accounting("1b", 1, 1);
+  Profile p = interfering_profile(1, 1), handoff = p, waits = p;
+  handoff.tiers[1].slot_handoff_us = 1000;
+  const double subgroups = std::ceil(static_cast<double>(a.params_per_rank) / (1 << 22));
+  const Plan limited = plan_for("1b", a.params.total, 1, 1, {plan_tier(p, "nvme", 1.0, 1)});
+  const Plan unlimited = plan_for("1b", a.params.total, 1, 1, {plan_tier(p, "nvme", 1.0, 0)});
+  const auto base = simulate_all(a, p, {limited, unlimited}, kUpdateOnly, 1);
+  const auto with = simulate_all(a, handoff, {limited, unlimited}, kUpdateOnly, 1);
+  const double expected = 2 * subgroups * 1e-3;
+  EXPECT_NEAR((with[0].prediction.update_s - base[0].prediction.update_s) / expected, 1.0, 0.1);
+  EXPECT_NEAR(with[1].prediction.update_s, base[1].prediction.update_s, 1e-9);
+  const double analytic = analyze(a, handoff, limited, kUpdateOnly).prediction.update_s -
+                          analyze(a, p, limited, kUpdateOnly).prediction.update_s;
+  EXPECT_NEAR(analytic / expected, 1.0, 0.1);
+  EXPECT_NEAR(analyze(a, handoff, unlimited, kUpdateOnly).prediction.update_s,
+              analyze(a, p, unlimited, kUpdateOnly).prediction.update_s, 1e-9);
+  // Where AdamW holds the cores until done, the write after each read waits for the Adam the
+  // read started: one subgroup's, 4 Mi elements at 2.2e9/s, after each of the 262 reads.
+  waits.tiers[1].slot_handoff_us = 100;  // measured with it: the wake-up that finds Adam running
+  waits.tiers[1].slot_handoff_waits_adam = 1;
+  const double adam_waits = subgroups * (1 << 22) / 2.2e9;
+  const double simulated = simulate(a, waits, limited, kUpdateOnly).prediction.update_s;
+  EXPECT_NEAR((simulated - base[0].prediction.update_s) / adam_waits, 1.0, 0.15);
+  const double analyzed = analyze(a, waits, limited, kUpdateOnly).prediction.update_s -
+                          analyze(a, p, limited, kUpdateOnly).prediction.update_s;
+  EXPECT_NEAR(analyzed / adam_waits, 1.0, 0.15);
 }
 
 TEST(SimGridModel, TimelineHasRankAndTierLanes) {
