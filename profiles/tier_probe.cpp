@@ -487,17 +487,29 @@ UpdateInterference probe_update_interference(std::vector<Stream>& streams, const
   const double alone_eps = static_cast<double>(adam.elements() - alone_start) /
                            std::chrono::duration<double>(Clock::now() - a0).count();
 
+  // AdamW in bursts of 1 Mi elements, so that its progress over a short pass is counted; the
+  // mixed pass repeated until it has run for 0.3 s (a small --tier-size makes one pass short).
+  constexpr std::size_t kLoadBurst = std::size_t{1} << 20;
   std::atomic<bool> stop{false};
   std::thread load([&] {
-    while (!stop.load(std::memory_order_relaxed)) adam.pass();
+    while (!stop.load(std::memory_order_relaxed)) adam.burst(kLoadBurst);
   });
   double read_gbps = 0, write_gbps = 0, busy_eps = 0;
   try {
     const std::int64_t start = adam.elements();
     const auto t0 = Clock::now();
-    std::tie(read_gbps, write_gbps) = run_mixed_pass(streams, bytes, request, block);
+    double read_s = 0, write_s = 0, gb = 0;
+    do {
+      const auto [r, w] = run_mixed_pass(streams, bytes, request, block);
+      const double pass_gb = static_cast<double>(bytes) * static_cast<double>(streams.size()) / GB;
+      gb += pass_gb;
+      read_s += pass_gb / r;
+      write_s += pass_gb / w;
+    } while (std::chrono::duration<double>(Clock::now() - t0).count() < 0.3);
     busy_eps = static_cast<double>(adam.elements() - start) /
                std::chrono::duration<double>(Clock::now() - t0).count();
+    read_gbps = gb / read_s;
+    write_gbps = gb / write_s;
   } catch (...) {
     stop = true;
     load.join();
