@@ -154,6 +154,8 @@ Profile profile_from_json(const Json& json) {
   if (h.optional("bf16_to_fp32_gbps")) p.host.bf16_to_fp32_gbps = read_measurement(h, "bf16_to_fp32_gbps");
   if (h.optional("cpu_gemm_gflops")) p.host.cpu_gemm_gflops = read_measurement(h, "cpu_gemm_gflops");
   if (h.optional("crc32c_gbps")) p.host.crc32c_gbps = read_measurement(h, "crc32c_gbps");
+  if (h.optional("grad_norm_elements_per_s"))
+    p.host.grad_norm_elements_per_s = read_measurement(h, "grad_norm_elements_per_s");
   p.host.cpu_model = read_model_compute(h, "cpu_model");
   h.finish();
 
@@ -258,6 +260,8 @@ Json to_json(const Profile& p) {
   if (p.host.bf16_to_fp32_gbps.median > 0) host["bf16_to_fp32_gbps"] = to_json(p.host.bf16_to_fp32_gbps);
   if (p.host.cpu_gemm_gflops.median > 0) host["cpu_gemm_gflops"] = to_json(p.host.cpu_gemm_gflops);
   if (p.host.crc32c_gbps.median > 0) host["crc32c_gbps"] = to_json(p.host.crc32c_gbps);
+  if (p.host.grad_norm_elements_per_s.median > 0)
+    host["grad_norm_elements_per_s"] = to_json(p.host.grad_norm_elements_per_s);
   if (p.host.cpu_model.measured()) host["cpu_model"] = model_compute_json(p.host.cpu_model);
   Json gpus = Json::array();
   for (const auto& g : p.gpus) {

@@ -69,6 +69,10 @@ struct HostProfile {
   // CRC32C of a 256 KiB buffer in cache, one thread, GB/s: the integrity check's cost in the
   // update (each state byte twice per step, in AdamW's pass); optional (0 = not measured).
   Measurement crc32c_gbps;
+  // The global gradient norm's pass over a rank's bf16 gradient shard after backward (sums of
+  // squares per chunk, executor/offload/gradient_norm.hpp) on every core, elements/s;
+  // optional (0 = not measured).
+  Measurement grad_norm_elements_per_s;
   ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)
 };
 

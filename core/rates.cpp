@@ -104,6 +104,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   r.nodes = plan.cluster.nodes;
   r.cores = profile.host.cores;
   r.adam_curve = profile.host.adam_elements_per_s;
+  r.grad_norm_eps = profile.host.grad_norm_elements_per_s.median;
   // Integrity on: AdamW's pass also checksums each element's p, m and v before and after
   // (docs/io.md), on the same threads: its time per element grows by 24 bytes of CRC32C.
   if (plan.crc && profile.host.crc32c_gbps.median > 0)

@@ -73,6 +73,9 @@ struct Rates {
   double d2h_bps = 0;
   std::int64_t cores = 1;
   std::vector<CurvePoint> adam_curve;  // elements/s by threads
+  // The gradient norm's pass over the node's bf16 gradients after backward, elements/s of the
+  // node (its ranks share the cores); 0: the profile has no figure (not modelled).
+  double grad_norm_eps = 0;
   std::vector<TierRates> tiers;        // in plan order; kind is the plan tier's
   double remote_backbone_bps = 0;      // cluster-wide, per direction
   // ZeRO-3 collectives of one rank (several ranks only): bus bytes/s of the per-layer

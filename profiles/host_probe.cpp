@@ -1,5 +1,6 @@
 #include "profiles/host_probe.hpp"
 
+#include <span>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "kernels/cpu/convert.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "executor/io/crc32c.hpp"
+#include "executor/offload/gradient_norm.hpp"
 #include "executor/train/compute_backend.hpp"
 #include "executor/train/compute_probe.hpp"
 #include "profiles/gemm_shapes.hpp"
@@ -222,6 +224,15 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
     h.crc32c_gbps =
         time_rate(reps, static_cast<double>(passes * kChunk), GB, static_cast<std::int64_t>(kChunk), [&] {
           for (std::size_t i = 0; i < passes; ++i) sink = io::crc32c(p.data(), kChunk, sink);
+        });
+
+    // The gradient norm's pass after backward: the executor's own function over a bf16 shard.
+    report(progress, "host: gradient norm (bf16 sums of squares), " + std::to_string(cores) + " threads");
+    volatile double norm_sink = 0;
+    h.grad_norm_elements_per_s =
+        time_rate(reps, static_cast<double>(n), 1.0, static_cast<std::int64_t>(2 * n), [&] {
+          const std::vector<double> sums = offload::chunk_square_sums(std::span<const bf16>(grad.data(), n), all);
+          norm_sink = norm_sink + offload::global_norm(sums);
         });
   }
 

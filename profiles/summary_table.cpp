@@ -44,6 +44,11 @@ std::string summary_table(const Profile& p) {
     out += "  bf16 -> fp32            " + spread(p.host.bf16_to_fp32_gbps, "GB/s") + "\n";
   if (p.host.crc32c_gbps.median > 0)
     out += "  CRC32C, 1 thr, cached   " + spread(p.host.crc32c_gbps, "GB/s") + "\n";
+  if (p.host.grad_norm_elements_per_s.median > 0) {
+    Measurement g = p.host.grad_norm_elements_per_s;
+    g.median /= 1e9, g.min /= 1e9, g.max /= 1e9;
+    out += "  gradient norm (bf16)    " + spread(g, "Gelem/s") + "\n";
+  }
   if (p.host.cpu_gemm_gflops.median > 0)
     out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
   if (const ModelComputeFigures& m = p.host.cpu_model; m.measured()) {
@@ -136,6 +141,7 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
   add("host.bf16_to_fp32_gbps", p.host.bf16_to_fp32_gbps);
   add("host.cpu_gemm_gflops", p.host.cpu_gemm_gflops);
   add("host.crc32c_gbps", p.host.crc32c_gbps);
+  add("host.grad_norm_elements_per_s", p.host.grad_norm_elements_per_s);
   add("host.cpu_model.layer_forward_gflops", p.host.cpu_model.layer_forward_gflops);
   add("host.cpu_model.layer_backward_gflops", p.host.cpu_model.layer_backward_gflops);
   add("host.cpu_model.head_forward_gflops", p.host.cpu_model.head_forward_gflops);

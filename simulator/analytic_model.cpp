@@ -80,6 +80,12 @@ void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakd
   bwd = Bound{out.backward_compute_s, fwd.what};
   if (!update_only) consider_exchange(s, out, fwd, bwd);
   bwd.consider(out.grad_d2h_s, "PCIe device-to-host (bf16 gradients)");
+  // The global gradient norm over the rank's bf16 shard, every rank of the node at once, once
+  // backward is done (before the flush).
+  if (!update_only && rates.grad_norm_eps > 0) {
+    out.grad_norm_s = s.R * s.ppr / rates.grad_norm_eps;
+    bwd = Bound{bwd.seconds + out.grad_norm_s, bwd.what + ", then the gradient norm"};
+  }
   // Each streamed subgroup's fp32 gradients go to its own tier, the R ranks' at once, after
   // backward (the executor's flush_gradients, once the gradient norm is known): the slowest
   // tier's flush adds to the phase (resident subgroups keep theirs in memory).

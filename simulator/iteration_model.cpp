@@ -355,6 +355,14 @@ void IterationModel::rank_actor(Rank& rank) {
       rank.to_host.push({-1, 0, false, false, true});
       rank.pcie_done->acquire();
     }
+    // The global gradient norm over the rank's bf16 shard (the node's ranks at once), once
+    // every gradient is in host memory.
+    if (rates_.grad_norm_eps > 0) {
+      const double norm_start = sg4::Engine::get_clock();
+      sg4::this_actor::sleep_for(static_cast<double>(rates_.ranks_per_node * w_.params_per_rank) /
+                                 rates_.grad_norm_eps);
+      record(rank.node, lane, "gradient norm", norm_start);
+    }
     // The executor flushes the fp32 gradients once backward is done (flush_gradients, after
     // the gradient norm), every tier's at once, and waits for them.
     const double flush_start = sg4::Engine::get_clock();

@@ -67,6 +67,7 @@ TEST(ProfileCli, JsonModePrintsOnlyAValidProfile) {
   EXPECT_EQ(p.host.adam_elements_per_s.size(), static_cast<std::size_t>(p.host.cores));
   EXPECT_GT(p.host.cpu_gemm_gflops.median, 0);
   EXPECT_GT(p.host.bf16_convert_gbps.median, 0);
+  EXPECT_GT(p.host.grad_norm_elements_per_s.median, 0);
   if (p.gpus.empty()) {
     EXPECT_FALSE(p.gpus_reason.empty());
   }

@@ -442,6 +442,24 @@ TEST(Models, EachSlotHandoffIdlesTheTier) {
   EXPECT_NEAR(analyzed / adam_waits, 1.0, 0.15);
 }
 
+TEST(Models, TheGradientNormFollowsBackward) {
+  // The profile's gradient-norm figure (1e9 elements/s on the node): backward grows by the
+  // node's R x P elements over it in both models; update-only runs have no backward.
+  const Accounting a = accounting("1b", 1, 2);
+  Profile p = io_bound_profile(), norm = p;
+  norm.host.grad_norm_elements_per_s = Measurement{1e9, 1e9, 1e9, 1, 0};
+  const Plan plan = plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "nvme", 1.0)});
+  const double expected = 2.0 * static_cast<double>(a.params_per_rank) / 1e9;
+  const auto sims = simulate_all(a, p, {plan}, {}, 1);
+  const auto with = simulate_all(a, norm, {plan}, {}, 1);
+  EXPECT_NEAR(with[0].prediction.backward_s - sims[0].prediction.backward_s, expected, 1e-6 * expected);
+  EXPECT_NEAR(with[0].prediction.update_s, sims[0].prediction.update_s, 1e-6);
+  const AnalyticBreakdown an = analyze(a, norm, plan, {});
+  EXPECT_NEAR(an.grad_norm_s, expected, 1e-9);
+  EXPECT_NEAR(an.prediction.backward_s - analyze(a, p, plan, {}).prediction.backward_s, expected, 1e-9);
+  EXPECT_EQ(analyze(a, norm, plan, kUpdateOnly).grad_norm_s, 0);
+}
+
 TEST(SimGridModel, TimelineHasRankAndTierLanes) {
   const Profile p = io_bound_profile();
   const Accounting a = accounting("small", 1, 2);
