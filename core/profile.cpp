@@ -303,8 +303,7 @@ Json to_json(const Profile& p) {
     }
     if (!t.path.empty()) tj["path"] = t.path;
     if (t.latency_us.median > 0) tj["latency_us"] = to_json(t.latency_us);
-    if (t.io_ratio_adam_busy > 0 && t.adam_ratio_io_busy > 0)
-    {
+    if (t.io_ratio_adam_busy > 0 && t.adam_ratio_io_busy > 0) {
       tj["update_interference"] =
           Json{{"io_ratio", t.io_ratio_adam_busy}, {"adam_ratio", t.adam_ratio_io_busy}};
       if (t.slot_handoff_us > 0 || t.slot_handoff_waits_adam > 0) {

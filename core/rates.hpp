@@ -76,8 +76,8 @@ struct Rates {
   // The gradient norm's pass over the node's bf16 gradients after backward, elements/s of the
   // node (its ranks share the cores); 0: the profile has no figure (not modelled).
   double grad_norm_eps = 0;
-  std::vector<TierRates> tiers;        // in plan order; kind is the plan tier's
-  double remote_backbone_bps = 0;      // cluster-wide, per direction
+  std::vector<TierRates> tiers;    // in plan order; kind is the plan tier's
+  double remote_backbone_bps = 0;  // cluster-wide, per direction
   // ZeRO-3 collectives of one rank (several ranks only): bus bytes/s of the per-layer
   // all-gather and reduce-scatter and the latency of one collective (CollectiveRates in
   // core/profile.hpp). 0 bandwidth: not modelled (the profile has no figures; warning line).

@@ -231,7 +231,8 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
     volatile double norm_sink = 0;
     h.grad_norm_elements_per_s =
         time_rate(reps, static_cast<double>(n), 1.0, static_cast<std::int64_t>(2 * n), [&] {
-          const std::vector<double> sums = offload::chunk_square_sums(std::span<const bf16>(grad.data(), n), all);
+          const std::vector<double> sums =
+              offload::chunk_square_sums(std::span<const bf16>(grad.data(), n), all);
           norm_sink = norm_sink + offload::global_norm(sums);
         });
   }

@@ -114,10 +114,11 @@ std::string summary_table(const Profile& p) {
     }
     if (t.slot_handoff_us > 0 || t.slot_handoff_waits_adam > 0) {
       char line[200];
-      std::snprintf(line, sizeof line,
-                    "  slot handoff (reader and writer taking turns on one slot): %.0f us, plus %.0f %% of the "
-                    "AdamW a read starts\n",
-                    t.slot_handoff_us, 100 * t.slot_handoff_waits_adam);
+      std::snprintf(
+          line, sizeof line,
+          "  slot handoff (reader and writer taking turns on one slot): %.0f us, plus %.0f %% of the "
+          "AdamW a read starts\n",
+          t.slot_handoff_us, 100 * t.slot_handoff_waits_adam);
       out += line;
     }
   }

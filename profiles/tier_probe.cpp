@@ -316,8 +316,8 @@ constexpr std::size_t kHandoffSubgroup = std::size_t{4} << 20;
 // idle time per transfer in seconds: the wall time less the transfers' own, over their count.
 double probe_slot_handoff(Stream& st, const io::Tier& tier, std::uint64_t bytes, std::uint64_t request,
                           std::uint64_t block, double seconds, const std::function<void()>& after_read) {
-  const std::uint64_t transfer = std::min<std::uint64_t>(bytes / 2 / block * block,
-                                                         kHandoffSubgroup * kOptimizerStateBytes);
+  const std::uint64_t transfer =
+      std::min<std::uint64_t>(bytes / 2 / block * block, kHandoffSubgroup * kOptimizerStateBytes);
   io::TierSlots slots(tier, 1, SlotScope::combined);
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> transfers{0}, busy_ns{0};
@@ -362,7 +362,8 @@ double probe_slot_handoff(Stream& st, const io::Tier& tier, std::uint64_t bytes,
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   if (transfers.load() == 0) return 0;
-  return std::max(0.0, wall - static_cast<double>(busy_ns.load()) * 1e-9) / static_cast<double>(transfers.load());
+  return std::max(0.0, wall - static_cast<double>(busy_ns.load()) * 1e-9) /
+         static_cast<double>(transfers.load());
 }
 
 // AdamW over a state of its own (16 Mi elements per array) on a ThreadPool of every core:
@@ -461,14 +462,15 @@ class AdamBursts {
 // the slot handoff of a concurrency limit of 1 with the cores idle, and how much longer it is
 // when each read's subgroup starts its AdamW as the read is done, as a share of that AdamW.
 struct UpdateInterference {
-  double busy_gbps = 0;        // the mixed pass's read + write GB/s while AdamW runs
-  double adam_ratio = 0;       // AdamW's elements/s then, over alone
-  double handoff_idle_s = 0;   // probe_slot_handoff with the cores idle
+  double busy_gbps = 0;           // the mixed pass's read + write GB/s while AdamW runs
+  double adam_ratio = 0;          // AdamW's elements/s then, over alone
+  double handoff_idle_s = 0;      // probe_slot_handoff with the cores idle
   double handoff_waits_adam = 0;  // (handoff with AdamW bursts - idle) / one burst, in [0, 1]
 };
 
 UpdateInterference probe_update_interference(std::vector<Stream>& streams, const io::Tier& tier,
-                                             std::uint64_t bytes, std::uint64_t request, std::uint64_t block) {
+                                             std::uint64_t bytes, std::uint64_t request,
+                                             std::uint64_t block) {
   constexpr double kHandoffSeconds = 0.5;
   UpdateInterference out;
   out.handoff_idle_s = probe_slot_handoff(streams[0], tier, bytes, request, block, kHandoffSeconds, {});

@@ -216,7 +216,7 @@ double fill_s(const Setting& s, const std::vector<TierTerm>& terms, double bytes
 // Adam at x ad: TierRates' update_interference) and the pipeline overlaps them as far as it
 // can: o seconds together, then the rest of the longer one alone.
 struct SharedTime {
-  double together = 0;  // o = min(D / io, A / ad)
+  double together = 0;   // o = min(D / io, A / ad)
   double tier_busy = 0;  // D + o (1 - io)
   double adam_busy = 0;  // A + o (1 - ad)
   double both = 0;       // the union: D + A - o (io + ad - 1); max(D, A) when io = ad = 1

@@ -44,12 +44,12 @@ struct AnalyticBreakdown {
   double grad_d2h_s = 0;           // bf16 gradients to host over PCIe
   double grad_flush_s = 0;         // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
   double grad_norm_s = 0;          // the gradient norm's pass after backward (node's ranks at once)
-  double adam_s = 0;               // the node's CPU, shared by its ranks; busy time, slowed while tiers stream
-  double h2d_s = 0;                // bf16 weights back to the GPU
-  double fill_s = 0;               // first read and last write, which nothing overlaps
-  double update_bound_s = 0;       // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)
-  std::int64_t cache_hits = 0;     // per rank (resident subgroups are not hits)
-  std::string forward_bound;       // the resource that sets each phase's time
+  double adam_s = 0;            // the node's CPU, shared by its ranks; busy time, slowed while tiers stream
+  double h2d_s = 0;             // bf16 weights back to the GPU
+  double fill_s = 0;            // first read and last write, which nothing overlaps
+  double update_bound_s = 0;    // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)
+  std::int64_t cache_hits = 0;  // per rank (resident subgroups are not hits)
+  std::string forward_bound;    // the resource that sets each phase's time
   std::string backward_bound;
   std::string update_bound;
   std::vector<std::string> warnings;

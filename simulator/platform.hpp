@@ -61,9 +61,9 @@ struct NodeActivity {
 struct NodePlatform {
   sg4::Host* cpu = nullptr;
   NodeActivity* activity = nullptr;  // owned by the Platform
-  std::vector<sg4::Host*> compute;  // per local rank; nullptr when compute is not modelled
-  bool pcie = false;                // compute hosts are GPUs reached over PCIe links
-  std::vector<TierEndpoint> tiers;  // per plan tier
+  std::vector<sg4::Host*> compute;   // per local rank; nullptr when compute is not modelled
+  bool pcie = false;                 // compute hosts are GPUs reached over PCIe links
+  std::vector<TierEndpoint> tiers;   // per plan tier
 };
 
 struct Platform {

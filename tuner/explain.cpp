@@ -65,10 +65,10 @@ std::string explain(const TuneResult& r, const Profile& profile) {
     };
     appendf(out, "  forward   %-40s compute %s%s\n", an.forward_bound.c_str(),
             format_seconds(an.forward_compute_s).c_str(), exposed(an.forward_exchange_s).c_str());
-    appendf(out, "  backward  %-40s compute %s, gradients to host %s, fp32 flush %s%s\n",
+    appendf(out, "  backward  %-40s compute %s, gradients to host %s, gradient norm %s, fp32 flush %s%s\n",
             an.backward_bound.c_str(), format_seconds(an.backward_compute_s).c_str(),
-            format_seconds(an.grad_d2h_s).c_str(), format_seconds(an.grad_flush_s).c_str(),
-            exposed(an.backward_exchange_s).c_str());
+            format_seconds(an.grad_d2h_s).c_str(), format_seconds(an.grad_norm_s).c_str(),
+            format_seconds(an.grad_flush_s).c_str(), exposed(an.backward_exchange_s).c_str());
   }
   appendf(out, "  update    %-40s CPU Adam %s, weights to GPU %s, pipeline fill %s\n",
           an.update_bound.c_str(), format_seconds(an.adam_s).c_str(), format_seconds(an.h2d_s).c_str(),

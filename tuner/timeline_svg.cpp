@@ -16,8 +16,8 @@ struct Style {
   const char* kind;
   const char* color;
 };
-constexpr Style kStyles[] = {{"forward", "#4e79a7"}, {"backward", "#59a14f"}, {"flush", "#b07aa1"},
-                             {"adam", "#f28e2b"},    {"stall", "#e15759"},    {"read", "#76b7b2"},
+constexpr Style kStyles[] = {{"forward", "#4e79a7"}, {"backward", "#59a14f"},  {"flush", "#b07aa1"},
+                             {"adam", "#f28e2b"},    {"stall", "#e15759"},     {"read", "#76b7b2"},
                              {"write", "#edc948"},   {"slot-wait", "#bab0ac"}, {"gradient norm", "#9c755f"}};
 
 const char* color_of(const std::string& kind) {

@@ -35,10 +35,11 @@ PipelineReaders::PipelineReaders(StateStore& store, io::PinnedBufferPool& pool,
   error_.wake_on_failure(mutex_, changed_);
   try {
     for (std::size_t t = 0; t < misses_.size(); ++t)
-      if (!misses_[t].empty()) threads_.emplace_back([this, t] {
-        io::request_short_slice_for_this_thread();  // io_thread_slice.hpp: ahead of AdamW
-        run(t);
-      });
+      if (!misses_[t].empty())
+        threads_.emplace_back([this, t] {
+          io::request_short_slice_for_this_thread();  // io_thread_slice.hpp: ahead of AdamW
+          run(t);
+        });
   } catch (...) {  // a thread that did not start: stop the others before the members go
     stop_and_join();
     error_.stop_waking(mutex_);

@@ -12,10 +12,11 @@ PipelineWriters::PipelineWriters(StateStore& store, const std::vector<io::TierSl
     : store_(store), slots_(slots), error_(error), queues_(store.io_tier_count()) {
   error_.wake_on_failure(mutex_, done_);
   try {
-    for (std::size_t t = 0; t < queues_.size(); ++t) threads_.emplace_back([this, t] {
-      io::request_short_slice_for_this_thread();  // io_thread_slice.hpp: ahead of AdamW
-      run(t);
-    });
+    for (std::size_t t = 0; t < queues_.size(); ++t)
+      threads_.emplace_back([this, t] {
+        io::request_short_slice_for_this_thread();  // io_thread_slice.hpp: ahead of AdamW
+        run(t);
+      });
   } catch (...) {  // a thread that did not start: the others must not wait for jobs forever
     close();
     error_.stop_waking(mutex_);

@@ -187,8 +187,8 @@ TEST(ProfileFormat, GradientNormFigureRoundTripsAndIsOptional) {
   Json j = sample_profile();
   EXPECT_EQ(profile_from_json(j).host.grad_norm_elements_per_s.median, 0);  // older profiles lack it
   EXPECT_FALSE(to_json(profile_from_json(j))["host"].contains("grad_norm_elements_per_s"));
-  j["host"]["grad_norm_elements_per_s"] = {{"median", 2e9}, {"min", 1.9e9}, {"max", 2.1e9}, {"repetitions", 3},
-                                           {"size_bytes", 1 << 20}};
+  j["host"]["grad_norm_elements_per_s"] = {
+      {"median", 2e9}, {"min", 1.9e9}, {"max", 2.1e9}, {"repetitions", 3}, {"size_bytes", 1 << 20}};
   const Profile p = profile_from_json(j);
   EXPECT_DOUBLE_EQ(p.host.grad_norm_elements_per_s.median, 2e9);
   EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));

@@ -131,7 +131,7 @@ TEST(TierProbe, DiskCurveHasAPointPerStreamCountAndNothingIsLeftBehind) {
   EXPECT_LT(t.slot_handoff_us, 1e5);  // a wake-up, not a transfer
   EXPECT_GE(t.slot_handoff_waits_adam, 0);
   EXPECT_LE(t.slot_handoff_waits_adam, 1);
-  EXPECT_TRUE(t.direct_io);  // /var/tmp is a disk file system: O_DIRECT holds
+  EXPECT_TRUE(t.direct_io);               // /var/tmp is a disk file system: O_DIRECT holds
   EXPECT_TRUE(is_empty_dir(dir.path()));  // the slot files went with the probe's directory
 }
 
