@@ -157,6 +157,7 @@ Profile profile_from_json(const Json& json) {
   if (h.optional("grad_norm_elements_per_s"))
     p.host.grad_norm_elements_per_s = read_measurement(h, "grad_norm_elements_per_s");
   p.host.cpu_model = read_model_compute(h, "cpu_model");
+  p.host.cpu_model_one_thread = read_model_compute(h, "cpu_model_one_thread");
   h.finish();
 
   const Json& gpus = root.array("gpus");
@@ -263,6 +264,8 @@ Json to_json(const Profile& p) {
   if (p.host.grad_norm_elements_per_s.median > 0)
     host["grad_norm_elements_per_s"] = to_json(p.host.grad_norm_elements_per_s);
   if (p.host.cpu_model.measured()) host["cpu_model"] = model_compute_json(p.host.cpu_model);
+  if (p.host.cpu_model_one_thread.measured())
+    host["cpu_model_one_thread"] = model_compute_json(p.host.cpu_model_one_thread);
   Json gpus = Json::array();
   for (const auto& g : p.gpus) {
     Json gj{{"model", g.model},

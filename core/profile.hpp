@@ -74,6 +74,9 @@ struct HostProfile {
   // optional (0 = not measured).
   Measurement grad_norm_elements_per_s;
   ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)
+  // The same on one thread (optional; measured when the host has several cores): what one
+  // rank of several on the node gets (`mlpo-run --threads 1` under mpirun).
+  ModelComputeFigures cpu_model_one_thread;
 };
 
 // One GEMM shape a transformer layer runs (out[m,n] = x[m,k] @ w[n,k]^T, bf16 in, fp32 accumulate).

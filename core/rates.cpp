@@ -88,6 +88,25 @@ void set_collective_rates(const CommProfile& comm, Rates& r) {
 
 }  // namespace
 
+ComputeRates cpu_model_rates(const HostProfile& host, std::int64_t ranks_per_node) {
+  const ModelComputeFigures& all = host.cpu_model;
+  const ModelComputeFigures& one = host.cpu_model_one_thread;
+  const double R = static_cast<double>(ranks_per_node), cores = static_cast<double>(host.cores);
+  // One rank's figure: the all-core one for a node of one rank; with several, each rank's
+  // threads (cores / R) between the one-thread and the all-core figures, a rank on less than
+  // a core getting its share of one; without a one-thread figure, the all-core rate over R.
+  auto rate = [&](const Measurement& a, const Measurement& o) {
+    if (R <= 1 || !one.measured() || cores <= 1) return a.median / R;
+    const double threads = cores / R;
+    if (threads <= 1) return o.median * threads;
+    return o.median + (a.median - o.median) * (threads - 1) / (cores - 1);
+  };
+  return {rate(all.layer_forward_gflops, one.layer_forward_gflops) * 1e9,
+          rate(all.layer_backward_gflops, one.layer_backward_gflops) * 1e9,
+          rate(all.head_forward_gflops, one.head_forward_gflops) * 1e9,
+          rate(all.head_backward_gflops, one.head_backward_gflops) * 1e9, true};
+}
+
 double ComputeRates::of(ComputePart part, bool backward) const {
   if (part == ComputePart::layer) return backward ? layer_backward : layer_forward;
   return backward ? head_backward : head_forward;
@@ -123,10 +142,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
                            " GPU(s) but the cluster shape asks for " + std::to_string(r.ranks_per_node) +
                            " ranks per node: each rank is given one GPU like it");
   } else if (const ModelComputeFigures& m = profile.host.cpu_model; m.measured()) {
-    // The node's cores are shared by its ranks, as the executor's threads share them.
-    const double per_rank = 1e9 / static_cast<double>(r.ranks_per_node);
-    r.compute = {m.layer_forward_gflops.median * per_rank, m.layer_backward_gflops.median * per_rank,
-                 m.head_forward_gflops.median * per_rank, m.head_backward_gflops.median * per_rank, true};
+    r.compute = cpu_model_rates(profile.host, r.ranks_per_node);
     r.compute_flops_per_rank = r.compute.layer_forward;
     r.warnings.push_back(
         "profile has no GPU: forward/backward predicted from host.cpu_model (the CPU backend's "

@@ -63,6 +63,13 @@ struct ComputeRates {
   double seconds(ComputePart part, bool backward, double flops) const;
 };
 
+// One rank's ComputeRates from the profile's CPU model (host.cpu_model measured): a node of
+// one rank gets the all-core figures; R ranks on the node each get their cores / R threads'
+// worth, between the one-thread figures (host.cpu_model_one_thread) and the all-core ones (a
+// rank on less than one core: its share of the one-thread figures); without one-thread
+// figures, the all-core ones over R.
+ComputeRates cpu_model_rates(const HostProfile& host, std::int64_t ranks_per_node);
+
 struct Rates {
   std::int64_t ranks_per_node = 1;
   std::int64_t nodes = 1;

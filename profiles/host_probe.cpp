@@ -247,6 +247,11 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
                          " widths, 3 layers, micro-batch " + std::to_string(options.model_micro_batch) +
                          " x seq " + std::to_string(options.model_seq_len) + ")");
     h.cpu_model = probe_cpu_model(options, all, progress);
+    if (cores > 1) {
+      report(progress, "host: CPU backend forward/backward on 1 thread (one rank of several per node)");
+      ThreadPool one(1);
+      h.cpu_model_one_thread = probe_cpu_model(options, one, progress);
+    }
   }
   return h;
 }

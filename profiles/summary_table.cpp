@@ -51,7 +51,9 @@ std::string summary_table(const Profile& p) {
   }
   if (p.host.cpu_gemm_gflops.median > 0)
     out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
-  if (const ModelComputeFigures& m = p.host.cpu_model; m.measured()) {
+  for (const ModelComputeFigures* mp : {&p.host.cpu_model, &p.host.cpu_model_one_thread}) {
+    const ModelComputeFigures& m = *mp;
+    if (!m.measured()) continue;
     out += printf_string("  CPU model (%s, %lld x %lld tokens, %lld threads)\n", m.model.c_str(),
                          static_cast<long long>(m.micro_batch), static_cast<long long>(m.seq_len),
                          static_cast<long long>(m.threads));
@@ -147,6 +149,10 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
   add("host.cpu_model.layer_backward_gflops", p.host.cpu_model.layer_backward_gflops);
   add("host.cpu_model.head_forward_gflops", p.host.cpu_model.head_forward_gflops);
   add("host.cpu_model.head_backward_gflops", p.host.cpu_model.head_backward_gflops);
+  add("host.cpu_model_one_thread.layer_forward_gflops", p.host.cpu_model_one_thread.layer_forward_gflops);
+  add("host.cpu_model_one_thread.layer_backward_gflops", p.host.cpu_model_one_thread.layer_backward_gflops);
+  add("host.cpu_model_one_thread.head_forward_gflops", p.host.cpu_model_one_thread.head_forward_gflops);
+  add("host.cpu_model_one_thread.head_backward_gflops", p.host.cpu_model_one_thread.head_backward_gflops);
   for (const GpuProfile& g : p.gpus) {
     const std::string at = "gpus[" + g.model + "].";
     for (const GemmFigure& s : g.gemm) add(at + "gemm." + s.name + "_tflops", s.tflops);

@@ -178,6 +178,13 @@ TEST(ProfileFormat, CpuModelFiguresRoundTripAndAreOptional) {
   EXPECT_DOUBLE_EQ(p.host.cpu_model.layer_backward_gflops.median, 24);
   EXPECT_DOUBLE_EQ(p.host.cpu_model.head_backward_gflops.median, 35.5);
   EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  EXPECT_FALSE(p.host.cpu_model_one_thread.measured());  // optional beside it
+  j["host"]["cpu_model_one_thread"] = j["host"]["cpu_model"];
+  j["host"]["cpu_model_one_thread"]["threads"] = 1;
+  const Profile q = profile_from_json(j);
+  EXPECT_EQ(q.host.cpu_model_one_thread.threads, 1);
+  EXPECT_DOUBLE_EQ(q.host.cpu_model_one_thread.layer_forward_gflops.median, 31);
+  EXPECT_EQ(to_json(profile_from_json(to_json(q))), to_json(q));
   j["host"]["cpu_model"]["head_forward_gflops"] = 0;
   EXPECT_NE(error_of([&] { profile_from_json(j); }).find("host.cpu_model.head_forward_gflops"),
             std::string::npos);

@@ -73,6 +73,30 @@ TEST(Rates, IntegrityChecksSlowAdamBy24BytesOfCrcPerElementOnItsThreads) {
   EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 4e8);
 }
 
+TEST(Rates, EachRankOfSeveralGetsItsThreadsWorthOfTheCpuModel) {
+  // A 4-core host: 100 GFLOP/s for a layer's forward on all cores, 40 on one thread.
+  HostProfile h;
+  h.cores = 4;
+  auto figures = [](double gflops) {
+    ModelComputeFigures m;
+    m.model = "tiny";
+    m.micro_batch = 1;
+    m.seq_len = 128;
+    m.layer_forward_gflops = m.layer_backward_gflops = Measurement{gflops, gflops, gflops, 1, 0};
+    m.head_forward_gflops = m.head_backward_gflops = Measurement{gflops, gflops, gflops, 1, 0};
+    return m;
+  };
+  h.cpu_model = figures(100);
+  EXPECT_DOUBLE_EQ(cpu_model_rates(h, 1).layer_forward, 100e9);
+  EXPECT_DOUBLE_EQ(cpu_model_rates(h, 2).layer_forward, 50e9);  // no one-thread figure: shared
+  h.cpu_model_one_thread = figures(40);
+  EXPECT_DOUBLE_EQ(cpu_model_rates(h, 1).layer_forward, 100e9);
+  EXPECT_DOUBLE_EQ(cpu_model_rates(h, 4).layer_forward, 40e9);  // a core each
+  EXPECT_DOUBLE_EQ(cpu_model_rates(h, 2).layer_forward, 60e9);  // 2 threads each: 40 + 60 x 1/3
+  EXPECT_DOUBLE_EQ(cpu_model_rates(h, 8).head_backward, 20e9);  // half a core each
+  EXPECT_TRUE(cpu_model_rates(h, 8).last_layer_skips_recompute);
+}
+
 TEST(Rates, AStreamedTierCarriesItsMeasuredInterferenceWithAdam) {
   // The profile measured the tier with AdamW on every core (0.5x its idle bytes/s) and AdamW
   // while the tier streamed (0.8x): the rates keep both curves idle and carry the ratios for
