@@ -118,12 +118,7 @@ TierTerm tier_term(const Setting& s, std::size_t i) {
   term.write_streams = s.R;
   bool overlap = true;  // reads and writes in flight at once
   if (const double k = static_cast<double>(s.plan.tiers[i].concurrency_limit); k > 0) {
-    // Transfers per rank on this tier, each direction.
-    double reads = 0, writes = 0;
-    for (const UpdateStep& step : s.w.steps) {
-      reads += !step.resident && !step.hit && static_cast<std::size_t>(step.tier) == i;
-      writes += step.write_subgroup >= 0 && static_cast<std::size_t>(step.write_tier) == i;
-    }
+    const auto reads = static_cast<double>(s.w.reads[i]), writes = static_cast<double>(s.w.writes[i]);
     if (s.plan.slot_scope == SlotScope::separate) {
       if (s.R > k) {
         term.handoffs_per_slot = s.R * std::max(reads, writes) / k;

@@ -67,7 +67,6 @@ struct ExchangeOp {
 struct NodeTier {
   sg4::SemaphorePtr read_slot;   // null: no limit
   sg4::SemaphorePtr write_slot;  // the same semaphore as read_slot when scope is combined
-  int in_flight = 0;
   double busy_since = 0;
   double busy_s = 0;
   double read_bytes = 0;
@@ -175,15 +174,18 @@ void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, 
   }
   const double start = sg4::Engine::get_clock();
   nt.slot_wait_s += start - asked;
-  if (nt.in_flight++ == 0) nt.busy_since = start;
   const TierEndpoint& ep = np.tiers[tier];
   sg4::Host* cpu = np.cpu;
   const auto size = static_cast<sg_size_t>(bytes);
-  int& in_flight = is_read ? ep.traffic->reads : ep.traffic->writes;  // what the tier's sharing sees
-  // The node's CPU Adam runs slower while this tier moves bytes (platform.hpp).
+  // The node's transfers in flight on this tier: what its sharing callbacks see, and its busy
+  // time. The node's CPU Adam runs slower while the tier moves bytes (platform.hpp).
+  int& in_flight = is_read ? ep.traffic->reads : ep.traffic->writes;
   const bool slows_adam = rates_.tiers[tier].adam_ratio_io_busy != 1;
   ++in_flight;
-  if (slows_adam && ep.traffic->reads + ep.traffic->writes == 1) wake_cpu(np);
+  if (ep.traffic->reads + ep.traffic->writes == 1) {
+    nt.busy_since = start;
+    if (slows_adam) wake_cpu(np);
+  }
   if (ep.disk != nullptr) {
     if (is_read)
       ep.disk->read(size);
@@ -195,8 +197,10 @@ void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, 
     sg4::Comm::sendto(cpu, ep.server, size);
   }
   --in_flight;
-  if (slows_adam && ep.traffic->reads + ep.traffic->writes == 0) wake_cpu(np);
-  if (--nt.in_flight == 0) nt.busy_s += sg4::Engine::get_clock() - nt.busy_since;
+  if (ep.traffic->reads + ep.traffic->writes == 0) {
+    nt.busy_s += sg4::Engine::get_clock() - nt.busy_since;
+    if (slows_adam) wake_cpu(np);
+  }
   (is_read ? nt.read_bytes : nt.write_bytes) += bytes;
   record(rank.node, lane, is_read ? "read" : "write", start);
   if (slot) slot->release();
@@ -455,11 +459,7 @@ void IterationModel::build_node_tiers(std::int64_t nodes) {
 
 IterationModel::TierTransfers IterationModel::tier_transfers() const {
   const std::size_t tiers = plan_.tiers.size();
-  TierTransfers n{std::vector<std::int64_t>(tiers, 0), std::vector<std::int64_t>(tiers, 0)};
-  for (const UpdateStep& s : w_.steps) {
-    if (!s.resident && !s.hit) ++n.reads[static_cast<std::size_t>(s.tier)];
-    if (s.write_subgroup >= 0) ++n.writes[static_cast<std::size_t>(s.write_tier)];
-  }
+  TierTransfers n{w_.reads, w_.writes};
   if (!options_.update_only)
     for (std::size_t t = 0; t < tiers; ++t)
       if (w_.grad_flush_bytes_per_element > 0 && w_.flush_elements[t] > 0) ++n.writes[t];

@@ -78,6 +78,8 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   w.read_elements.assign(tiers, 0.0);
   w.write_elements.assign(tiers, 0.0);
   w.flush_elements.assign(tiers, 0.0);
+  w.reads.assign(tiers, 0);
+  w.writes.assign(tiers, 0);
 
   // The executor's cache model (core/update_order.hpp), with its resident predicate: replay
   // the previous iteration, an odd one (descending when alternating), to fill the cache, then
@@ -105,9 +107,12 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
       step.write_tier = w.placement[static_cast<std::size_t>(*written)];
       step.write_elements = w.subgroup_size(*written);
       w.write_elements[static_cast<std::size_t>(step.write_tier)] += static_cast<double>(step.write_elements);
+      ++w.writes[static_cast<std::size_t>(step.write_tier)];
     }
-    if (!step.resident && !step.hit)
+    if (!step.resident && !step.hit) {
       w.read_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
+      ++w.reads[static_cast<std::size_t>(step.tier)];
+    }
     if (flush && !step.resident)
       w.flush_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
     w.cache_hits += step.hit ? 1 : 0;

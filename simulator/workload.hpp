@@ -71,6 +71,8 @@ struct Workload {
   std::vector<double> read_elements;
   std::vector<double> write_elements;
   std::vector<double> flush_elements;
+  std::vector<std::int64_t> reads;     // per tier: the update's reads (misses) of one rank
+  std::vector<std::int64_t> writes;    // and its write-backs (not the flush)
   double read_bytes_per_element = 12;  // 12, or 16 when fp32 gradients are re-read (baseline)
   double write_bytes_per_element = 12;
   double grad_flush_bytes_per_element = 0;  // 4 when fp32 gradients are flushed in backward
