@@ -2,7 +2,10 @@
 
 #include <mpi.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +31,30 @@ void check_mpi(int rc, const char* what) {
   throw Error(std::string("MPI: ") + what +
               " failed: " + std::string(text, static_cast<std::size_t>(length)) +
               " (a peer rank may have died; see its message above)");
+}
+
+// Waits for every request without holding a core. MPI_Waitall spins inside Open MPI until the
+// peers' messages arrive; on a node with no core to spare (the CPU backend's compute threads on
+// every core, or more ranks than cores) that spinning exchange thread takes up to half of its
+// rank's compute time while it waits for a slower peer (docs/comm.md). So: test for up to
+// kSpinFor, then sleep between tests, kSleepMin doubling to kSleepMax. Every test drives MPI's
+// progress, and a sleep never lasts longer than kSleepMax past a message's arrival.
+void wait_all_yielding(std::vector<MPI_Request>& requests) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kSpinFor = std::chrono::microseconds(20);
+  constexpr long kSleepMinNs = 5'000, kSleepMaxNs = 100'000;
+  const auto spin_until = Clock::now() + kSpinFor;
+  long sleep_ns = kSleepMinNs;
+  for (;;) {
+    int done = 0;
+    check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    if (done) return;
+    if (Clock::now() < spin_until) continue;
+    const timespec pause{0, sleep_ns};
+    nanosleep(&pause, nullptr);
+    sleep_ns = std::min(2 * sleep_ns, kSleepMaxNs);
+  }
 }
 
 // One side of a point-to-point exchange of a contiguous byte range.
@@ -62,8 +89,7 @@ struct MpiCommunicator::State {
     };
     for (const Transfer& t : receives) post(t, false);
     for (const Transfer& t : sends) post(t, true);
-    check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
-              "MPI_Waitall");
+    wait_all_yielding(requests);
   }
 };
 
