@@ -280,7 +280,7 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
 
 AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Plan& plan,
                           const SimulationOptions& options) {
-  const Rates rates = simulation_rates(profile, plan, options);
+  const Rates rates = simulation_rates(profile, plan, options, a);
   // The schedule the SimGrid model runs too: per-tier elements read, written back and
   // flushed, from the placement, the cache replay and the tiers updated in place.
   const Workload w = make_workload(a, plan);

@@ -579,7 +579,7 @@ std::vector<SimulationResult> simulate_all(const Accounting& accounting, const P
   for (const Plan& plan : plans) {
     work.push_back([&accounting, &profile, &plan, &options] {
       const Workload w = make_workload(accounting, plan);
-      IterationModel model(w, simulation_rates(profile, plan, options), plan, options);
+      IterationModel model(w, simulation_rates(profile, plan, options, accounting), plan, options);
       return to_json(model.run());
     });
   }

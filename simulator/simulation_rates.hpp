@@ -1,7 +1,10 @@
 #pragma once
 // The rates both models run a plan at: core's rates_of() for the profile and plan, plus what
-// the run's options add to them (here: --param-offload's weight copies on the CPU backend).
+// the run's options add to them (here: --param-offload's weight copies on the CPU backend),
+// and a warning when the CPU backend's figures were measured at another run shape than the
+// one predicted (the rate of small widths grows with the tokens per call).
 
+#include "core/accounting.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/rates.hpp"
@@ -9,6 +12,7 @@
 
 namespace mlpo::sim {
 
-Rates simulation_rates(const Profile& profile, const Plan& plan, const SimulationOptions& options);
+Rates simulation_rates(const Profile& profile, const Plan& plan, const SimulationOptions& options,
+                       const Accounting& accounting);
 
 }  // namespace mlpo::sim

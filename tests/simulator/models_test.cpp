@@ -315,6 +315,39 @@ TEST(Models, CpuForwardAndBackwardArePartByPartAtTheProfilesMeasuredRates) {
   EXPECT_TRUE(mentions(simulate(a, p, plan, {}).warnings, "GEMM only"));
 }
 
+TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {
+  // The CPU backend's rate at small widths grows with the tokens per call: a profile measured
+  // at 2x fewer or more tokens than the predicted shape says so, with the command that fixes it.
+  Profile p = io_bound_profile();
+  ModelComputeFigures& m = p.host.cpu_model;
+  m.model = "small";
+  m.micro_batch = 1;
+  m.seq_len = 64;
+  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
+  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
+  // The warning's advice for that shape, from both models alike ("" when none).
+  auto advice = [&](std::int64_t micro_batch, std::int64_t seq_len) {
+    const Accounting a = account(find_preset("small"), ClusterShape{1, 1, micro_batch, seq_len, 1});
+    Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "shm", 1.0)});
+    plan.cluster = a.shape;
+    const std::string fix = "mlpo-profile --model small --micro-batch " + std::to_string(micro_batch) +
+                            " --seq-len " + std::to_string(seq_len);
+    const bool analytic = mentions(analyze(a, p, plan, {}).warnings, fix);
+    EXPECT_EQ(analytic, mentions(simulate(a, p, plan, {}).warnings, fix));
+    EXPECT_EQ(analytic, mentions(simulate(a, p, plan, {}).warnings, "measured at micro-batch 1 x seq 64"));
+    return analytic;
+  };
+  EXPECT_FALSE(advice(1, 64));
+  EXPECT_FALSE(advice(1, 96));  // 1.5x the tokens: close enough
+  EXPECT_TRUE(advice(4, 64));
+  EXPECT_TRUE(advice(1, 16));
+  // The update phase alone has no forward/backward to warn about.
+  const Accounting a = account(find_preset("small"), ClusterShape{1, 1, 4, 64, 1});
+  Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "shm", 1.0)});
+  plan.cluster = a.shape;
+  EXPECT_FALSE(mentions(analyze(a, p, plan, kUpdateOnly).warnings, "measured at micro-batch"));
+}
+
 TEST(Models, ParamOffloadOnTheCpuCopiesEachPartsWeightsBeforeItRuns) {
   // mlpo-run --param-offload on the CPU backend: every part's bf16 weights are copied from
   // host memory before its compute, in forward and (all but the embedding) in backward, at
