@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
@@ -134,25 +136,71 @@ Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
 }
 
 // The executor's forward and backward on the CPU backend as mlpo-run opens it (open_backend, its
-// default --blas-threads: one column block per pool thread).
-ModelComputeFigures probe_cpu_model(const HostProbeOptions& options, ThreadPool& pool,
-                                    const ProgressSink& progress) {
+// default --blas-threads: one column block per pool thread): each repetition's GFLOP/s per part.
+train::ComputeProbeSamples run_cpu_model_probe(const HostProbeOptions& options, ThreadPool& pool,
+                                               const ProgressSink& progress) {
   const train::ComputeBackend device =
       train::open_backend(train::parse_backend("cpu", "--backend"), pool, pool.size(), 0);
   train::ComputeProbeOptions probe{options.gemm_model, options.model_micro_batch, options.model_seq_len,
                                    options.model_repetitions};
-  const train::ComputeProbeSamples s = train::probe_model_compute(
-      *device.backend, probe, [&](const std::string& line) { report(progress, line); });
+  return train::probe_model_compute(*device.backend, probe, [&](const std::string& line) {
+    report(progress, line);
+  });
+}
+
+ModelComputeFigures cpu_model_figures(const HostProbeOptions& options, std::int64_t threads,
+                                      const train::ComputeProbeSamples& s) {
   ModelComputeFigures f;
   f.model = options.gemm_model.name;
   f.micro_batch = options.model_micro_batch;
   f.seq_len = options.model_seq_len;
-  f.threads = static_cast<std::int64_t>(pool.size());
+  f.threads = threads;
   f.layer_forward_gflops = summarize(s.layer_forward_gflops, 0);
   f.layer_backward_gflops = summarize(s.layer_backward_gflops, 0);
   f.head_forward_gflops = summarize(s.head_forward_gflops, 0);
   f.head_backward_gflops = summarize(s.head_backward_gflops, 0);
   return f;
+}
+
+ModelComputeFigures probe_cpu_model(const HostProbeOptions& options, ThreadPool& pool,
+                                    const ProgressSink& progress) {
+  return cpu_model_figures(options, static_cast<std::int64_t>(pool.size()),
+                           run_cpu_model_probe(options, pool, progress));
+}
+
+// One rank of several per node: the probe on one thread, one copy per core running at once,
+// as `cores` one-thread ranks run (they share the caches, the memory bandwidth and the
+// turbo budget, which one thread alone on an idle machine does not). Every copy's samples
+// make the figures; copy 0 reports progress.
+ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& options, unsigned cores,
+                                                        const ProgressSink& progress) {
+  std::vector<train::ComputeProbeSamples> samples(cores);
+  std::vector<std::exception_ptr> errors(cores);
+  {
+    std::vector<std::jthread> copies;
+    for (unsigned c = 0; c < cores; ++c)
+      copies.emplace_back([&, c] {
+        try {
+          ThreadPool one(1);
+          samples[c] = run_cpu_model_probe(options, one, c == 0 ? progress : ProgressSink{});
+        } catch (...) {
+          errors[c] = std::current_exception();
+        }
+      });
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  train::ComputeProbeSamples all;
+  for (const train::ComputeProbeSamples& s : samples) {
+    auto add = [](std::vector<double>& to, const std::vector<double>& from) {
+      to.insert(to.end(), from.begin(), from.end());
+    };
+    add(all.layer_forward_gflops, s.layer_forward_gflops);
+    add(all.layer_backward_gflops, s.layer_backward_gflops);
+    add(all.head_forward_gflops, s.head_forward_gflops);
+    add(all.head_backward_gflops, s.head_backward_gflops);
+  }
+  return cpu_model_figures(options, 1, all);
 }
 
 }  // namespace
@@ -248,9 +296,9 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
                          " x seq " + std::to_string(options.model_seq_len) + ")");
     h.cpu_model = probe_cpu_model(options, all, progress);
     if (cores > 1) {
-      report(progress, "host: CPU backend forward/backward on 1 thread (one rank of several per node)");
-      ThreadPool one(1);
-      h.cpu_model_one_thread = probe_cpu_model(options, one, progress);
+      report(progress, "host: CPU backend forward/backward on 1 thread, " + std::to_string(cores) +
+                           " copies at once (one rank of several per node)");
+      h.cpu_model_one_thread = probe_cpu_model_one_thread_per_core(options, cores, progress);
     }
   }
   return h;

@@ -89,12 +89,13 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   h.repetitions = reps;
   h.gemm_model = model;
   h.gemm_tokens = std::min<std::int64_t>(tokens, quick ? 128 : 512);
-  // The model probe at the run's shape, at most 512 tokens (128 with --quick): sequences are
-  // shortened first to one per micro-batch, then in length. Its figures say the shape run.
+  // The model probe at the run's shape. The model's own sequence length is capped at 512
+  // tokens (128 with --quick) to keep the probe short; a --seq-len given is taken as it is, as
+  // is --micro-batch: at small widths the rate grows with the tokens per call, so the probe
+  // must time the shape the prediction is for. Its figures say the shape run.
   const std::int64_t cap = quick ? 128 : 512;
-  h.model_seq_len = std::min<std::int64_t>(request.seq_len > 0 ? request.seq_len : model.seq_len, cap);
-  h.model_micro_batch =
-      std::max<std::int64_t>(1, std::min<std::int64_t>(request.micro_batch, cap / h.model_seq_len));
+  h.model_seq_len = request.seq_len > 0 ? request.seq_len : std::min<std::int64_t>(model.seq_len, cap);
+  h.model_micro_batch = std::max<std::int64_t>(1, request.micro_batch);
   h.model_repetitions = quick ? 2 : 3;
 
   GpuProbeOptions& g = p.gpu_options;

@@ -31,8 +31,10 @@ rm -rf "$out/checkpoints" "$out/run.jsonl"
 mkdir -p "$out/scratch" "$shm"
 
 echo
-echo "== 1. mlpo-profile --quick: this machine's CPU and two tiers, disk ($out/scratch) and /dev/shm"
-"$bin/mlpo-profile" --quick --tier "scratch=$out/scratch" --tier "shm=$shm:other" --out "$out/profile.json"
+echo "== 1. mlpo-profile --quick: this machine's CPU (the small preset's forward/backward at the run's"
+echo "      shape) and two tiers, disk ($out/scratch) and /dev/shm"
+"$bin/mlpo-profile" --quick --model small --micro-batch 2 --seq-len 128 \
+  --tier "scratch=$out/scratch" --tier "shm=$shm:other" --out "$out/profile.json"
 
 echo
 echo "== 2. mlpo-tune: plan the small preset with $budget of host memory (its fp32 state is 206 MiB),"

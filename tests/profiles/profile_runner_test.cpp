@@ -62,5 +62,21 @@ TEST(PrepareProfile, GemmTokensAreMicroBatchTimesSequence) {
   EXPECT_EQ(prepare_profile(r).gpu_options.tokens, 2048);
 }
 
+TEST(PrepareProfile, TheCpuModelProbeTimesTheShapeAskedFor) {
+  // The model's own sequence is capped to keep the probe short; a --micro-batch and a
+  // --seq-len given are the run's shape and are timed as they are, --quick too.
+  TempDir a;
+  ProfileRequest r;
+  r.tiers = {{"disk", a.path(), TierKind::other}};
+  r.model = "small";
+  r.quick = true;
+  EXPECT_EQ(prepare_profile(r).host_options.model_micro_batch, 1);
+  EXPECT_EQ(prepare_profile(r).host_options.model_seq_len, 128);
+  r.micro_batch = 4;
+  r.seq_len = 256;
+  EXPECT_EQ(prepare_profile(r).host_options.model_micro_batch, 4);
+  EXPECT_EQ(prepare_profile(r).host_options.model_seq_len, 256);
+}
+
 }  // namespace
 }  // namespace mlpo::profiles
