@@ -44,12 +44,13 @@ int main(int argc, char** argv) {
       "--model", request.model,
       "model preset or mlpo.model/1 file whose layer GEMMs and (without a GPU) CPU forward/backward "
       "are timed, on three of its layers (default llama2-7b; give the model you will train)");
-  app.add_option(
-         "--micro-batch", request.micro_batch,
-         "sequences per micro-batch of the timed shapes (default 1; give the run's: the CPU rate grows with it)")
+  app.add_option("--micro-batch", request.micro_batch,
+                 "sequences per micro-batch of the timed shapes (default 1; give the run's: the CPU rate "
+                 "grows with it)")
       ->check(cli::whole_in(1, 1 << 20));
   app.add_option("--seq-len", request.seq_len,
-                 "tokens per sequence of the timed shapes (default: the model's, capped at 512, --quick 128; a value given is taken as it is)")
+                 "tokens per sequence of the timed shapes (default: the model's, capped at 512, --quick 128; "
+                 "a value given is taken as it is)")
       ->check(cli::whole_in(1, 1 << 24));
   app.add_option(
          "--tier-size", tier_size,

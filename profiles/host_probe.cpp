@@ -143,9 +143,8 @@ train::ComputeProbeSamples run_cpu_model_probe(const HostProbeOptions& options, 
       train::open_backend(train::parse_backend("cpu", "--backend"), pool, pool.size(), 0);
   train::ComputeProbeOptions probe{options.gemm_model, options.model_micro_batch, options.model_seq_len,
                                    options.model_repetitions};
-  return train::probe_model_compute(*device.backend, probe, [&](const std::string& line) {
-    report(progress, line);
-  });
+  return train::probe_model_compute(*device.backend, probe,
+                                    [&](const std::string& line) { report(progress, line); });
 }
 
 ModelComputeFigures cpu_model_figures(const HostProbeOptions& options, std::int64_t threads,
