@@ -9,19 +9,12 @@ namespace mlpo::offload {
 
 PipelineWriters::PipelineWriters(StateStore& store, const std::vector<io::TierSlots*>& slots,
                                  PipelineError& error)
-    : store_(store), slots_(slots), error_(error), queues_(store.io_tier_count()) {
+    : store_(store),
+      slots_(slots),
+      error_(error),
+      queues_(store.io_tier_count()),
+      threads_(store.io_tier_count()) {
   error_.wake_on_failure(mutex_, done_);
-  try {
-    for (std::size_t t = 0; t < queues_.size(); ++t)
-      threads_.emplace_back([this, t] {
-        io::request_short_slice_for_this_thread();  // io_thread_slice.hpp: ahead of AdamW
-        run(t);
-      });
-  } catch (...) {  // a thread that did not start: the others must not wait for jobs forever
-    close();
-    error_.stop_waking(mutex_);
-    throw;
-  }
 }
 
 PipelineWriters::~PipelineWriters() {
@@ -33,6 +26,14 @@ void PipelineWriters::push(WriteJob job) {
   const auto t = static_cast<std::size_t>(store_.io_tier(job.subgroup));
   {
     std::lock_guard lock(mutex_);
+    // A tier's thread starts with its first job: an update whose subgroups all stay cached
+    // or resident starts none (a thread's start and join cost ~0.1 ms, a tiny model's update
+    // about 1 ms). It runs once this lock is released.
+    if (!threads_[t].joinable())
+      threads_[t] = std::jthread([this, t] {
+        io::request_short_slice_for_this_thread();  // io_thread_slice.hpp: ahead of AdamW
+        run(t);
+      });  // throws before the job is queued: its buffer goes back with it
     if (!job.gradient) pending_.insert(job.subgroup);
     queues_[t].push_back(std::move(job));
   }
@@ -60,7 +61,8 @@ void PipelineWriters::close() {
     closed_ = true;
   }
   queued_.notify_all();
-  for (auto& th : threads_) th.join();
+  for (auto& th : threads_)
+    if (th.joinable()) th.join();
 }
 
 void PipelineWriters::run(std::size_t t) {

@@ -1,8 +1,9 @@
 #pragma once
-// PipelineWriters: the write side of a pipeline run. One writer thread per file tier drains
-// that tier's queue of WriteJobs in order, each write holding one of the tier's node-wide
-// TierSlots (null = no limit) while in flight, and returns the job's buffer to the pool as
-// soon as the write is done (also when it failed or was skipped).
+// PipelineWriters: the write side of a pipeline run. One writer thread per file tier, started
+// with the tier's first job, drains that tier's queue of WriteJobs in order, each write
+// holding one of the tier's node-wide TierSlots (null = no limit) while in flight, and
+// returns the job's buffer to the pool as soon as the write is done (also when it failed or
+// was skipped).
 //
 // Errors: a failed write goes to the run's PipelineError; after the first error anywhere the
 // writers stop writing but keep draining their queues, so every buffer still comes back.
