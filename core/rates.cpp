@@ -55,6 +55,16 @@ double Rates::adam_node_eps(double ranks) const {
                                   adam_threads_per_rank(cores, ranks_per_node));
 }
 
+double Rates::adam_work(double elements) const {
+  const double threads = adam_threads_per_rank(cores, ranks_per_node);
+  const double used = adam_threads_used(elements, adam_grain, threads);
+  if (used >= threads || adam_curve.empty()) return elements;
+  const double R = static_cast<double>(ranks_per_node), n = static_cast<double>(cores);
+  const double all = node_adam_elements_per_s(adam_curve, n, R, threads);
+  const double fewer = node_adam_elements_per_s(adam_curve, n, R, used);
+  return fewer > 0 ? elements * all / fewer : elements;
+}
+
 namespace {
 
 // The collectives' rates: the node's host MPI figures, capped by the inter-node ones when the
@@ -124,6 +134,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   r.cores = profile.host.cores;
   r.adam_curve = profile.host.adam_elements_per_s;
   r.grad_norm_eps = profile.host.grad_norm_elements_per_s.median;
+  r.adam_grain = plan.crc ? kIntegrityChunkElements : kAdamWGrainElements;
   // Integrity on: AdamW's pass also checksums each element's p, m and v before and after
   // (docs/io.md), on the same threads: its time per element grows by 24 bytes of CRC32C.
   if (plan.crc && profile.host.crc32c_gbps.median > 0)

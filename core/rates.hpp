@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/adam_split.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "core/tier_rates.hpp"
@@ -93,9 +94,16 @@ struct Rates {
   double collective_latency_s = 0;
   std::vector<std::string> warnings;
 
+  // Elements per split of one subgroup's AdamW over a rank's threads (core/adam_split.hpp):
+  // the integrity chunk with the plan's io.crc on, else the AdamW grain.
+  std::int64_t adam_grain = kAdamWGrainElements;
+
   // Aggregate Adam elements/s of the node when `ranks` ranks run Adam at once, each on its
   // adam_threads_per_rank(cores, ranks_per_node) threads.
   double adam_node_eps(double ranks) const;
+  // One subgroup's AdamW of `elements` as work at adam_node_eps's rate: more than `elements`
+  // when the subgroup has fewer grains than a rank has threads (it keeps fewer busy).
+  double adam_work(double elements) const;
 };
 
 // Throws mlpo::Error when a streamed plan tier is not in the profile (names the tier and the

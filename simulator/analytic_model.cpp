@@ -178,7 +178,7 @@ double pipeline_depth_s(const Setting& s, const std::vector<TierTerm>& terms, do
   }
   // Reads in flight per rank: at most the prefetch depth, and one per tier.
   const double reads_in_flight = std::max(1.0, std::min(d, tiers_used));
-  const double adam_sg_s = sg_elems / (adam_node / s.R);
+  const double adam_sg_s = s.rates.adam_work(sg_elems) / (adam_node / s.R);
   const double per_subgroup_s =
       std::max(mean_read_s / reads_in_flight,
                (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
@@ -202,8 +202,16 @@ double fill_s(const Setting& s, const std::vector<TierTerm>& terms, double bytes
     fill =
         sg * (static_cast<double>(kOptimizerStateBytes) * 2 + (flush ? kFp32GradBytes : 0)) / per_stream_bps;
   }
-  fill += sg / (adam_node / s.R);
+  fill += s.rates.adam_work(sg) / (adam_node / s.R);
   return fill;
+}
+
+// A rank's AdamW over all its subgroups as work at the node's Adam rate (Rates::adam_work:
+// a subgroup of fewer grains than threads keeps fewer threads busy).
+double adam_work_per_rank(const Setting& s) {
+  const std::int64_t sg = s.plan.subgroup_elements, n = s.a.params_per_rank;
+  const double full = static_cast<double>(n / sg) * s.rates.adam_work(static_cast<double>(sg));
+  return full + (n % sg > 0 ? s.rates.adam_work(static_cast<double>(n % sg)) : 0.0);
 }
 
 // A streamed tier's D seconds of transfers (at its idle rates) and the node's A seconds of
@@ -233,7 +241,7 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
   const Rates& rates = s.rates;
   out.cache_hits = s.w.cache_hits;
   const double adam_node = rates.adam_node_eps(s.R);
-  const double adam_idle_s = s.R * s.ppr / adam_node;
+  const double adam_idle_s = s.R * adam_work_per_rank(s) / adam_node;
   out.adam_s = adam_idle_s;
   double sum_peak_bw = 0;
   double bytes_moved = 0;
@@ -246,7 +254,7 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
       // Each slot handoff idles the tier; one after a read may wait for the subgroup's Adam
       // the read started (one rank's, slowed while the tier streams).
       const double sg = static_cast<double>(std::min(s.plan.subgroup_elements, s.a.params_per_rank));
-      const double burst_s = sg / (adam_node / s.R) / tr.adam_ratio_io_busy;
+      const double burst_s = rates.adam_work(sg) / (adam_node / s.R) / tr.adam_ratio_io_busy;
       const double handoff_s = term.handoffs_per_slot * tr.slot_handoff_s +
                                term.read_handoffs_per_slot * tr.slot_handoff_waits_adam * burst_s;
       term.seconds = shared.tier_busy;

@@ -394,7 +394,7 @@ void IterationModel::rank_actor(Rank& rank) {
       rank.window->release();
     }
     const double t = sg4::Engine::get_clock();
-    adam(np, static_cast<double>(s.elements));
+    adam(np, rates_.adam_work(static_cast<double>(s.elements)));
     record(rank.node, lane, "adam", t);
     if (np.pcie) rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});
     if (s.write_subgroup >= 0) {

@@ -17,11 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "core/adam_split.hpp"
+
 namespace mlpo::offload {
 
 class InPlaceIntegrity {
  public:
-  static constexpr std::int64_t kChunk = 64 * 1024;  // elements: p, m, v of a chunk fit in L2 together
+  // Elements: p, m, v of a chunk fit in L2 together (core/adam_split.hpp models the split).
+  static constexpr std::int64_t kChunk = kIntegrityChunkElements;
 
   InPlaceIntegrity() = default;
   // Makes room for `chunks` records of subgroup `s` (not yet recorded).

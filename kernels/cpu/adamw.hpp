@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/adam_split.hpp"
 #include "core/bf16.hpp"
 #include "kernels/cpu/adamw_isa.hpp"
 
@@ -63,6 +64,7 @@ void adamw_update_fp32grad(ThreadPool& pool, const AdamWParams& params, float* p
 // Elements per parallel_for grain: a multiple of every vector width (16) and of a 64-byte cache
 // line for fp32 and bf16 arrays, large enough that a chunk amortises the hand-off to a worker.
 inline constexpr std::size_t adamw_grain = 16 * 1024;
+static_assert(adamw_grain == kAdamWGrainElements, "core/adam_split.hpp models this split");
 
 // Bytes one element's update must move between memory and the core: read p, m, v (12) and the
 // gradient (2 or 4), write p, m, v (12) and the bf16 copy (2, when written).

@@ -73,6 +73,31 @@ TEST(Rates, IntegrityChecksSlowAdamBy24BytesOfCrcPerElementOnItsThreads) {
   EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 4e8);
 }
 
+TEST(Rates, ASubgroupOfFewerGrainsThanThreadsKeepsFewerBusy) {
+  // 4 cores, one rank: 4 threads. With CRC on a subgroup splits by 64 Ki-element chunks
+  // (core/adam_split.hpp): one of 64 Ki runs on one thread at 1e8/s instead of 4 at 4e8/s.
+  Profile p;
+  p.host = host(4);
+  Plan plan;
+  plan.cluster = ClusterShape{1, 1, 1, 0, 1};
+  const Rates on = rates_of(p, plan, 0);
+  EXPECT_EQ(on.adam_grain, kIntegrityChunkElements);
+  const double chunk = static_cast<double>(kIntegrityChunkElements);
+  EXPECT_DOUBLE_EQ(on.adam_work(chunk), 4 * chunk);
+  EXPECT_DOUBLE_EQ(on.adam_work(2 * chunk), 2 * 2 * chunk);
+  EXPECT_DOUBLE_EQ(on.adam_work(3 * chunk - 1), 4.0 / 3.0 * (3 * chunk - 1));  // 3 chunks, the last short
+  EXPECT_DOUBLE_EQ(on.adam_work(64 * chunk), 64 * chunk);
+  // Without CRC the split is the 16 Ki AdamW grain: 64 Ki elements keep the 4 threads busy.
+  plan.crc = false;
+  const Rates off = rates_of(p, plan, 0);
+  EXPECT_DOUBLE_EQ(off.adam_work(chunk), chunk);
+  EXPECT_DOUBLE_EQ(off.adam_work(chunk / 4), 4 * chunk / 4);
+  // Four ranks on the 4 cores: one thread each, nothing to lose.
+  plan.crc = true;
+  plan.cluster = ClusterShape{1, 4, 1, 0, 1};
+  EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_work(chunk), chunk);
+}
+
 TEST(Rates, EachRankOfSeveralGetsItsThreadsWorthOfTheCpuModel) {
   // A 4-core host: 100 GFLOP/s for a layer's forward on all cores, 40 on one thread.
   HostProfile h;

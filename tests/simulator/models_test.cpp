@@ -4,8 +4,10 @@
 
 #include <cmath>
 
+#include "core/adam_split.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "core/rates.hpp"
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
 #include "tests/support/sample_inputs.hpp"
@@ -388,6 +390,36 @@ TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
   p.gpus.push_back(mlpo::testing::gpu(4));
   EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
   EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).adam_s / expected, 1.0, 1e-9);
+}
+
+TEST(Models, ASubgroupOfOneIntegrityChunkRunsAdamOnOneThread) {
+  // All state cached, one rank on 16 cores: CPU Adam alone. With CRC on, a subgroup of one
+  // 64 Ki-element chunk keeps one thread busy (core/adam_split.hpp), so its Adam takes the
+  // curve's 16-thread rate over its one-thread rate longer; 16 chunks keep all 16 busy.
+  Profile p = io_bound_profile();
+  p.host.crc32c_gbps = {};  // the same Adam curve with CRC on and off: only the split differs
+  const Accounting a = accounting("small", 1, 1);
+  Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "nvme", 1.0)});
+  plan.host_cache_subgroups = 1 << 20;
+  const Rates r = rates_of(p, plan, 0);
+  const double slower = r.adam_node_eps(1) / interpolate(r.adam_curve, 1);
+  ASSERT_GT(slower, 4);
+  auto expected = [&](std::int64_t sg) {  // each subgroup's work, the last one shorter
+    const std::int64_t n = a.params_per_rank;
+    const double work = static_cast<double>(n / sg) * r.adam_work(static_cast<double>(sg)) +
+                        (n % sg > 0 ? r.adam_work(static_cast<double>(n % sg)) : 0.0);
+    return work / r.adam_node_eps(1);
+  };
+  for (const std::int64_t chunks : {1, 16}) {
+    plan.subgroup_elements = chunks * kIntegrityChunkElements;
+    const double adam = analyze(a, p, plan, kUpdateOnly).adam_s;
+    EXPECT_NEAR(adam / expected(plan.subgroup_elements), 1.0, 1e-9);
+    EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / adam, 1.0, 0.05);
+  }
+  EXPECT_DOUBLE_EQ(r.adam_work(static_cast<double>(kIntegrityChunkElements)),
+                   slower * static_cast<double>(kIntegrityChunkElements));
+  EXPECT_DOUBLE_EQ(r.adam_work(16.0 * static_cast<double>(kIntegrityChunkElements)),
+                   16.0 * static_cast<double>(kIntegrityChunkElements));
 }
 
 // A node whose disk (8 GB/s each way, reads and writes overlapping fully) and CPU Adam
