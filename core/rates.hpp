@@ -94,6 +94,10 @@ struct Rates {
   double collective_latency_s = 0;
   std::vector<std::string> warnings;
 
+  // The CPU backend's resident bf16 weights (one rank, no --param-offload): after each
+  // subgroup's AdamW the rank copies the subgroup's new bf16 weights into the model's, on one
+  // thread (CpuBackend's memcpy), at this many bytes/s; 0: no such copy.
+  double update_weight_copy_bps = 0;
   // Elements per split of one subgroup's AdamW over a rank's threads (core/adam_split.hpp):
   // the integrity chunk with the plan's io.crc on, else the AdamW grain.
   std::int64_t adam_grain = kAdamWGrainElements;

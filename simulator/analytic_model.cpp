@@ -241,7 +241,8 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
   const Rates& rates = s.rates;
   out.cache_hits = s.w.cache_hits;
   const double adam_node = rates.adam_node_eps(s.R);
-  const double adam_idle_s = s.R * adam_work_per_rank(s) / adam_node;
+  double adam_idle_s = s.R * adam_work_per_rank(s) / adam_node;
+  if (rates.update_weight_copy_bps > 0) adam_idle_s += s.ppr * kBf16Bytes / rates.update_weight_copy_bps;
   out.adam_s = adam_idle_s;
   double sum_peak_bw = 0;
   double bytes_moved = 0;

@@ -395,6 +395,9 @@ void IterationModel::rank_actor(Rank& rank) {
     }
     const double t = sg4::Engine::get_clock();
     adam(np, rates_.adam_work(static_cast<double>(s.elements)));
+    if (rates_.update_weight_copy_bps > 0)  // the CPU backend's resident weights: one thread's memcpy
+      sg4::this_actor::sleep_for(static_cast<double>(s.elements) * kBf16Bytes /
+                                 rates_.update_weight_copy_bps);
     record(rank.node, lane, "adam", t);
     if (np.pcie) rank.to_gpu.push({-1, static_cast<double>(s.elements) * kBf16Bytes});
     if (s.write_subgroup >= 0) {

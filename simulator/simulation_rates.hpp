@@ -1,6 +1,7 @@
 #pragma once
 // The rates both models run a plan at: core's rates_of() for the profile and plan, plus what
-// the run's options add to them (here: --param-offload's weight copies on the CPU backend),
+// the run's options add to them (here: --param-offload's weight copies on the CPU backend,
+// and the resident weights' copy after each subgroup's AdamW),
 // and a warning when the CPU backend's figures were measured at another run shape than the
 // one predicted (the rate of small widths grows with the tokens per call).
 

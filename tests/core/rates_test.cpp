@@ -85,7 +85,10 @@ TEST(Rates, ASubgroupOfFewerGrainsThanThreadsKeepsFewerBusy) {
   const double chunk = static_cast<double>(kIntegrityChunkElements);
   EXPECT_DOUBLE_EQ(on.adam_work(chunk), 4 * chunk);
   EXPECT_DOUBLE_EQ(on.adam_work(2 * chunk), 2 * 2 * chunk);
-  EXPECT_DOUBLE_EQ(on.adam_work(3 * chunk - 1), 4.0 / 3.0 * (3 * chunk - 1));  // 3 chunks, the last short
+  // 3 chunks (the last one short), one per thread: as long as one chunk on one thread.
+  EXPECT_DOUBLE_EQ(on.adam_work(3 * chunk - 1), 4 * chunk);
+  // 5 chunks on 4 threads: one thread takes two.
+  EXPECT_DOUBLE_EQ(on.adam_work(5 * chunk), 4 * 2 * chunk);
   EXPECT_DOUBLE_EQ(on.adam_work(64 * chunk), 64 * chunk);
   // Without CRC the split is the 16 Ki AdamW grain: 64 Ki elements keep the 4 threads busy.
   plan.crc = false;

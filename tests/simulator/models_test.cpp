@@ -389,7 +389,8 @@ TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
   EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
   p.gpus.push_back(mlpo::testing::gpu(4));
   EXPECT_NEAR(simulate(a, p, plan, kUpdateOnly).prediction.update_s / expected, 1.0, 0.05);
-  EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).adam_s / expected, 1.0, 1e-9);
+  // The last, shorter subgroup keeps fewer threads busy (core/adam_split.hpp): 0.1 % longer.
+  EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).adam_s / expected, 1.0, 2e-3);
 }
 
 TEST(Models, ASubgroupOfOneIntegrityChunkRunsAdamOnOneThread) {
@@ -422,6 +423,33 @@ TEST(Models, ASubgroupOfOneIntegrityChunkRunsAdamOnOneThread) {
                    16.0 * static_cast<double>(kIntegrityChunkElements));
 }
 
+TEST(Models, OneCpuRanksResidentWeightsTakeEachSubgroupsCopyAfterItsAdam) {
+  // Training one rank on the CPU backend with resident weights: after each subgroup's AdamW
+  // its bf16 weights are copied into the model's on one thread, at host.memcpy_gbps_single.
+  // Not with --param-offload, not for ZeRO-3 ranks (they gather), not in --update-only.
+  Profile p = io_bound_profile();
+  p.host.memcpy_gbps_single.median = 2;
+  auto adam_s = [&](std::int64_t ranks, const SimulationOptions& o) {
+    const Accounting a = accounting("small", 1, ranks);
+    Plan plan = plan_for("small", a.params.total, 1, ranks, {plan_tier(p, "nvme", 1.0)});
+    plan.host_cache_subgroups = 1 << 20;
+    const AnalyticBreakdown an = analyze(a, p, plan, o);
+    SimulationOptions alone = o;
+    alone.update_only = true;
+    const double copy = an.adam_s - analyze(a, p, plan, alone).adam_s;
+    const double sim_copy =
+        simulate(a, p, plan, o).prediction.update_s - simulate(a, p, plan, alone).prediction.update_s;
+    EXPECT_NEAR(sim_copy, copy, 0.05 * copy + 1e-6);
+    return std::pair{copy, static_cast<double>(a.params_per_rank) * 2 / 2e9};
+  };
+  const auto [copied, expected] = adam_s(1, {});
+  EXPECT_NEAR(copied, expected, expected * 1e-9);
+  EXPECT_EQ(adam_s(2, {}).first, 0);
+  SimulationOptions offload;
+  offload.param_offload = true;
+  EXPECT_EQ(adam_s(1, offload).first, 0);
+}
+
 // A node whose disk (8 GB/s each way, reads and writes overlapping fully) and CPU Adam
 // (2.2e9 elements/s) slow each other down while both run: the disk to x io, Adam to x ad.
 Profile interfering_profile(double io, double ad) {
@@ -447,8 +475,9 @@ TEST(Models, ATierAndAdamSlowEachOtherOnlyWhileBothRun) {
   const Plan plan = plan_for("1b", a.params.total, 1, 1, {plan_tier(busy, "nvme", 1.0)});
   const double shared = D + A / 0.8 * 0.5;
   const AnalyticBreakdown an = analyze(a, busy, plan, kUpdateOnly);
-  EXPECT_NEAR(an.tiers[0].seconds / shared, 1.0, 1e-9);
-  EXPECT_NEAR(an.adam_s / (A / 0.8), 1.0, 1e-9);
+  // (Within 0.1 %: the last, shorter subgroup keeps fewer threads busy, core/adam_split.hpp.)
+  EXPECT_NEAR(an.tiers[0].seconds / shared, 1.0, 2e-3);
+  EXPECT_NEAR(an.adam_s / (A / 0.8), 1.0, 2e-3);
   const auto r = simulate_all(a, busy, {plan}, kUpdateOnly, 1).front();
   const auto r_idle = simulate_all(a, idle, {plan}, kUpdateOnly, 1).front();
   EXPECT_NEAR(r.prediction.tiers[0].busy_s / shared, 1.0, 0.05);
