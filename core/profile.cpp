@@ -150,6 +150,8 @@ Profile profile_from_json(const Json& json) {
   p.host.memcpy_gbps = read_measurement(h, "memcpy_gbps");
   p.host.adam_elements_per_s = read_curve(h, "adam_elements_per_s", "threads");
   p.host.adam_estimated = h.boolean_or("adam_estimated", false);
+  if (h.optional("adam_checked_elements_per_s"))
+    p.host.adam_checked_elements_per_s = read_curve(h, "adam_checked_elements_per_s", "threads");
   if (h.optional("bf16_convert_gbps")) p.host.bf16_convert_gbps = read_measurement(h, "bf16_convert_gbps");
   if (h.optional("bf16_to_fp32_gbps")) p.host.bf16_to_fp32_gbps = read_measurement(h, "bf16_to_fp32_gbps");
   if (h.optional("cpu_gemm_gflops")) p.host.cpu_gemm_gflops = read_measurement(h, "cpu_gemm_gflops");
@@ -257,6 +259,8 @@ Json to_json(const Profile& p) {
             {"memcpy_gbps", to_json(p.host.memcpy_gbps)},
             {"adam_elements_per_s", curve_json(p.host.adam_elements_per_s, "threads")},
             {"adam_estimated", p.host.adam_estimated}};
+  if (!p.host.adam_checked_elements_per_s.empty())
+    host["adam_checked_elements_per_s"] = curve_json(p.host.adam_checked_elements_per_s, "threads");
   if (p.host.bf16_convert_gbps.median > 0) host["bf16_convert_gbps"] = to_json(p.host.bf16_convert_gbps);
   if (p.host.bf16_to_fp32_gbps.median > 0) host["bf16_to_fp32_gbps"] = to_json(p.host.bf16_to_fp32_gbps);
   if (p.host.cpu_gemm_gflops.median > 0) host["cpu_gemm_gflops"] = to_json(p.host.cpu_gemm_gflops);

@@ -63,7 +63,11 @@ struct HostProfile {
   Measurement memcpy_gbps;                      // all threads
   std::vector<CurvePoint> adam_elements_per_s;  // fused bf16-grad AdamW, by threads
   bool adam_estimated = false;                  // true until the real kernel was measured
-  Measurement bf16_convert_gbps;                // fp32 -> bf16, GB/s of fp32 read
+  // The update pipeline's AdamW with integrity on (executor/offload/checked_adamw.hpp: per
+  // 64 Ki-element chunk verify, AdamW, record), by threads; empty in older profiles (the
+  // models then compose adam_elements_per_s with crc32c_gbps).
+  std::vector<CurvePoint> adam_checked_elements_per_s;
+  Measurement bf16_convert_gbps;  // fp32 -> bf16, GB/s of fp32 read
   Measurement bf16_to_fp32_gbps;  // bf16 -> fp32, GB/s of fp32 written; optional (0 = not measured)
   Measurement cpu_gemm_gflops;    // CPU backend GEMM (for CPU-only training plans)
   // CRC32C of a 256 KiB buffer in cache, one thread, GB/s: the integrity check's cost in the

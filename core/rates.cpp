@@ -136,8 +136,11 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   r.grad_norm_eps = profile.host.grad_norm_elements_per_s.median;
   r.adam_grain = plan.crc ? kIntegrityChunkElements : kAdamWGrainElements;
   // Integrity on: AdamW's pass also checksums each element's p, m and v before and after
-  // (docs/io.md), on the same threads: its time per element grows by 24 bytes of CRC32C.
-  if (plan.crc && profile.host.crc32c_gbps.median > 0)
+  // (docs/io.md), on the same threads: the profile's timing of that very pass when it has one,
+  // else each element's time grows by 24 bytes of CRC32C at the cached CRC rate.
+  if (plan.crc && !profile.host.adam_checked_elements_per_s.empty())
+    r.adam_curve = profile.host.adam_checked_elements_per_s;
+  else if (plan.crc && profile.host.crc32c_gbps.median > 0)
     for (CurvePoint& pt : r.adam_curve) {
       const double crc_bps = profile.host.crc32c_gbps.median * 1e9 * static_cast<double>(pt.streams);
       pt.value.median = 1.0 / (1.0 / pt.value.median + 2.0 * kOptimizerStateBytes / crc_bps);

@@ -24,6 +24,7 @@
 #include "kernels/cpu/convert.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "executor/io/crc32c.hpp"
+#include "executor/offload/checked_adamw.hpp"
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/train/compute_backend.hpp"
 #include "executor/train/compute_probe.hpp"
@@ -254,6 +255,23 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
            })});
     }
     h.adam_estimated = false;
+
+    // The same update as the pipeline runs it with integrity on: the very function, per
+    // 64 Ki-element chunk verify, AdamW, record (its first call records only).
+    for (unsigned t : threads) {
+      report(progress, "host: AdamW with CRC32C per 64 Ki-element chunk (the update pipeline's), " +
+                           std::to_string(t) + " thread(s)");
+      ThreadPool pool(t);
+      offload::InPlaceIntegrity integrity;
+      integrity.add_subgroup(0, static_cast<std::int64_t>(n));
+      const offload::WeightDecayMask every_element_decays;
+      h.adam_checked_elements_per_s.push_back(
+          {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, state_bytes, [&] {
+             offload::checked_adamw(pool, integrity, 0, every_element_decays, 0, params, p.data(), m.data(),
+                                    v.data(), nullptr, grad.data(), p_out.data(), n, "host probe");
+             ++params.step;
+           })});
+    }
 
     report(progress, "host: bf16 <-> fp32 conversion, " + std::to_string(cores) + " threads");
     const double fp32_bytes = 4.0 * static_cast<double>(n);

@@ -38,6 +38,12 @@ std::string summary_table(const Profile& p) {
                                             pt.value.repetitions, pt.value.size_bytes},
                                 p.host.adam_estimated ? "Gelem/s (estimated)" : "Gelem/s")
                              .c_str());
+  for (const CurvePoint& pt : p.host.adam_checked_elements_per_s)
+    out += printf_string("  AdamW + CRC32C,  %2lld thr %s\n", static_cast<long long>(pt.streams),
+                         spread(Measurement{pt.value.median / 1e9, pt.value.min / 1e9, pt.value.max / 1e9,
+                                            pt.value.repetitions, pt.value.size_bytes},
+                                "Gelem/s")
+                             .c_str());
   if (p.host.bf16_convert_gbps.median > 0)
     out += "  fp32 -> bf16            " + spread(p.host.bf16_convert_gbps, "GB/s") + "\n";
   if (p.host.bf16_to_fp32_gbps.median > 0)
@@ -140,6 +146,8 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
   add("host.memcpy_gbps", p.host.memcpy_gbps);
   for (const CurvePoint& pt : p.host.adam_elements_per_s)
     add("host.adam_elements_per_s@" + std::to_string(pt.streams), pt.value);
+  for (const CurvePoint& pt : p.host.adam_checked_elements_per_s)
+    add("host.adam_checked_elements_per_s@" + std::to_string(pt.streams), pt.value);
   add("host.bf16_convert_gbps", p.host.bf16_convert_gbps);
   add("host.bf16_to_fp32_gbps", p.host.bf16_to_fp32_gbps);
   add("host.cpu_gemm_gflops", p.host.cpu_gemm_gflops);

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "executor/offload/checked_adamw.hpp"
 #include "executor/offload/pipeline_error.hpp"
 #include "executor/offload/pipeline_readers.hpp"
 #include "executor/offload/pipeline_writers.hpp"
@@ -245,39 +246,13 @@ void UpdatePipeline::put_back(const UpdateStep& step, io::PinnedBuffer lease, Pi
   }
 }
 
-// One pass per chunk while it is in cache: verify the chunk's CRCs, run AdamW on it, record
-// its new CRCs (a streamed subgroup's in its pinned buffer, between its read and its write).
-// AdamW is element-wise, so chunk by chunk gives the same bits as one call.
+// Verify, AdamW and record per chunk in one pass (checked_adamw.hpp): a streamed subgroup in
+// its pinned buffer, between its read and its write; a mapped one in place.
 void UpdatePipeline::adamw_checked(const Subgroup& sg, const AdamWParams& adam, float* p, const float* g32,
                                    const bf16* g16, bf16* out) {
-  constexpr auto chunk = static_cast<std::size_t>(InPlaceIntegrity::kChunk);
   const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
-  float* m = p + floats;
-  float* v = p + 2 * floats;
-  InPlaceIntegrity& integrity = store_.chunk_integrity();
-  const std::string where = store_.where(sg.index);
-  threads_.parallel_for(static_cast<std::size_t>(sg.elements), chunk, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; i += chunk) {
-      const std::size_t n = std::min(chunk, e - i);
-      const auto c = static_cast<std::int64_t>(i / chunk);
-      integrity.verify(sg.index, c, p + i, m + i, v + i, n, where);
-      // The weight-decay mask's pieces, as adamw_masked() cuts them (element-wise: no bit changes).
-      decay_mask_.for_each_piece(sg.begin + static_cast<std::int64_t>(i), static_cast<std::int64_t>(n),
-                                 [&](std::int64_t at, std::int64_t count, bool decays) {
-                                   AdamWParams a = adam;
-                                   if (!decays) a.weight_decay = 0.0f;
-                                   const std::size_t j = i + static_cast<std::size_t>(at);
-                                   const auto len = static_cast<std::size_t>(count);
-                                   bf16* o = out ? out + j : nullptr;
-                                   if (g32)
-                                     adamw_update_fp32grad(a, p + j, m + j, v + j, g32 + j, o, len);
-                                   else
-                                     adamw_update_bf16grad(a, p + j, m + j, v + j, g16 + j, o, len);
-                                 });
-      integrity.record(sg.index, c, p + i, m + i, v + i, n);
-    }
-  });
-  integrity.mark_recorded(sg.index);
+  checked_adamw(threads_, store_.chunk_integrity(), sg.index, decay_mask_, sg.begin, adam, p, p + floats,
+                p + 2 * floats, g32, g16, out, static_cast<std::size_t>(sg.elements), store_.where(sg.index));
 }
 
 void UpdatePipeline::record_chunks(const Subgroup& sg, const float* p) {

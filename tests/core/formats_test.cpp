@@ -201,6 +201,20 @@ TEST(ProfileFormat, GradientNormFigureRoundTripsAndIsOptional) {
   EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
 }
 
+TEST(ProfileFormat, CheckedAdamCurveRoundTripsAndIsOptional) {
+  Json j = sample_profile();
+  EXPECT_TRUE(profile_from_json(j).host.adam_checked_elements_per_s.empty());  // older profiles lack it
+  EXPECT_FALSE(to_json(profile_from_json(j))["host"].contains("adam_checked_elements_per_s"));
+  j["host"]["adam_checked_elements_per_s"] = Json::array(
+      {{{"threads", 1},
+        {"value",
+         {{"median", 1e8}, {"min", 1e8}, {"max", 1e8}, {"repetitions", 3}, {"size_bytes", 1 << 20}}}}});
+  const Profile p = profile_from_json(j);
+  ASSERT_EQ(p.host.adam_checked_elements_per_s.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.host.adam_checked_elements_per_s[0].value.median, 1e8);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+}
+
 TEST(ProfileFormat, UpdateInterferenceRoundTripsAndIsOptional) {
   Json j = sample_profile();
   EXPECT_EQ(profile_from_json(j).tiers[0].io_ratio_adam_busy, 0);  // a profile made before the probe

@@ -71,6 +71,13 @@ TEST(Rates, IntegrityChecksSlowAdamBy24BytesOfCrcPerElementOnItsThreads) {
   plan.crc = true;
   p.host.crc32c_gbps = {};  // an older profile: the check's cost is not known, not guessed
   EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 4e8);
+  // A profile that timed the pipeline's own checked AdamW: that curve, as measured.
+  p.host.crc32c_gbps = Measurement{2.4, 2.4, 2.4, 1, 0};
+  p.host.adam_checked_elements_per_s = {CurvePoint{1, Measurement{0.7e8, 0.7e8, 0.7e8, 1, 0}},
+                                        CurvePoint{8, Measurement{2e8, 2e8, 2e8, 1, 0}}};
+  EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 2e8);
+  plan.crc = false;
+  EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_curve[1].value.median, 4e8);
 }
 
 TEST(Rates, ASubgroupOfFewerGrainsThanThreadsKeepsFewerBusy) {

@@ -65,6 +65,8 @@ TEST(ProfileCli, JsonModePrintsOnlyAValidProfile) {
   const mlpo::Profile p = mlpo::profile_from_json(mlpo::Json::parse(r.out));  // throws on any schema slip
   EXPECT_FALSE(p.host.adam_estimated);
   EXPECT_EQ(p.host.adam_elements_per_s.size(), static_cast<std::size_t>(p.host.cores));
+  ASSERT_EQ(p.host.adam_checked_elements_per_s.size(), static_cast<std::size_t>(p.host.cores));
+  EXPECT_GT(p.host.adam_checked_elements_per_s.back().value.median, 0);
   EXPECT_GT(p.host.cpu_gemm_gflops.median, 0);
   EXPECT_GT(p.host.bf16_convert_gbps.median, 0);
   EXPECT_GT(p.host.grad_norm_elements_per_s.median, 0);

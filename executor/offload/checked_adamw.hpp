@@ -1,0 +1,31 @@
+#pragma once
+// checked_adamw: one subgroup's AdamW with its integrity check fused in, the way the update
+// pipeline runs every subgroup of a file tier with CRC on: per 64 Ki-element chunk while it is
+// in cache, verify the chunk's CRC32C records of p, m and v, run AdamW on the weight-decay
+// mask's pieces of it, record the new CRCs. Chunks are split over the pool's threads in
+// static ranges (core/adam_split.hpp). AdamW is element-wise, so the bits are those of one
+// call over the whole subgroup. The profile times this very function (host.adam_checked),
+// so the models' Adam rate with integrity on is the pipeline's own.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/bf16.hpp"
+#include "core/thread_pool.hpp"
+#include "executor/offload/in_place_integrity.hpp"
+#include "executor/offload/weight_decay_mask.hpp"
+#include "kernels/cpu/adamw.hpp"
+
+namespace mlpo::offload {
+
+// Subgroup `subgroup` of `integrity`: n elements of p, m, v, shard-local elements
+// [begin, begin + n) of `mask`; gradients g32 (fp32) or else g16 (bf16); out: the new bf16
+// weights (may be null). A chunk that differs from its record throws mlpo::Error starting
+// with `where`. Marks the subgroup recorded.
+void checked_adamw(ThreadPool& pool, InPlaceIntegrity& integrity, std::int64_t subgroup,
+                   const WeightDecayMask& mask, std::int64_t begin, const AdamWParams& adam, float* p,
+                   float* m, float* v, const float* g32, const bf16* g16, bf16* out, std::size_t n,
+                   const std::string& where);
+
+}  // namespace mlpo::offload
