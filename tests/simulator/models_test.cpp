@@ -317,9 +317,9 @@ TEST(Models, CpuForwardAndBackwardArePartByPartAtTheProfilesMeasuredRates) {
   EXPECT_TRUE(mentions(simulate(a, p, plan, {}).warnings, "GEMM only"));
 }
 
-TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {
-  // The CPU backend's rate at small widths grows with the tokens per call: a profile measured
-  // at 2x fewer or more tokens than the predicted shape says so, with the command that fixes it.
+// The io-bound profile with the CPU backend's figures of `small` at micro-batch 1 x seq 64:
+// 20 GFLOP/s for every part and pass.
+Profile cpu_model_profile() {
   Profile p = io_bound_profile();
   ModelComputeFigures& m = p.host.cpu_model;
   m.model = "small";
@@ -327,6 +327,13 @@ TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {
   m.seq_len = 64;
   m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
   m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
+  return p;
+}
+
+TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {
+  // The CPU backend's rate at small widths grows with the tokens per call: a profile measured
+  // at 2x fewer or more tokens than the predicted shape says so, with the command that fixes it.
+  Profile p = cpu_model_profile();
   // The warning's advice for that shape, from both models alike ("" when none).
   auto advice = [&](std::int64_t micro_batch, std::int64_t seq_len) {
     const Accounting a = account(find_preset("small"), ClusterShape{1, 1, micro_batch, seq_len, 1});
@@ -354,13 +361,7 @@ TEST(Models, ParamOffloadOnTheCpuCopiesEachPartsWeightsBeforeItRuns) {
   // mlpo-run --param-offload on the CPU backend: every part's bf16 weights are copied from
   // host memory before its compute, in forward and (all but the embedding) in backward, at
   // the profile's one-thread memcpy rate.
-  Profile p = io_bound_profile();
-  ModelComputeFigures& m = p.host.cpu_model;
-  m.model = "small";
-  m.micro_batch = 1;
-  m.seq_len = 64;
-  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
-  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
+  Profile p = cpu_model_profile();
   p.host.memcpy_gbps_single.median = 4;
   const Accounting a = account(find_preset("small"), ClusterShape{1, 1, 1, 64, 1});
   Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "shm", 1.0)});
