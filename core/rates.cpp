@@ -59,10 +59,9 @@ double Rates::adam_work(double elements) const {
   const double threads = adam_threads_per_rank(cores, ranks_per_node);
   const double used = adam_threads_used(elements, adam_grain, threads);
   if (used >= threads || adam_curve.empty()) return elements;
-  const double R = static_cast<double>(ranks_per_node), n = static_cast<double>(cores);
-  const double all = node_adam_elements_per_s(adam_curve, n, R, threads);
-  const double fewer = node_adam_elements_per_s(adam_curve, n, R, used);
-  return fewer > 0 ? elements * all / fewer : elements;
+  const double R = static_cast<double>(ranks_per_node);
+  const double fewer = node_adam_elements_per_s(adam_curve, static_cast<double>(cores), R, used);
+  return fewer > 0 ? elements * adam_node_eps(R) / fewer : elements;
 }
 
 namespace {

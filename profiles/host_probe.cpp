@@ -191,10 +191,10 @@ ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& 
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   train::ComputeProbeSamples all;
+  auto add = [](std::vector<double>& to, const std::vector<double>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+  };
   for (const train::ComputeProbeSamples& s : samples) {
-    auto add = [](std::vector<double>& to, const std::vector<double>& from) {
-      to.insert(to.end(), from.begin(), from.end());
-    };
     add(all.layer_forward_gflops, s.layer_forward_gflops);
     add(all.layer_backward_gflops, s.layer_backward_gflops);
     add(all.head_forward_gflops, s.head_forward_gflops);

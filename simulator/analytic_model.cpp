@@ -206,12 +206,13 @@ double fill_s(const Setting& s, const std::vector<TierTerm>& terms, double bytes
   return fill;
 }
 
-// A rank's AdamW over all its subgroups as work at the node's Adam rate (Rates::adam_work:
-// a subgroup of fewer grains than threads keeps fewer threads busy).
+// A rank's AdamW over all its subgroups as work at the node's Adam rate, step by step as the
+// SimGrid model runs it (Rates::adam_work: a subgroup of fewer grains than threads keeps
+// fewer threads busy).
 double adam_work_per_rank(const Setting& s) {
-  const std::int64_t sg = s.plan.subgroup_elements, n = s.a.params_per_rank;
-  const double full = static_cast<double>(n / sg) * s.rates.adam_work(static_cast<double>(sg));
-  return full + (n % sg > 0 ? s.rates.adam_work(static_cast<double>(n % sg)) : 0.0);
+  double work = 0;
+  for (const UpdateStep& step : s.w.steps) work += s.rates.adam_work(static_cast<double>(step.elements));
+  return work;
 }
 
 // A streamed tier's D seconds of transfers (at its idle rates) and the node's A seconds of

@@ -28,12 +28,12 @@ Rates simulation_rates(const Profile& profile, const Plan& plan, const Simulatio
   Rates r = rates_of(profile, plan, options.remote_backbone_gbps);
   if (!r.compute_on_gpu && profile.host.cpu_model.measured() && !options.update_only)
     warn_of_another_shape(profile.host.cpu_model, accounting.shape, r);
-  // The CPU backend's HostStreamedWeights copy a part's bf16 weights on the compute thread
-  // before it runs. On a GPU the copies overlap compute on a copy stream (not modelled).
   // One rank's resident weights on the CPU backend take each subgroup's new bf16 weights by
   // a memcpy after its AdamW (executor/train/rank_weights.hpp); ZeRO-3 ranks gather theirs.
   if (!r.compute_on_gpu && !options.param_offload && !options.update_only && accounting.shape.ranks() == 1)
     r.update_weight_copy_bps = profile.host.memcpy_gbps_single.median * 1e9;
+  // The CPU backend's HostStreamedWeights copy a part's bf16 weights on the compute thread
+  // before it runs. On a GPU the copies overlap compute on a copy stream (not modelled).
   if (options.param_offload && !r.compute_on_gpu) {
     r.compute.weight_copy_bps = profile.host.memcpy_gbps_single.median * 1e9;
     if (r.compute.weight_copy_bps <= 0)

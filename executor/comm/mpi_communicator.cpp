@@ -2,8 +2,6 @@
 
 #include <mpi.h>
 
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -11,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -42,18 +41,17 @@ void check_mpi(int rc, const char* what) {
 void wait_all_yielding(std::vector<MPI_Request>& requests) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kSpinFor = std::chrono::microseconds(20);
-  constexpr long kSleepMinNs = 5'000, kSleepMaxNs = 100'000;
+  constexpr std::chrono::nanoseconds kSleepMin{5'000}, kSleepMax{100'000};
   const auto spin_until = Clock::now() + kSpinFor;
-  long sleep_ns = kSleepMinNs;
+  std::chrono::nanoseconds sleep = kSleepMin;
   for (;;) {
     int done = 0;
     check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
               "MPI_Testall");
     if (done) return;
     if (Clock::now() < spin_until) continue;
-    const timespec pause{0, sleep_ns};
-    nanosleep(&pause, nullptr);
-    sleep_ns = std::min(2 * sleep_ns, kSleepMaxNs);
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(2 * sleep, kSleepMax);
   }
 }
 

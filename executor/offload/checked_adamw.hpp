@@ -4,7 +4,8 @@
 // in cache, verify the chunk's CRC32C records of p, m and v, run AdamW on the weight-decay
 // mask's pieces of it, record the new CRCs. Chunks are split over the pool's threads in
 // static ranges (core/adam_split.hpp). AdamW is element-wise, so the bits are those of one
-// call over the whole subgroup. The profile times this very function (host.adam_checked),
+// call over the whole subgroup. The profile times this very function
+// (host.adam_checked_elements_per_s),
 // so the models' Adam rate with integrity on is the pipeline's own.
 
 #include <cstddef>
