@@ -64,28 +64,24 @@ void PipelineReaders::join() {
 }
 
 std::optional<io::PinnedBuffer> PipelineReaders::take(std::size_t pos) {
-  std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return error_.failed() || ready_[pos].has_value(); });
-  if (error_.failed()) return std::nullopt;
-  std::optional<io::PinnedBuffer> lease = std::move(ready_[pos]);
-  ready_[pos].reset();
-  return lease;
-}
-
-void PipelineReaders::advance(std::size_t next) {
+  std::optional<io::PinnedBuffer> lease;
   {
-    std::lock_guard lock(mutex_);
-    adam_pos_ = next;
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return error_.failed() || ready_[pos].has_value(); });
+    if (error_.failed()) return std::nullopt;
+    lease = std::move(ready_[pos]);
+    ready_[pos].reset();
+    ++taken_;
   }
-  changed_.notify_all();
+  changed_.notify_all();  // the window moved
+  return lease;
 }
 
 // False once the run failed.
 bool PipelineReaders::wait_for_window(std::size_t pos) {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] {
-    return error_.failed() || reads_before_[pos] < reads_before_[adam_pos_] + options_.prefetch_depth;
-  });
+  changed_.wait(lock,
+                [&] { return error_.failed() || reads_before_[pos] < taken_ + options_.prefetch_depth; });
   return !error_.failed();
 }
 

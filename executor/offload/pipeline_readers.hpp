@@ -6,12 +6,15 @@
 // the read is in flight, and only once any queued write of the same subgroup is done.
 //
 // Prefetch depth: the window counts reads, not steps. A reader may start the read of step
-// `pos` while fewer than `prefetch_depth` reads before it are still to be consumed by AdamW,
-// so cache hits and resident subgroups (at the head of an alternating iteration: the whole
-// cache) do not hold the tiers idle. The calling thread takes each read with take(pos) and
-// reports progress with advance(next).
+// `pos` while fewer than `prefetch_depth` reads before it are still to be taken by AdamW, so
+// cache hits and resident subgroups (at the head of an alternating iteration: the whole
+// cache) do not hold the tiers idle. A read counts as consumed once take() hands it over:
+// with depth 1 the next miss is read while AdamW updates this one (docs/formats.md:
+// "subgroups read ahead of the one being updated"; the simulator gives its window permit
+// back at the same point). Counting it only after its AdamW left the tier idle for one
+// subgroup's AdamW per miss (0.45 s of a 2.35 s update, docs/benchmarks.md).
 //
-// Waits are on condition variables signalled by the event that ends them: advance() for the
+// Waits are on condition variables signalled by the event that ends them: take() for the
 // window, a finished read for take(), a finished write for a buffer (PipelineWriters), and a
 // failure anywhere (PipelineError) for all of them.
 //
@@ -52,12 +55,9 @@ class PipelineReaders {
   PipelineReaders(const PipelineReaders&) = delete;
   PipelineReaders& operator=(const PipelineReaders&) = delete;
 
-  // Blocks until the read of step `pos` (a miss) is done and hands over its buffer;
-  // nullopt once the run failed.
+  // Blocks until the read of step `pos` (a miss) is done and hands over its buffer, which
+  // lets the readers read one further ahead; nullopt once the run failed.
   std::optional<io::PinnedBuffer> take(std::size_t pos);
-
-  // Steps before `next` are done: the readers may read further ahead.
-  void advance(std::size_t next);
 
   // Joins the readers (after the last step they finish on their own; after a failure every
   // wait has been woken).
@@ -79,8 +79,8 @@ class PipelineReaders {
   std::vector<std::vector<std::size_t>> misses_;  // per file tier: its steps to read, in order
   std::vector<std::int64_t> reads_before_;        // reads_before_[pos]: misses among steps < pos
   std::mutex mutex_;
-  std::condition_variable changed_;                     // a read finished, AdamW advanced, or the run failed
-  std::size_t adam_pos_ = 0;                            // steps before this one are done
+  std::condition_variable changed_;                     // a read finished or was taken, or the run failed
+  std::int64_t taken_ = 0;                              // reads handed to AdamW so far
   std::vector<std::optional<io::PinnedBuffer>> ready_;  // per step: its finished read
   std::vector<std::jthread> threads_;
   bool joined_ = false;

@@ -172,7 +172,6 @@ UpdateStats UpdatePipeline::update(const std::vector<UpdateStep>& steps, std::sp
     if (!state) break;  // the run failed
     run_adamw(steps[pos], *state, in, stats);
     put_back(steps[pos], std::move(state->lease), writers);
-    readers.advance(pos + 1);
   }
   readers.join();
   writers.close();

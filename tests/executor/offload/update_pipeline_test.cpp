@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <future>
 #include <limits>
+#include <thread>
 
 #include "core/error.hpp"
 #include "offload_test_util.hpp"
@@ -47,6 +48,37 @@ TEST(UpdatePipelineIo, FileTiersReportTheirBlockDevicesCounters) {
   if (rig.tiers[0].tier().direct_io) {
     EXPECT_GE(st.tiers[0].device->write_bytes, st.tiers[0].write_bytes) << "O_DIRECT writes reach the device";
   }
+}
+
+// Prefetch depth 1 reads the next miss while AdamW updates this one (docs/formats.md:
+// "subgroups read ahead of the one being updated"), as the simulator models it: inside the
+// first subgroup's AdamW (its weights callback), the second subgroup's read completes.
+// Counting a read as consumed only after its AdamW held the tier idle for that AdamW.
+TEST(UpdatePipelineIo, PrefetchDepthOneReadsTheNextMissDuringThisOnesAdamW) {
+  testing::ScratchTiers dirs("depth1");
+  Plan plan = dirs.plan(1.0, 0, OrderPolicy::ascending);
+  plan.buffers = 2;
+  plan.prefetch_depth = 1;
+  Rig rig(plan, 4 * 16384);
+  const auto extent = static_cast<std::uint64_t>(rig.layout.extent_bytes());
+  rig.step(0);
+  const std::uint64_t before = rig.tiers[0].counter_snapshot().bytes_read;
+  bool next_read_during_first = false;
+  int called = 0;
+  AdamWParams adam;
+  adam.step = 2;
+  rig.step(1, adam, [&](const Subgroup&) {
+    if (called++ != 0) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (rig.tiers[0].counter_snapshot().bytes_read - before >= 2 * extent) {
+        next_read_during_first = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  EXPECT_TRUE(next_read_during_first) << "the second read waited for the first subgroup's AdamW";
 }
 
 TEST(UpdatePipelineIo, HostTierIsUpdatedInPlaceInItsMappedFile) {
