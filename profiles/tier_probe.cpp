@@ -31,6 +31,7 @@
 #include "executor/io/tier_io.hpp"
 #include "executor/io/tier_slots.hpp"
 #include "core/thread_pool.hpp"
+#include "executor/offload/checked_adamw.hpp"
 #include "kernels/cpu/adamw.hpp"
 #include "profiles/host_probe.hpp"
 #include "profiles/interrupt.hpp"
@@ -366,38 +367,46 @@ double probe_slot_handoff(Stream& st, const io::Tier& tier, std::uint64_t bytes,
          static_cast<double>(transfers.load());
 }
 
-// AdamW over a state of its own (16 Mi elements per array) on a ThreadPool of every core:
-// whole passes, or bursts of `n` elements (the subgroup whose state a read brought).
+// AdamW over a state of its own (16 Mi elements per array) on a ThreadPool of every core, as
+// the update pipeline runs it with integrity on (offload::checked_adamw, the function whose
+// rate the models scale by the ratio measured here): in subgroups of kSubgroup elements,
+// whole passes or bursts of `n` elements (the subgroup whose state a read brought).
 class AdamLoad {
  public:
   static constexpr std::size_t kElements = std::size_t{16} << 20;
+  static constexpr std::size_t kSubgroup = std::size_t{1} << 20;
   AdamLoad()
       : p_(kElements, 0.01f),
         m_(kElements, 0.0f),
         v_(kElements, 0.0f),
         grad_(kElements, float_to_bf16(1e-3f)),
         out_(kElements),
-        pool_(std::max(1u, std::thread::hardware_concurrency())) {}
+        pool_(std::max(1u, std::thread::hardware_concurrency())) {
+    for (std::size_t s = 0; s < kElements / kSubgroup; ++s)
+      integrity_.add_subgroup(static_cast<std::int64_t>(s), static_cast<std::int64_t>(kSubgroup));
+  }
   // Elements updated so far (any thread).
   std::int64_t elements() const { return elements_.load(std::memory_order_relaxed); }
-  void pass() { run(0, kElements); }
+  void pass() { burst(kElements); }
+  // The next n elements' subgroups (n rounded up to whole subgroups), wrapping around.
   void burst(std::size_t n) {
-    n = std::min(n, kElements);
-    if (next_ + n > kElements) next_ = 0;
-    run(next_, n);
-    next_ += n;
+    for (std::size_t done = 0; done < n; done += kSubgroup) {
+      const std::size_t at = next_ * kSubgroup;
+      offload::checked_adamw(pool_, integrity_, static_cast<std::int64_t>(next_), no_mask_, 0, params_,
+                             p_.data() + at, m_.data() + at, v_.data() + at, nullptr, grad_.data() + at,
+                             out_.data() + at, kSubgroup, "interference probe");
+      next_ = (next_ + 1) % (kElements / kSubgroup);
+      elements_.fetch_add(static_cast<std::int64_t>(kSubgroup), std::memory_order_relaxed);
+    }
+    ++params_.step;
   }
 
  private:
-  void run(std::size_t at, std::size_t n) {
-    adamw_update_bf16grad(pool_, params_, p_.data() + at, m_.data() + at, v_.data() + at, grad_.data() + at,
-                          out_.data() + at, n);
-    ++params_.step;
-    elements_.fetch_add(static_cast<std::int64_t>(n), std::memory_order_relaxed);
-  }
   std::vector<float> p_, m_, v_;
   std::vector<bf16> grad_, out_;
   ThreadPool pool_;
+  offload::InPlaceIntegrity integrity_;
+  const offload::WeightDecayMask no_mask_;  // every element decays
   AdamWParams params_;
   std::atomic<std::int64_t> elements_{0};
   std::size_t next_ = 0;
@@ -457,16 +466,38 @@ class AdamBursts {
   std::thread thread_;
 };
 
-// The update's two sides at once, as the pipeline runs them: one mixed pass (a reader and a
-// writer) while AdamW runs on every core (in a loop), against AdamW alone just before; and
-// the slot handoff of a concurrency limit of 1 with the cores idle, and how much longer it is
-// when each read's subgroup starts its AdamW as the read is done, as a share of that AdamW.
+// Mixed passes (a reader and a writer per stream) repeated until they have run `seconds`
+// (a small --tier-size makes one pass short): read + write GB/s.
+double mixed_gbps_for(std::vector<Stream>& streams, std::uint64_t bytes, std::uint64_t request,
+                      std::uint64_t block, double seconds) {
+  const auto t0 = Clock::now();
+  double read_s = 0, write_s = 0, gb = 0;
+  do {
+    throw_if_interrupted();
+    const auto [r, w] = run_mixed_pass(streams, bytes, request, block);
+    const double pass_gb = static_cast<double>(bytes) * static_cast<double>(streams.size()) / GB;
+    gb += pass_gb;
+    read_s += pass_gb / r;
+    write_s += pass_gb / w;
+  } while (std::chrono::duration<double>(Clock::now() - t0).count() < seconds);
+  return gb / read_s + gb / write_s;
+}
+
+// The update's two sides at once, as the pipeline runs them: the tier's mixed read+write and
+// AdamW on every core, each against itself alone, in kInterferenceRounds paired rounds
+// (alone, then together, a minute's drift falls on both sides of a round), the ratios the
+// medians over the rounds; and the slot handoff of a concurrency limit of 1 with the cores
+// idle, and how much longer it is when each read's subgroup starts its AdamW as the read is
+// done, as a share of that AdamW.
 struct UpdateInterference {
-  double busy_gbps = 0;           // the mixed pass's read + write GB/s while AdamW runs
-  double adam_ratio = 0;          // AdamW's elements/s then, over alone
+  double io_ratio = 0;            // the mixed read+write GB/s while AdamW runs, over alone
+  double adam_ratio = 0;          // AdamW's elements/s while the tier streams, over alone
   double handoff_idle_s = 0;      // probe_slot_handoff with the cores idle
   double handoff_waits_adam = 0;  // (handoff with AdamW bursts - idle) / one burst, in [0, 1]
 };
+
+constexpr int kInterferenceRounds = 3;
+constexpr double kInterferenceSeconds = 0.4;  // each side of each round
 
 UpdateInterference probe_update_interference(std::vector<Stream>& streams, const io::Tier& tier,
                                              std::uint64_t bytes, std::uint64_t request,
@@ -475,7 +506,7 @@ UpdateInterference probe_update_interference(std::vector<Stream>& streams, const
   UpdateInterference out;
   out.handoff_idle_s = probe_slot_handoff(streams[0], tier, bytes, request, block, kHandoffSeconds, {});
   AdamLoad adam;
-  adam.pass();  // warm: pages touched, threads up
+  adam.pass();  // warm: pages touched, threads up, every subgroup recorded
   {
     AdamBursts bursts(adam, kHandoffSubgroup);
     const double handoff =
@@ -483,44 +514,42 @@ UpdateInterference probe_update_interference(std::vector<Stream>& streams, const
     if (const double burst = bursts.mean_burst_s(); burst > 0)
       out.handoff_waits_adam = std::clamp((handoff - out.handoff_idle_s) / burst, 0.0, 1.0);
   }
-  const auto a0 = Clock::now();
-  const std::int64_t alone_start = adam.elements();
-  while (std::chrono::duration<double>(Clock::now() - a0).count() < 0.5) adam.pass();
-  const double alone_eps = static_cast<double>(adam.elements() - alone_start) /
-                           std::chrono::duration<double>(Clock::now() - a0).count();
+  std::vector<double> io_ratios, adam_ratios;
+  for (int round = 0; round < kInterferenceRounds; ++round) {
+    const double idle_gbps = mixed_gbps_for(streams, bytes, request, block, kInterferenceSeconds);
+    const auto a0 = Clock::now();
+    const std::int64_t alone_start = adam.elements();
+    while (std::chrono::duration<double>(Clock::now() - a0).count() < kInterferenceSeconds)
+      adam.burst(AdamLoad::kSubgroup);
+    const double alone_eps = static_cast<double>(adam.elements() - alone_start) /
+                             std::chrono::duration<double>(Clock::now() - a0).count();
 
-  // AdamW in bursts of 1 Mi elements, so that its progress over a short pass is counted; the
-  // mixed pass repeated until it has run for 0.3 s (a small --tier-size makes one pass short).
-  constexpr std::size_t kLoadBurst = std::size_t{1} << 20;
-  std::atomic<bool> stop{false};
-  std::thread load([&] {
-    while (!stop.load(std::memory_order_relaxed)) adam.burst(kLoadBurst);
-  });
-  double read_gbps = 0, write_gbps = 0, busy_eps = 0;
-  try {
-    const std::int64_t start = adam.elements();
-    const auto t0 = Clock::now();
-    double read_s = 0, write_s = 0, gb = 0;
-    do {
-      const auto [r, w] = run_mixed_pass(streams, bytes, request, block);
-      const double pass_gb = static_cast<double>(bytes) * static_cast<double>(streams.size()) / GB;
-      gb += pass_gb;
-      read_s += pass_gb / r;
-      write_s += pass_gb / w;
-    } while (std::chrono::duration<double>(Clock::now() - t0).count() < 0.3);
-    busy_eps = static_cast<double>(adam.elements() - start) /
-               std::chrono::duration<double>(Clock::now() - t0).count();
-    read_gbps = gb / read_s;
-    write_gbps = gb / write_s;
-  } catch (...) {
+    // AdamW one subgroup at a time on its own thread, so that its progress over the pass is counted.
+    std::atomic<bool> stop{false};
+    std::thread load([&] {
+      while (!stop.load(std::memory_order_relaxed)) adam.burst(AdamLoad::kSubgroup);
+    });
+    double busy_gbps = 0, busy_eps = 0;
+    try {
+      const std::int64_t start = adam.elements();
+      const auto t0 = Clock::now();
+      busy_gbps = mixed_gbps_for(streams, bytes, request, block, kInterferenceSeconds);
+      busy_eps = static_cast<double>(adam.elements() - start) /
+                 std::chrono::duration<double>(Clock::now() - t0).count();
+    } catch (...) {
+      stop = true;
+      load.join();
+      throw;
+    }
     stop = true;
     load.join();
-    throw;
+    if (idle_gbps > 0 && busy_gbps > 0) io_ratios.push_back(busy_gbps / idle_gbps);
+    if (alone_eps > 0 && busy_eps > 0) adam_ratios.push_back(busy_eps / alone_eps);
   }
-  stop = true;
-  load.join();
-  out.busy_gbps = read_gbps + write_gbps;
-  out.adam_ratio = alone_eps > 0 ? busy_eps / alone_eps : 0.0;
+  if (!io_ratios.empty() && !adam_ratios.empty()) {
+    out.io_ratio = summarize(io_ratios, 0).median;
+    out.adam_ratio = summarize(adam_ratios, 0).median;
+  }
   return out;
 }
 
@@ -715,11 +744,10 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
       io::PinnedBuffer page = pool.acquire(kPage);
       out.latency_us = probe_latency(streams[0], bytes, options.latency_samples, page);
       report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
-      const double idle = out.mixed_read_gbps.back().value.median + out.mixed_write_gbps.back().value.median;
       const UpdateInterference u =
           probe_update_interference(streams, tier, bytes, plan.request_bytes, options.block_size);
-      if (idle > 0 && u.busy_gbps > 0 && u.adam_ratio > 0) {
-        out.io_ratio_adam_busy = std::clamp(u.busy_gbps / idle, 1e-3, 10.0);
+      if (u.io_ratio > 0 && u.adam_ratio > 0) {
+        out.io_ratio_adam_busy = std::clamp(u.io_ratio, 1e-3, 10.0);
         out.adam_ratio_io_busy = std::clamp(u.adam_ratio, 1e-3, 10.0);
         out.slot_handoff_us = u.handoff_idle_s * 1e6;
         out.slot_handoff_waits_adam = u.handoff_waits_adam;
