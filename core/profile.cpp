@@ -158,6 +158,7 @@ Profile profile_from_json(const Json& json) {
   if (h.optional("crc32c_gbps")) p.host.crc32c_gbps = read_measurement(h, "crc32c_gbps");
   if (h.optional("grad_norm_elements_per_s"))
     p.host.grad_norm_elements_per_s = read_measurement(h, "grad_norm_elements_per_s");
+  if (h.optional("pool_dispatch_s")) p.host.pool_dispatch_s = read_measurement(h, "pool_dispatch_s");
   p.host.cpu_model = read_model_compute(h, "cpu_model");
   p.host.cpu_model_one_thread = read_model_compute(h, "cpu_model_one_thread");
   h.finish();
@@ -267,6 +268,7 @@ Json to_json(const Profile& p) {
   if (p.host.crc32c_gbps.median > 0) host["crc32c_gbps"] = to_json(p.host.crc32c_gbps);
   if (p.host.grad_norm_elements_per_s.median > 0)
     host["grad_norm_elements_per_s"] = to_json(p.host.grad_norm_elements_per_s);
+  if (p.host.pool_dispatch_s.median > 0) host["pool_dispatch_s"] = to_json(p.host.pool_dispatch_s);
   if (p.host.cpu_model.measured()) host["cpu_model"] = model_compute_json(p.host.cpu_model);
   if (p.host.cpu_model_one_thread.measured())
     host["cpu_model_one_thread"] = model_compute_json(p.host.cpu_model_one_thread);

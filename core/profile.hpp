@@ -77,6 +77,10 @@ struct HostProfile {
   // squares per chunk, executor/offload/gradient_norm.hpp) on every core, elements/s;
   // optional (0 = not measured).
   Measurement grad_norm_elements_per_s;
+  // One ThreadPool::parallel_for of every core over an empty body: waking the workers and
+  // joining them, seconds per call (the fixed cost of each subgroup's AdamW that spans more
+  // than one thread); optional (0 = not measured).
+  Measurement pool_dispatch_s;
   ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)
   // The same on one thread (optional; measured when the host has several cores): what one
   // rank of several on the node gets (`mlpo-run --threads 1` under mpirun).

@@ -1,6 +1,7 @@
 #include "core/rates.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/accounting.hpp"
 #include "core/error.hpp"
@@ -62,6 +63,12 @@ double Rates::adam_work(double elements) const {
   const double R = static_cast<double>(ranks_per_node);
   const double fewer = node_adam_elements_per_s(adam_curve, static_cast<double>(cores), R, used);
   return fewer > 0 ? elements * adam_node_eps(R) / fewer : elements;
+}
+
+double Rates::adam_call_s(double elements) const {
+  const double threads = adam_threads_per_rank(cores, ranks_per_node);
+  const double grains = std::ceil(elements / static_cast<double>(adam_grain));
+  return threads >= 2 && grains >= 2 ? pool_dispatch_s : 0.0;
 }
 
 namespace {
@@ -134,6 +141,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   r.adam_curve = profile.host.adam_elements_per_s;
   r.grad_norm_eps = profile.host.grad_norm_elements_per_s.median;
   r.adam_grain = plan.crc ? kIntegrityChunkElements : kAdamWGrainElements;
+  r.pool_dispatch_s = profile.host.pool_dispatch_s.median;
   // Integrity on: AdamW's pass also checksums each element's p, m and v before and after
   // (docs/io.md), on the same threads: the profile's timing of that very pass when it has one,
   // else each element's time grows by 24 bytes of CRC32C at the cached CRC rate.

@@ -101,6 +101,8 @@ struct Rates {
   // Elements per split of one subgroup's AdamW over a rank's threads (core/adam_split.hpp):
   // the integrity chunk with the plan's io.crc on, else the AdamW grain.
   std::int64_t adam_grain = kAdamWGrainElements;
+  // The pool's wake-up and join (host.pool_dispatch_s), seconds; 0: not in the profile.
+  double pool_dispatch_s = 0;
 
   // Aggregate Adam elements/s of the node when `ranks` ranks run Adam at once, each on its
   // adam_threads_per_rank(cores, ranks_per_node) threads.
@@ -108,6 +110,9 @@ struct Rates {
   // One subgroup's AdamW of `elements` as work at adam_node_eps's rate: more than `elements`
   // when the subgroup has fewer grains than a rank has threads (it keeps fewer busy).
   double adam_work(double elements) const;
+  // Seconds one subgroup's AdamW call waits on the pool beyond its work: pool_dispatch_s when
+  // the call spans more than one thread (a rank of several threads, more than one grain), else 0.
+  double adam_call_s(double elements) const;
 };
 
 // Throws mlpo::Error when a streamed plan tier is not in the profile (names the tier and the

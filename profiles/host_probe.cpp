@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -300,6 +301,21 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
               offload::chunk_square_sums(std::span<const bf16>(grad.data(), n), all);
           norm_sink = norm_sink + offload::global_norm(sums);
         });
+  }
+
+  // The pool's fixed cost per call: every subgroup's AdamW wakes the rank's workers and waits
+  // for them (ThreadPool::parallel_for), microseconds that a small subgroup's work does not hide.
+  if (cores > 1) {
+    report(progress, "host: thread pool wake-up and join, " + std::to_string(cores) + " threads");
+    constexpr int kCalls = 2000;
+    std::atomic<std::int64_t> ranges{0};
+    const Measurement calls = time_rate(reps, kCalls, 1.0, 0, [&] {
+      for (int i = 0; i < kCalls; ++i)
+        all.parallel_for(cores, 1,
+                         [&](std::size_t, std::size_t) { ranges.fetch_add(1, std::memory_order_relaxed); });
+    });
+    h.pool_dispatch_s =
+        Measurement{1.0 / calls.median, 1.0 / calls.max, 1.0 / calls.min, calls.repetitions, 0};
   }
 
   if (options.cpu_gemm) {

@@ -178,7 +178,7 @@ double pipeline_depth_s(const Setting& s, const std::vector<TierTerm>& terms, do
   }
   // Reads in flight per rank: at most the prefetch depth, and one per tier.
   const double reads_in_flight = std::max(1.0, std::min(d, tiers_used));
-  const double adam_sg_s = s.rates.adam_work(sg_elems) / (adam_node / s.R);
+  const double adam_sg_s = s.rates.adam_work(sg_elems) / (adam_node / s.R) + s.rates.adam_call_s(sg_elems);
   const double per_subgroup_s =
       std::max(mean_read_s / reads_in_flight,
                (mean_read_s + adam_sg_s + mean_write_s) / static_cast<double>(plan.buffers));
@@ -202,7 +202,7 @@ double fill_s(const Setting& s, const std::vector<TierTerm>& terms, double bytes
     fill =
         sg * (static_cast<double>(kOptimizerStateBytes) * 2 + (flush ? kFp32GradBytes : 0)) / per_stream_bps;
   }
-  fill += s.rates.adam_work(sg) / (adam_node / s.R);
+  fill += s.rates.adam_work(sg) / (adam_node / s.R) + s.rates.adam_call_s(sg);
   return fill;
 }
 
@@ -213,6 +213,14 @@ double adam_work_per_rank(const Setting& s) {
   double work = 0;
   for (const UpdateStep& step : s.w.steps) work += s.rates.adam_work(static_cast<double>(step.elements));
   return work;
+}
+
+// A rank's seconds waiting on its pool over all its subgroups' AdamW calls (Rates::adam_call_s);
+// the ranks wait side by side.
+double adam_wake_per_rank(const Setting& s) {
+  double wake = 0;
+  for (const UpdateStep& step : s.w.steps) wake += s.rates.adam_call_s(static_cast<double>(step.elements));
+  return wake;
 }
 
 // A streamed tier's D seconds of transfers (at its idle rates) and the node's A seconds of
@@ -242,7 +250,7 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
   const Rates& rates = s.rates;
   out.cache_hits = s.w.cache_hits;
   const double adam_node = rates.adam_node_eps(s.R);
-  double adam_idle_s = s.R * adam_work_per_rank(s) / adam_node;
+  double adam_idle_s = s.R * adam_work_per_rank(s) / adam_node + adam_wake_per_rank(s);
   if (rates.update_weight_copy_bps > 0) adam_idle_s += s.ppr * kBf16Bytes / rates.update_weight_copy_bps;
   out.adam_s = adam_idle_s;
   double sum_peak_bw = 0;

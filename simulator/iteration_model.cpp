@@ -395,6 +395,8 @@ void IterationModel::rank_actor(Rank& rank) {
     }
     const double t = sg4::Engine::get_clock();
     adam(np, rates_.adam_work(static_cast<double>(s.elements)));
+    if (const double wake = rates_.adam_call_s(static_cast<double>(s.elements)); wake > 0)
+      sg4::this_actor::sleep_for(wake);     // the pool's wake-up and join: waiting, not CPU work
     if (rates_.update_weight_copy_bps > 0)  // the CPU backend's resident weights: one thread's memcpy
       sg4::this_actor::sleep_for(static_cast<double>(s.elements) * kBf16Bytes /
                                  rates_.update_weight_copy_bps);

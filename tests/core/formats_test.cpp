@@ -190,6 +190,17 @@ TEST(ProfileFormat, CpuModelFiguresRoundTripAndAreOptional) {
             std::string::npos);
 }
 
+TEST(ProfileFormat, PoolDispatchFigureRoundTripsAndIsOptional) {
+  Json j = sample_profile();
+  EXPECT_EQ(profile_from_json(j).host.pool_dispatch_s.median, 0);  // older profiles lack it
+  EXPECT_FALSE(to_json(profile_from_json(j))["host"].contains("pool_dispatch_s"));
+  j["host"]["pool_dispatch_s"] = {
+      {"median", 2e-5}, {"min", 1.8e-5}, {"max", 3e-5}, {"repetitions", 3}, {"size_bytes", 0}};
+  const Profile p = profile_from_json(j);
+  EXPECT_DOUBLE_EQ(p.host.pool_dispatch_s.median, 2e-5);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+}
+
 TEST(ProfileFormat, GradientNormFigureRoundTripsAndIsOptional) {
   Json j = sample_profile();
   EXPECT_EQ(profile_from_json(j).host.grad_norm_elements_per_s.median, 0);  // older profiles lack it

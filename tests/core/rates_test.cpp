@@ -108,6 +108,25 @@ TEST(Rates, ASubgroupOfFewerGrainsThanThreadsKeepsFewerBusy) {
   EXPECT_DOUBLE_EQ(rates_of(p, plan, 0).adam_work(chunk), chunk);
 }
 
+TEST(Rates, ASubgroupOnSeveralThreadsWaitsForThePoolsWakeUp) {
+  // 4 cores, one rank: a subgroup of more than one grain wakes the other threads and waits for
+  // them (host.pool_dispatch_s); one grain runs on the calling thread alone; a profile
+  // without the figure adds nothing; 4 ranks of one thread each never wake a pool.
+  Profile p;
+  p.host = host(4);
+  Plan plan;
+  plan.cluster = ClusterShape{1, 1, 1, 0, 1};
+  const double chunk = static_cast<double>(kIntegrityChunkElements);
+  EXPECT_EQ(rates_of(p, plan, 0).adam_call_s(8 * chunk), 0);
+  p.host.pool_dispatch_s = Measurement{2e-5, 2e-5, 2e-5, 1, 0};
+  const Rates r = rates_of(p, plan, 0);
+  EXPECT_DOUBLE_EQ(r.adam_call_s(8 * chunk), 2e-5);
+  EXPECT_DOUBLE_EQ(r.adam_call_s(chunk + 1), 2e-5);
+  EXPECT_EQ(r.adam_call_s(chunk), 0);
+  plan.cluster = ClusterShape{1, 4, 1, 0, 1};
+  EXPECT_EQ(rates_of(p, plan, 0).adam_call_s(8 * chunk), 0);
+}
+
 TEST(Rates, EachRankOfSeveralGetsItsThreadsWorthOfTheCpuModel) {
   // A 4-core host: 100 GFLOP/s for a layer's forward on all cores, 40 on one thread.
   HostProfile h;

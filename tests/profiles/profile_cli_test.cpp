@@ -70,6 +70,10 @@ TEST(ProfileCli, JsonModePrintsOnlyAValidProfile) {
   EXPECT_GT(p.host.cpu_gemm_gflops.median, 0);
   EXPECT_GT(p.host.bf16_convert_gbps.median, 0);
   EXPECT_GT(p.host.grad_norm_elements_per_s.median, 0);
+  if (p.host.cores > 1) {
+    EXPECT_GT(p.host.pool_dispatch_s.median, 0);
+    EXPECT_LT(p.host.pool_dispatch_s.median, 0.01);  // a wake-up, not a sleep
+  }
   if (p.gpus.empty()) {
     EXPECT_FALSE(p.gpus_reason.empty());
   }

@@ -263,6 +263,29 @@ TEST(Models, AllStateInPlaceIsAdamBoundAndNeedsNoTierFigures) {
   for (const auto& t : an.prediction.tiers) EXPECT_EQ(t.read_bytes + t.write_bytes, 0) << t.name;
 }
 
+TEST(Models, EachSubgroupsAdamWWaitsForThePoolsWakeUp) {
+  // host.pool_dispatch_s: every subgroup's AdamW call that spans more than one of the rank's
+  // threads waits that long on top of its work (ranks side by side), in both models; one
+  // thread per rank waits for nothing.
+  Profile p = io_bound_profile(), woken = p;
+  woken.host.pool_dispatch_s = Measurement{1e-3, 1e-3, 1e-3, 1, 0};
+  const Accounting a = accounting("1b", 1, 4);
+  const Plan plan = plan_for("1b", a.params.total, 1, 4, {PlanTier{"ram", "", TierKind::memory, 1.0, 0}});
+  const double subgroups = std::ceil(static_cast<double>(a.params_per_rank) / plan.subgroup_elements);
+  const double expected = subgroups * 1e-3;
+  const double simulated = simulate(a, woken, plan, kUpdateOnly).prediction.update_s -
+                           simulate(a, p, plan, kUpdateOnly).prediction.update_s;
+  EXPECT_NEAR(simulated / expected, 1.0, 0.02);
+  const double analyzed = analyze(a, woken, plan, kUpdateOnly).prediction.update_s -
+                          analyze(a, p, plan, kUpdateOnly).prediction.update_s;
+  EXPECT_NEAR(analyzed / expected, 1.0, 0.02);
+  // 16 ranks on the 16 cores: one thread each, the pool is never woken.
+  const Accounting one = accounting("1b", 1, 16);
+  const Plan each = plan_for("1b", one.params.total, 1, 16, {PlanTier{"ram", "", TierKind::memory, 1.0, 0}});
+  EXPECT_NEAR(simulate(one, woken, each, kUpdateOnly).prediction.update_s,
+              simulate(one, p, each, kUpdateOnly).prediction.update_s, 1e-9);
+}
+
 TEST(SimGridModel, GpuForwardAndBackwardFollowFlopsAndUpdateOnlySkipsThem) {
   Profile p = io_bound_profile();
   p.gpus.push_back(mlpo::testing::gpu(2));
