@@ -66,9 +66,17 @@ double Rates::adam_work(double elements) const {
 }
 
 double Rates::adam_call_s(double elements) const {
-  const double threads = adam_threads_per_rank(cores, ranks_per_node);
-  const double grains = std::ceil(elements / static_cast<double>(adam_grain));
-  return threads >= 2 && grains >= 2 ? pool_dispatch_s : 0.0;
+  const double threads = std::floor(adam_threads_per_rank(cores, ranks_per_node));
+  const double g = static_cast<double>(adam_grain);
+  const double grains = std::ceil(elements / g);
+  if (threads < 2 || grains < 2 || pool_dispatch_s <= 0) return 0.0;
+  const double first = std::ceil(grains / threads) * g;     // the caller's range
+  const double second = std::min(elements - first, first);  // the largest a worker gets
+  const double R = static_cast<double>(ranks_per_node);
+  const double node_eps = adam_node_eps(R);
+  if (node_eps <= 0) return pool_dispatch_s;
+  const double call_s = adam_work(elements) / (node_eps / R);  // as long as the caller's range
+  return std::max(0.0, pool_dispatch_s - call_s * (first - second) / first);
 }
 
 namespace {

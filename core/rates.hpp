@@ -110,8 +110,10 @@ struct Rates {
   // One subgroup's AdamW of `elements` as work at adam_node_eps's rate: more than `elements`
   // when the subgroup has fewer grains than a rank has threads (it keeps fewer busy).
   double adam_work(double elements) const;
-  // Seconds one subgroup's AdamW call waits on the pool beyond its work: pool_dispatch_s when
-  // the call spans more than one thread (a rank of several threads, more than one grain), else 0.
+  // Seconds one subgroup's AdamW call waits on the pool beyond its work (Adam running alone on
+  // the node's ranks): the calling thread runs the first range while the pool wakes the others
+  // (pool_dispatch_s), so the call takes the longer of the caller's range and the wake-up plus
+  // the next range (ThreadPool's static split: the caller's is never shorter); 0 on one thread.
   double adam_call_s(double elements) const;
 };
 

@@ -110,8 +110,9 @@ TEST(Rates, ASubgroupOfFewerGrainsThanThreadsKeepsFewerBusy) {
 
 TEST(Rates, ASubgroupOnSeveralThreadsWaitsForThePoolsWakeUp) {
   // 4 cores, one rank: a subgroup of more than one grain wakes the other threads and waits for
-  // them (host.pool_dispatch_s); one grain runs on the calling thread alone; a profile
-  // without the figure adds nothing; 4 ranks of one thread each never wake a pool.
+  // them (host.pool_dispatch_s) unless the caller's own range is longer by more than the
+  // wake-up; one grain runs on the calling thread alone; a profile without the figure adds
+  // nothing; 4 ranks of one thread each never wake a pool.
   Profile p;
   p.host = host(4);
   Plan plan;
@@ -120,9 +121,17 @@ TEST(Rates, ASubgroupOnSeveralThreadsWaitsForThePoolsWakeUp) {
   EXPECT_EQ(rates_of(p, plan, 0).adam_call_s(8 * chunk), 0);
   p.host.pool_dispatch_s = Measurement{2e-5, 2e-5, 2e-5, 1, 0};
   const Rates r = rates_of(p, plan, 0);
-  EXPECT_DOUBLE_EQ(r.adam_call_s(8 * chunk), 2e-5);
-  EXPECT_DOUBLE_EQ(r.adam_call_s(chunk + 1), 2e-5);
+  EXPECT_DOUBLE_EQ(r.adam_call_s(8 * chunk), 2e-5);  // 2 chunks per thread: every range alike
+  // A chunk and one element: the caller's chunk (at 1e8/s on one thread, 0.66 ms) hides the
+  // wake-up of the thread that takes the one element.
+  EXPECT_EQ(r.adam_call_s(chunk + 1), 0);
+  EXPECT_DOUBLE_EQ(r.adam_call_s(2 * chunk + 1), 2e-5);  // the caller and one worker a chunk each
   EXPECT_EQ(r.adam_call_s(chunk), 0);
+  // A caller's range longer than the others' by less than the wake-up: the difference is left.
+  p.host.pool_dispatch_s = Measurement{1e-3, 1e-3, 1e-3, 1, 0};
+  const Rates slow = rates_of(p, plan, 0);
+  const double caller_s = slow.adam_work(2 * chunk - 16384) / slow.adam_node_eps(1);
+  EXPECT_NEAR(slow.adam_call_s(2 * chunk - 16384), 1e-3 - caller_s * 16384 / chunk, 1e-12);
   plan.cluster = ClusterShape{1, 4, 1, 0, 1};
   EXPECT_EQ(rates_of(p, plan, 0).adam_call_s(8 * chunk), 0);
 }
