@@ -31,6 +31,7 @@ Json to_json(const Prediction& p) {
               {"backward_s", p.backward_s},
               {"update_s", p.update_s},
               {"stall_s", p.stall_s},
+              {"adam_s", p.adam_s},
               {"model", p.model},
               {"tiers", tiers}};
 }
@@ -43,6 +44,7 @@ Prediction prediction_from_json(const Json& json, const std::string& path) {
   p.backward_s = o.number_or("backward_s", 0, 1e12, 0);
   p.update_s = o.number("update_s", 0, 1e12);
   p.stall_s = o.number_or("stall_s", 0, 1e12, 0);
+  p.adam_s = o.number_or("adam_s", 0, 1e12, 0);
   p.model = o.string_or("model", "");
   if (o.optional("tiers")) {
     const Json& arr = o.array("tiers");

@@ -47,6 +47,7 @@ struct Prediction {
   double backward_s = 0;
   double update_s = 0;
   double stall_s = 0;
+  double adam_s = 0;  // per rank: its AdamW calls in the update (their CPU work and the pool's wake-ups)
   std::string model;  // "simgrid" or "analytic"
   std::vector<TierPrediction> tiers;
 };

@@ -320,6 +320,10 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   p.forward_s = fwd.seconds;
   p.backward_s = bwd.seconds;
   p.update_s = upd.seconds + out.fill_s;
+  // Per rank, as the executor logs it: its AdamW calls, not the weight copy after each.
+  const double weight_copy_s =
+      rates.update_weight_copy_bps > 0 ? s.ppr * kBf16Bytes / rates.update_weight_copy_bps : 0.0;
+  p.adam_s = std::max(0.0, out.adam_s - weight_copy_s);
   p.iteration_s = p.forward_s + p.backward_s + p.update_s;
   for (const auto& t : out.tiers) p.tiers.push_back({t.name, t.read_bytes, t.write_bytes, t.seconds});
   if (!options.update_only)

@@ -94,6 +94,7 @@ struct Rank {
   sg4::SemaphorePtr gathered = sg4::Semaphore::create(0);   // one release per finished gather
   sg4::SemaphorePtr scattered = sg4::Semaphore::create(0);  // one release per finished reduce-scatter
   double stall_s = 0;
+  double adam_s = 0;  // its AdamW calls: the exec and the pool's wake-up, as the executor times them
 };
 
 class IterationModel {
@@ -396,7 +397,8 @@ void IterationModel::rank_actor(Rank& rank) {
     const double t = sg4::Engine::get_clock();
     adam(np, rates_.adam_work(static_cast<double>(s.elements)));
     if (const double wake = rates_.adam_call_s(static_cast<double>(s.elements)); wake > 0)
-      sg4::this_actor::sleep_for(wake);     // the pool's wake-up and join: waiting, not CPU work
+      sg4::this_actor::sleep_for(wake);  // the pool's wake-up and join: waiting, not CPU work
+    rank.adam_s += sg4::Engine::get_clock() - t;
     if (rates_.update_weight_copy_bps > 0)  // the CPU backend's resident weights: one thread's memcpy
       sg4::this_actor::sleep_for(static_cast<double>(s.elements) * kBf16Bytes /
                                  rates_.update_weight_copy_bps);
@@ -533,7 +535,10 @@ void IterationModel::collect_results() {
   p.update_s = phase_end_[3] - phase_end_[2];
   p.iteration_s = phase_end_[3] - phase_end_[0];
   for (const auto& rank : ranks_)
-    if (rank->node == 0) p.stall_s += rank->stall_s / static_cast<double>(rates_.ranks_per_node);
+    if (rank->node == 0) {
+      p.stall_s += rank->stall_s / static_cast<double>(rates_.ranks_per_node);
+      p.adam_s += rank->adam_s / static_cast<double>(rates_.ranks_per_node);
+    }
   for (std::size_t t = 0; t < plan_.tiers.size(); ++t) {
     const NodeTier& nt = node_tiers_[0][t];
     p.tiers.push_back({plan_.tiers[t].name, nt.read_bytes, nt.write_bytes, nt.busy_s});

@@ -282,12 +282,14 @@ TEST(PlanFormat, PredictionRoundTrips) {
   j["prediction"] =
       Json{{"iteration_s", 3.5},
            {"update_s", 2.0},
+           {"adam_s", 0.7},
            {"model", "simgrid"},
            {"tiers",
             Json::array({{{"name", "nvme"}, {"read_bytes", 1e9}, {"write_bytes", 1e9}, {"busy_s", 1.2}}})}};
   Plan p = plan_from_json(j);
   ASSERT_TRUE(p.prediction.has_value());
   EXPECT_DOUBLE_EQ(p.prediction->tiers[0].busy_s, 1.2);
+  EXPECT_DOUBLE_EQ(p.prediction->adam_s, 0.7);
   EXPECT_EQ(to_json(plan_from_json(to_json(p))), to_json(p));
 }
 

@@ -513,6 +513,24 @@ TEST(Models, ATierAndAdamSlowEachOtherOnlyWhileBothRun) {
   EXPECT_NEAR(simulate(a, busy, in_place, kUpdateOnly).prediction.update_s / A, 1.0, 0.05);
 }
 
+TEST(Models, BothModelsPredictTheRanksAdamWTimeAsTheExecutorLogsIt) {
+  // Prediction::adam_s, held against the run log's adam_s by --validate: the rank's AdamW
+  // calls. With the disk streaming throughout (D > A), Adam runs slowed the whole update:
+  // A / 0.8; all state in place, it is the whole update at the idle rate.
+  const Accounting a = accounting("1b", 1, 1);
+  const double A = static_cast<double>(a.params_per_rank) / 2.2e9;
+  const Profile busy = interfering_profile(0.5, 0.8);
+  const Plan streamed = plan_for("1b", a.params.total, 1, 1, {plan_tier(busy, "nvme", 1.0)});
+  EXPECT_NEAR(analyze(a, busy, streamed, kUpdateOnly).prediction.adam_s / (A / 0.8), 1.0, 2e-3);
+  EXPECT_NEAR(simulate(a, busy, streamed, kUpdateOnly).prediction.adam_s / (A / 0.8), 1.0, 0.05);
+  const Plan in_place = plan_for("1b", a.params.total, 1, 1, {plan_tier(busy, "shm", 1.0)});
+  for (const Prediction& p : {analyze(a, busy, in_place, kUpdateOnly).prediction,
+                              simulate(a, busy, in_place, kUpdateOnly).prediction}) {
+    EXPECT_NEAR(p.adam_s / A, 1.0, 0.05) << p.model;
+    EXPECT_NEAR(p.adam_s / p.update_s, 1.0, 0.01) << p.model;
+  }
+}
+
 TEST(Models, TheFlushAfterBackwardRunsAtTheTiersIdleRate) {
   // The baseline's fp32 gradient flush follows backward, when Adam does not run: the same
   // seconds whether or not the tier slows down under Adam; the update is slower.

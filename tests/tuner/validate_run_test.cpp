@@ -2,6 +2,7 @@
 // holding it against the prediction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -70,6 +71,34 @@ TEST(ValidateRun, ComparesUpdateOnlyRunWithTheSimulatedUpdate) {
   const std::string text = format_report(r);
   EXPECT_NE(text.find("update_s"), std::string::npos);
   EXPECT_NE(text.find("%"), std::string::npos);
+}
+
+TEST(ValidateRun, HoldsTheRunsAdamWTimeAgainstThePredictionsWhereTheLogHasIt) {
+  // adam_s tells a CPU slower than its profile from a slower tier; logs without it (older
+  // runs) get no row.
+  const Profile profile = mlpo::testing::io_bound_profile();
+  const ModelSpec spec = find_preset("small");
+  const Accounting a = account(spec, ClusterShape{});
+  const Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
+                                            {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  auto with_adam = [](int n, double adam_s) {
+    std::string line = step(n, 1.0, 0);
+    return line.insert(line.size() - 1, R"(,"adam_s":)" + std::to_string(adam_s));
+  };
+  const ValidationReport r =
+      validate_run(write_log("run-adam.jsonl", {with_adam(0, 9), with_adam(1, 0.2), with_adam(2, 0.4)}), plan,
+                   profile, spec);
+  const auto row =
+      std::find_if(r.rows.begin(), r.rows.end(), [](const Comparison& c) { return c.quantity == "adam_s"; });
+  ASSERT_NE(row, r.rows.end());
+  EXPECT_NEAR(row->measured, 0.3, 1e-9);
+  EXPECT_GT(row->predicted, 0);
+  EXPECT_LE(row->predicted, r.predicted.prediction.update_s);
+  EXPECT_NE(format_report(r).find("adam_s"), std::string::npos);
+  const ValidationReport old =
+      validate_run(write_log("run-no-adam.jsonl", {step(0, 9, 0), step(1, 1, 0)}), plan, profile, spec);
+  EXPECT_TRUE(std::none_of(old.rows.begin(), old.rows.end(),
+                           [](const Comparison& c) { return c.quantity == "adam_s"; }));
 }
 
 TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {
