@@ -9,6 +9,8 @@
 // 2. AdamW elements/s for bf16 and fp32 gradients, per SIMD variant, at 1..N threads, and the
 //    effective GB/s = elements/s * bytes the update must move per element (28 B with bf16
 //    gradients: read p, m, v, g = 12 + 2, write p, m, v, p_bf16 = 12 + 2; 30 B with fp32).
+//    Also the update pipeline's AdamW with CRC32C per chunk (`adamw-crc`: the call mlpo-profile
+//    times as adam_checked_elements_per_s), over the same arrays.
 // 3. bf16 <-> fp32 conversion GB/s (6 B per element), which the profiler also reports.
 // Every figure is the median of --reps timed repetitions after one untimed warm-up. The
 // repetitions are interleaved (rep 1 of every kernel, then rep 2, ...) at each thread count, so a
@@ -42,6 +44,7 @@
 #include "core/units.hpp"
 #include "kernels/cpu/adamw.hpp"
 #include "kernels/cpu/convert.hpp"
+#include "executor/offload/checked_adamw.hpp"
 
 namespace mlpo {
 namespace {
@@ -88,7 +91,7 @@ void add_one_in_place(float* x, std::size_t n) {
 
 // One timed kernel: what it is, the bytes and elements one run moves, and its timings.
 struct Measurement {
-  std::string kind;    // "memcpy", "nt-copy", "in-place", "adamw", "convert"
+  std::string kind;    // "memcpy", "nt-copy", "in-place", "adamw", "adamw-crc", "convert"
   std::string detail;  // e.g. "avx512 bf16", "avx2 fp32->bf16"
   double bytes = 0;    // bytes moved per run, by the conventions above
   double elements = 0;
@@ -166,10 +169,13 @@ int run(const Options& opt) {
   PageBuffer<float> p(n, alloc_pool), m(n, alloc_pool), v(n, alloc_pool), g32(n, alloc_pool),
       wide(n, alloc_pool);
   PageBuffer<bf16> g16(n, alloc_pool), p_out(n, alloc_pool), narrow(n, alloc_pool);
+  // adamw-crc's own state: the other AdamW rows change p, m, v between its verifies.
+  PageBuffer<float> pc(n, alloc_pool), mc(n, alloc_pool), vc(n, alloc_pool);
   alloc_pool.parallel_for(n, 4096, [&](std::size_t b, std::size_t e) {
     for (std::size_t i = b; i < e; ++i) {
       const float x = static_cast<float>(static_cast<int>(i % 2001) - 1000) * 1e-3f;  // [-1, 1]
       p.data()[i] = x;
+      pc.data()[i] = x;
       g32.data()[i] = 1e-2f * x + 1e-4f;
       g16.data()[i] = float_to_bf16(g32.data()[i]);
     }
@@ -215,6 +221,24 @@ int run(const Options& opt) {
                         ++step->step;
                       }});
       }
+    {
+      // The update pipeline's AdamW with integrity on (offload::checked_adamw: per 64 Ki-element
+      // chunk verify, update, record), the call mlpo-profile times as adam_checked_elements_per_s;
+      // the best SIMD variant, bf16 gradients. Its first call (the warm-up) records only.
+      const auto step = std::make_shared<AdamWParams>();
+      step->weight_decay = 0.01f;
+      const auto integrity = std::make_shared<offload::InPlaceIntegrity>();
+      integrity->add_subgroup(0, static_cast<std::int64_t>(n));
+      ms.push_back({"adamw-crc", std::string(to_string(best_simd_isa())) + " bf16",
+                    static_cast<double>(adamw_bytes_per_element(true, true) * n), static_cast<double>(n),
+                    [&, step, integrity] {
+                      static const offload::WeightDecayMask every_element_decays;
+                      offload::checked_adamw(pool, *integrity, 0, every_element_decays, 0, *step, pc.data(),
+                                             mc.data(), vc.data(), nullptr, g16.data(), p_out.data(), n,
+                                             "adam_bench");
+                      ++step->step;
+                    }});
+    }
     for (SimdIsa isa : isas) {
       ms.push_back({"convert", std::string(to_string(isa)) + " bf16->fp32", 6.0 * static_cast<double>(n),
                     static_cast<double>(n),
@@ -247,7 +271,7 @@ int run(const Options& opt) {
       "(%.2f GB/s, memcpy at its best thread count); /memcpy_t and /inplace_t = over memcpy and the\n"
       "in-place stream at the same thread count. GB/s range = slowest..fastest repetition.\n\n",
       bound);
-  std::printf("%-8s %-22s %3s %9s %9s %8s %15s %7s %9s %10s\n", "kernel", "variant", "thr", "median s",
+  std::printf("%-9s %-22s %3s %9s %9s %8s %15s %7s %9s %10s\n", "kernel", "variant", "thr", "median s",
               "Melem/s", "GB/s", "GB/s range", "/bound", "/memcpy_t", "/inplace_t");
   for (const Row& r : rows) {
     const Measurement& x = r.m;
@@ -256,7 +280,7 @@ int run(const Options& opt) {
     if (x.elements > 0) std::snprintf(melem, sizeof melem, "%.1f", x.elements / s / 1e6);
     char range[32];
     std::snprintf(range, sizeof range, "%.1f..%.1f", x.gbps(x.slowest()), x.gbps(x.fastest()));
-    std::printf("%-8s %-22s %3u %9.4f %9s %8.2f %15s %7.2f %9.2f %10.2f\n", x.kind.c_str(), x.detail.c_str(),
+    std::printf("%-9s %-22s %3u %9.4f %9s %8.2f %15s %7.2f %9.2f %10.2f\n", x.kind.c_str(), x.detail.c_str(),
                 r.threads, s, melem, gbs, range, gbs / bound, gbs / memcpy_at[r.threads],
                 gbs / inplace_at[r.threads]);
     nlohmann::json j = {{"kernel", x.kind},
