@@ -81,6 +81,10 @@ struct HostProfile {
   // joining them, seconds per call (the fixed cost of each subgroup's AdamW that spans more
   // than one thread); optional (0 = not measured).
   Measurement pool_dispatch_s;
+  // One std::thread started and joined (empty body), seconds: every update the pipeline starts
+  // a reader thread per tier it reads from and a writer per tier it writes to, and joins them
+  // at its end; optional (0 = not measured).
+  Measurement thread_start_s;
   ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)
   // The same on one thread (optional; measured when the host has several cores): what one
   // rank of several on the node gets (`mlpo-run --threads 1` under mpirun).

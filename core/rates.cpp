@@ -150,6 +150,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
   r.grad_norm_eps = profile.host.grad_norm_elements_per_s.median;
   r.adam_grain = plan.crc ? kIntegrityChunkElements : kAdamWGrainElements;
   r.pool_dispatch_s = profile.host.pool_dispatch_s.median;
+  r.thread_start_s = profile.host.thread_start_s.median;
   // Integrity on: AdamW's pass also checksums each element's p, m and v before and after
   // (docs/io.md), on the same threads: the profile's timing of that very pass when it has one,
   // else each element's time grows by 24 bytes of CRC32C at the cached CRC rate.

@@ -318,6 +318,20 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
         Measurement{1.0 / calls.median, 1.0 / calls.max, 1.0 / calls.min, calls.repetitions, 0};
   }
 
+  // The update pipeline's fixed cost per update: it starts a reader and a writer thread per
+  // tier it moves bytes on and joins them at the end (a tiny model's update is a millisecond).
+  {
+    report(progress, "host: thread start and join");
+    constexpr int kThreads = 200;
+    std::atomic<std::int64_t> ran{0};
+    const Measurement starts = time_rate(reps, kThreads, 1.0, 0, [&] {
+      for (int i = 0; i < kThreads; ++i)
+        std::thread([&] { ran.fetch_add(1, std::memory_order_relaxed); }).join();
+    });
+    h.thread_start_s =
+        Measurement{1.0 / starts.median, 1.0 / starts.max, 1.0 / starts.min, starts.repetitions, 0};
+  }
+
   if (options.cpu_gemm) {
     report(progress, "host: CPU backend GEMM (" + options.gemm_model.name + " layer shapes, " +
                          std::to_string(options.gemm_tokens) + " tokens)");

@@ -60,6 +60,11 @@ std::string summary_table(const Profile& p) {
     d.median *= 1e6, d.min *= 1e6, d.max *= 1e6;
     out += "  thread pool wake+join   " + spread(d, "us") + "\n";
   }
+  if (p.host.thread_start_s.median > 0) {
+    Measurement d = p.host.thread_start_s;
+    d.median *= 1e6, d.min *= 1e6, d.max *= 1e6;
+    out += "  thread start+join       " + spread(d, "us") + "\n";
+  }
   if (p.host.cpu_gemm_gflops.median > 0)
     out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
   for (const ModelComputeFigures* mp : {&p.host.cpu_model, &p.host.cpu_model_one_thread}) {
@@ -159,6 +164,7 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
   add("host.crc32c_gbps", p.host.crc32c_gbps);
   add("host.grad_norm_elements_per_s", p.host.grad_norm_elements_per_s);
   add("host.pool_dispatch_s", p.host.pool_dispatch_s);
+  add("host.thread_start_s", p.host.thread_start_s);
   add("host.cpu_model.layer_forward_gflops", p.host.cpu_model.layer_forward_gflops);
   add("host.cpu_model.layer_backward_gflops", p.host.cpu_model.layer_backward_gflops);
   add("host.cpu_model.head_forward_gflops", p.host.cpu_model.head_forward_gflops);

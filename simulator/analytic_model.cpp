@@ -319,7 +319,8 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   p.model = "analytic";
   p.forward_s = fwd.seconds;
   p.backward_s = bwd.seconds;
-  p.update_s = upd.seconds + out.fill_s;
+  // Plus starting and joining the pipeline's reader and writer threads (each rank its own).
+  p.update_s = upd.seconds + out.fill_s + static_cast<double>(w.pipeline_threads()) * rates.thread_start_s;
   // Per rank, as the executor logs it: its AdamW calls, not the weight copy after each.
   const double weight_copy_s =
       rates.update_weight_copy_bps > 0 ? s.ppr * kBf16Bytes / rates.update_weight_copy_bps : 0.0;

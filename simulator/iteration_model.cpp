@@ -424,6 +424,9 @@ void IterationModel::rank_actor(Rank& rank) {
   rank.to_gpu.push({-1, 0, false, true});
   rank.to_host.push({-1, 0, false, true});
   if (collectives_.modelled()) rank.exchange.push({0, false, true});
+  // Starting and joining the pipeline's reader and writer threads: the rank's own time.
+  if (const double setup = static_cast<double>(w_.pipeline_threads()) * rates_.thread_start_s; setup > 0)
+    sg4::this_actor::sleep_for(setup);
   barrier_->wait();
   if (leader) phase_end_[3] = sg4::Engine::get_clock();
 }

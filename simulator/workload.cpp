@@ -26,6 +26,12 @@ std::int64_t Workload::subgroup_size(std::int64_t subgroup) const {
   return std::min(subgroup_elements, params_per_rank - subgroup * subgroup_elements);
 }
 
+std::int64_t Workload::pipeline_threads() const {
+  std::int64_t n = 0;
+  for (std::size_t t = 0; t < reads.size(); ++t) n += (reads[t] > 0 ? 1 : 0) + (writes[t] > 0 ? 1 : 0);
+  return n;
+}
+
 std::vector<int> place_subgroups(const std::vector<double>& fractions, std::int64_t subgroups) {
   return interleave_subgroups(fractions, subgroups);
 }

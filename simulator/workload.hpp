@@ -80,6 +80,9 @@ struct Workload {
   double forward_flops() const;  // per rank, all micro-steps
   double backward_flops() const;
   std::int64_t subgroup_size(std::int64_t subgroup) const;  // the last one may be short
+  // Threads one rank's update pipeline starts and joins: a reader per tier it reads from and
+  // a writer per tier it writes back to (executor/offload/pipeline_readers.hpp, _writers.hpp).
+  std::int64_t pipeline_threads() const;
 };
 
 // The tier of each subgroup: core's interleave_subgroups, the executor's placement too.

@@ -201,6 +201,17 @@ TEST(ProfileFormat, PoolDispatchFigureRoundTripsAndIsOptional) {
   EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
 }
 
+TEST(ProfileFormat, ThreadStartFigureRoundTripsAndIsOptional) {
+  Json j = sample_profile();
+  EXPECT_EQ(profile_from_json(j).host.thread_start_s.median, 0);  // older profiles lack it
+  EXPECT_FALSE(to_json(profile_from_json(j))["host"].contains("thread_start_s"));
+  j["host"]["thread_start_s"] = {
+      {"median", 5.6e-5}, {"min", 5e-5}, {"max", 1.4e-4}, {"repetitions", 3}, {"size_bytes", 0}};
+  const Profile p = profile_from_json(j);
+  EXPECT_DOUBLE_EQ(p.host.thread_start_s.median, 5.6e-5);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+}
+
 TEST(ProfileFormat, GradientNormFigureRoundTripsAndIsOptional) {
   Json j = sample_profile();
   EXPECT_EQ(profile_from_json(j).host.grad_norm_elements_per_s.median, 0);  // older profiles lack it

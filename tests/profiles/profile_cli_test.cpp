@@ -74,6 +74,8 @@ TEST(ProfileCli, JsonModePrintsOnlyAValidProfile) {
     EXPECT_GT(p.host.pool_dispatch_s.median, 0);
     EXPECT_LT(p.host.pool_dispatch_s.median, 0.01);  // a wake-up, not a sleep
   }
+  EXPECT_GT(p.host.thread_start_s.median, 0);
+  EXPECT_LT(p.host.thread_start_s.median, 0.01);
   if (p.gpus.empty()) {
     EXPECT_FALSE(p.gpus_reason.empty());
   }

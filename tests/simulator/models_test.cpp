@@ -286,6 +286,33 @@ TEST(Models, EachSubgroupsAdamWWaitsForThePoolsWakeUp) {
               simulate(one, p, each, kUpdateOnly).prediction.update_s, 1e-9);
 }
 
+TEST(Models, EachUpdateStartsAndJoinsItsReaderAndWriterThreads) {
+  // host.thread_start_s: a rank's update starts a reader per tier it reads from and a writer
+  // per tier it writes back to, and joins them, in both models: two streamed tiers, four
+  // threads; all state in place, none.
+  Profile p = io_bound_profile();
+  TierProfile second = p.tiers[1];  // nvme
+  second.name = "nvme2";
+  second.path = "/tmp/nvme2";
+  p.tiers.push_back(second);
+  Profile started = p;
+  started.host.thread_start_s = Measurement{1e-3, 1e-3, 1e-3, 1, 0};
+  const Accounting a = accounting("small", 1, 2);
+  const Plan streamed =
+      plan_for("small", a.params.total, 1, 2, {plan_tier(p, "nvme", 0.5), plan_tier(p, "nvme2", 0.5)});
+  EXPECT_NEAR(simulate(a, started, streamed, kUpdateOnly).prediction.update_s -
+                  simulate(a, p, streamed, kUpdateOnly).prediction.update_s,
+              4e-3, 1e-4);
+  EXPECT_NEAR(analyze(a, started, streamed, kUpdateOnly).prediction.update_s -
+                  analyze(a, p, streamed, kUpdateOnly).prediction.update_s,
+              4e-3, 1e-9);
+  const Plan in_place = plan_for("small", a.params.total, 1, 2, {plan_tier(p, "shm", 1.0)});
+  EXPECT_NEAR(simulate(a, started, in_place, kUpdateOnly).prediction.update_s,
+              simulate(a, p, in_place, kUpdateOnly).prediction.update_s, 1e-9);
+  EXPECT_NEAR(analyze(a, started, in_place, kUpdateOnly).prediction.update_s,
+              analyze(a, p, in_place, kUpdateOnly).prediction.update_s, 1e-12);
+}
+
 TEST(SimGridModel, GpuForwardAndBackwardFollowFlopsAndUpdateOnlySkipsThem) {
   Profile p = io_bound_profile();
   p.gpus.push_back(mlpo::testing::gpu(2));
