@@ -84,6 +84,14 @@ Measurement time_rate(int reps, double work_per_run, double unit, std::int64_t s
   return summarize(std::move(rates), size_bytes);
 }
 
+// `calls` calls of `call` per repetition (after one warm-up): seconds per call.
+Measurement seconds_per_call(int reps, int calls, const std::function<void()>& call) {
+  const Measurement rate = time_rate(reps, calls, 1.0, 0, [&] {
+    for (int i = 0; i < calls; ++i) call();
+  });
+  return Measurement{1.0 / rate.median, 1.0 / rate.max, 1.0 / rate.min, rate.repetitions, 0};
+}
+
 std::int64_t numa_nodes() {
   std::int64_t n = 0;
   std::error_code ec;
@@ -307,29 +315,20 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
   // for them (ThreadPool::parallel_for), microseconds that a small subgroup's work does not hide.
   if (cores > 1) {
     report(progress, "host: thread pool wake-up and join, " + std::to_string(cores) + " threads");
-    constexpr int kCalls = 2000;
     std::atomic<std::int64_t> ranges{0};
-    const Measurement calls = time_rate(reps, kCalls, 1.0, 0, [&] {
-      for (int i = 0; i < kCalls; ++i)
-        all.parallel_for(cores, 1,
-                         [&](std::size_t, std::size_t) { ranges.fetch_add(1, std::memory_order_relaxed); });
+    h.pool_dispatch_s = seconds_per_call(reps, 2000, [&] {
+      all.parallel_for(cores, 1,
+                       [&](std::size_t, std::size_t) { ranges.fetch_add(1, std::memory_order_relaxed); });
     });
-    h.pool_dispatch_s =
-        Measurement{1.0 / calls.median, 1.0 / calls.max, 1.0 / calls.min, calls.repetitions, 0};
   }
 
   // The update pipeline's fixed cost per update: it starts a reader and a writer thread per
   // tier it moves bytes on and joins them at the end (a tiny model's update is a millisecond).
   {
     report(progress, "host: thread start and join");
-    constexpr int kThreads = 200;
     std::atomic<std::int64_t> ran{0};
-    const Measurement starts = time_rate(reps, kThreads, 1.0, 0, [&] {
-      for (int i = 0; i < kThreads; ++i)
-        std::thread([&] { ran.fetch_add(1, std::memory_order_relaxed); }).join();
-    });
-    h.thread_start_s =
-        Measurement{1.0 / starts.median, 1.0 / starts.max, 1.0 / starts.min, starts.repetitions, 0};
+    h.thread_start_s = seconds_per_call(
+        reps, 200, [&] { std::thread([&] { ran.fetch_add(1, std::memory_order_relaxed); }).join(); });
   }
 
   if (options.cpu_gemm) {

@@ -21,6 +21,12 @@ std::string spread(const Measurement& m, const char* unit) {
                        static_cast<long long>(m.repetitions));
 }
 
+// The same figure in other units (x factor).
+Measurement scaled(Measurement m, double factor) {
+  m.median *= factor, m.min *= factor, m.max *= factor;
+  return m;
+}
+
 }  // namespace
 
 std::string summary_table(const Profile& p) {
@@ -33,38 +39,25 @@ std::string summary_table(const Profile& p) {
   out += "  memcpy, 1 thread        " + spread(p.host.memcpy_gbps_single, "GB/s") + "\n";
   out += "  memcpy, all threads     " + spread(p.host.memcpy_gbps, "GB/s") + "\n";
   for (const CurvePoint& pt : p.host.adam_elements_per_s)
-    out += printf_string("  AdamW bf16-grad, %2lld thr %s\n", static_cast<long long>(pt.streams),
-                         spread(Measurement{pt.value.median / 1e9, pt.value.min / 1e9, pt.value.max / 1e9,
-                                            pt.value.repetitions, pt.value.size_bytes},
-                                p.host.adam_estimated ? "Gelem/s (estimated)" : "Gelem/s")
-                             .c_str());
+    out += printf_string(
+        "  AdamW bf16-grad, %2lld thr %s\n", static_cast<long long>(pt.streams),
+        spread(scaled(pt.value, 1e-9), p.host.adam_estimated ? "Gelem/s (estimated)" : "Gelem/s").c_str());
   for (const CurvePoint& pt : p.host.adam_checked_elements_per_s)
     out += printf_string("  AdamW + CRC32C,  %2lld thr %s\n", static_cast<long long>(pt.streams),
-                         spread(Measurement{pt.value.median / 1e9, pt.value.min / 1e9, pt.value.max / 1e9,
-                                            pt.value.repetitions, pt.value.size_bytes},
-                                "Gelem/s")
-                             .c_str());
+                         spread(scaled(pt.value, 1e-9), "Gelem/s").c_str());
   if (p.host.bf16_convert_gbps.median > 0)
     out += "  fp32 -> bf16            " + spread(p.host.bf16_convert_gbps, "GB/s") + "\n";
   if (p.host.bf16_to_fp32_gbps.median > 0)
     out += "  bf16 -> fp32            " + spread(p.host.bf16_to_fp32_gbps, "GB/s") + "\n";
   if (p.host.crc32c_gbps.median > 0)
     out += "  CRC32C, 1 thr, cached   " + spread(p.host.crc32c_gbps, "GB/s") + "\n";
-  if (p.host.grad_norm_elements_per_s.median > 0) {
-    Measurement g = p.host.grad_norm_elements_per_s;
-    g.median /= 1e9, g.min /= 1e9, g.max /= 1e9;
-    out += "  gradient norm (bf16)    " + spread(g, "Gelem/s") + "\n";
-  }
-  if (p.host.pool_dispatch_s.median > 0) {
-    Measurement d = p.host.pool_dispatch_s;
-    d.median *= 1e6, d.min *= 1e6, d.max *= 1e6;
-    out += "  thread pool wake+join   " + spread(d, "us") + "\n";
-  }
-  if (p.host.thread_start_s.median > 0) {
-    Measurement d = p.host.thread_start_s;
-    d.median *= 1e6, d.min *= 1e6, d.max *= 1e6;
-    out += "  thread start+join       " + spread(d, "us") + "\n";
-  }
+  if (p.host.grad_norm_elements_per_s.median > 0)
+    out += "  gradient norm (bf16)    " + spread(scaled(p.host.grad_norm_elements_per_s, 1e-9), "Gelem/s") +
+           "\n";
+  if (p.host.pool_dispatch_s.median > 0)
+    out += "  thread pool wake+join   " + spread(scaled(p.host.pool_dispatch_s, 1e6), "us") + "\n";
+  if (p.host.thread_start_s.median > 0)
+    out += "  thread start+join       " + spread(scaled(p.host.thread_start_s, 1e6), "us") + "\n";
   if (p.host.cpu_gemm_gflops.median > 0)
     out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
   for (const ModelComputeFigures* mp : {&p.host.cpu_model, &p.host.cpu_model_one_thread}) {

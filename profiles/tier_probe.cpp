@@ -524,25 +524,19 @@ UpdateInterference probe_update_interference(std::vector<Stream>& streams, const
     const double alone_eps = static_cast<double>(adam.elements() - alone_start) /
                              std::chrono::duration<double>(Clock::now() - a0).count();
 
-    // AdamW one subgroup at a time on its own thread, so that its progress over the pass is counted.
-    std::atomic<bool> stop{false};
-    std::thread load([&] {
-      while (!stop.load(std::memory_order_relaxed)) adam.burst(AdamLoad::kSubgroup);
-    });
+    // AdamW one subgroup at a time on its own thread, so that its progress over the pass is
+    // counted; the thread is stopped and joined on every way out of the block.
     double busy_gbps = 0, busy_eps = 0;
-    try {
+    {
+      std::jthread load([&](std::stop_token stop) {
+        while (!stop.stop_requested()) adam.burst(AdamLoad::kSubgroup);
+      });
       const std::int64_t start = adam.elements();
       const auto t0 = Clock::now();
       busy_gbps = mixed_gbps_for(streams, bytes, request, block, kInterferenceSeconds);
       busy_eps = static_cast<double>(adam.elements() - start) /
                  std::chrono::duration<double>(Clock::now() - t0).count();
-    } catch (...) {
-      stop = true;
-      load.join();
-      throw;
     }
-    stop = true;
-    load.join();
     if (idle_gbps > 0 && busy_gbps > 0) io_ratios.push_back(busy_gbps / idle_gbps);
     if (alone_eps > 0 && busy_eps > 0) adam_ratios.push_back(busy_eps / alone_eps);
   }

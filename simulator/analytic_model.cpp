@@ -215,6 +215,12 @@ double adam_work_per_rank(const Setting& s) {
   return work;
 }
 
+// One CPU rank's copies of its subgroups' new bf16 weights into the model's, after each AdamW
+// (Rates::update_weight_copy_bps; 0 where there is no such copy).
+double weight_copy_s(const Setting& s) {
+  return s.rates.update_weight_copy_bps > 0 ? s.ppr * kBf16Bytes / s.rates.update_weight_copy_bps : 0.0;
+}
+
 // A rank's seconds waiting on its pool over all its subgroups' AdamW calls (Rates::adam_call_s);
 // the ranks wait side by side.
 double adam_wake_per_rank(const Setting& s) {
@@ -250,8 +256,8 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
   const Rates& rates = s.rates;
   out.cache_hits = s.w.cache_hits;
   const double adam_node = rates.adam_node_eps(s.R);
-  double adam_idle_s = s.R * adam_work_per_rank(s) / adam_node + adam_wake_per_rank(s);
-  if (rates.update_weight_copy_bps > 0) adam_idle_s += s.ppr * kBf16Bytes / rates.update_weight_copy_bps;
+  const double adam_idle_s =
+      s.R * adam_work_per_rank(s) / adam_node + adam_wake_per_rank(s) + weight_copy_s(s);
   out.adam_s = adam_idle_s;
   double sum_peak_bw = 0;
   double bytes_moved = 0;
@@ -322,9 +328,7 @@ AnalyticBreakdown analyze(const Accounting& a, const Profile& profile, const Pla
   // Plus starting and joining the pipeline's reader and writer threads (each rank its own).
   p.update_s = upd.seconds + out.fill_s + static_cast<double>(w.pipeline_threads()) * rates.thread_start_s;
   // Per rank, as the executor logs it: its AdamW calls, not the weight copy after each.
-  const double weight_copy_s =
-      rates.update_weight_copy_bps > 0 ? s.ppr * kBf16Bytes / rates.update_weight_copy_bps : 0.0;
-  p.adam_s = std::max(0.0, out.adam_s - weight_copy_s);
+  p.adam_s = std::max(0.0, out.adam_s - weight_copy_s(s));
   p.iteration_s = p.forward_s + p.backward_s + p.update_s;
   for (const auto& t : out.tiers) p.tiers.push_back({t.name, t.read_bytes, t.write_bytes, t.seconds});
   if (!options.update_only)

@@ -32,7 +32,10 @@ MeasuredRun read_run_log(const std::string& path) {
     m.cache_hits += number_field(s, "cache_hits", where) / k;
     if (s.contains("weight_fetch_bytes"))
       m.weight_fetch_bytes += number_field(s, "weight_fetch_bytes", where) / k;
-    if (m.adam_s >= 0) m.adam_s = s.contains("adam_s") ? m.adam_s + number_field(s, "adam_s", where) / k : -1;
+    if (!s.contains("adam_s"))
+      m.adam_s.reset();
+    else if (m.adam_s)
+      *m.adam_s += number_field(s, "adam_s", where) / k;
     if (!s.contains("tiers")) continue;
     if (!s["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
     for (const Json& t : s["tiers"]) {
@@ -81,7 +84,7 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
     r.rows.push_back(
         {"iteration_s", p.iteration_s, r.measured.forward_s + r.measured.backward_s + r.measured.update_s});
   r.rows.push_back({"prefetch_stall_s", p.stall_s, r.measured.prefetch_stall_s});
-  if (r.measured.adam_s >= 0) r.rows.push_back({"adam_s", p.adam_s, r.measured.adam_s});
+  if (r.measured.adam_s) r.rows.push_back({"adam_s", p.adam_s, *r.measured.adam_s});
   for (const MeasuredTier& t : r.measured.tiers) {
     for (const auto& pt : p.tiers) {
       if (pt.name != t.name) continue;

@@ -4,6 +4,7 @@
 // measured with the relative error. The first logged step is a warm-up and is skipped; the
 // rest are averaged. Unknown fields in the log are ignored.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,9 @@ struct MeasuredRun {
   // bf16 weight bytes the step fetched into the compute device part by part (optional field):
   // > 0 on one rank means the run used --param-offload, which the prediction then models.
   double weight_fetch_bytes = 0;
-  // The step's AdamW calls (optional field; -1 when a step lacks it): against the prediction's,
-  // it tells a CPU that ran slower than its profile from a tier that did.
-  double adam_s = 0;
+  // The step's AdamW calls (optional field; none when a step lacks it): against the
+  // prediction's, it tells a CPU that ran slower than its profile from a tier that did.
+  std::optional<double> adam_s = 0.0;
   std::vector<MeasuredTier> tiers;
 };
 

@@ -15,18 +15,7 @@ void checked_adamw(ThreadPool& pool, InPlaceIntegrity& integrity, std::int64_t s
       const auto c = static_cast<std::int64_t>(i / chunk);
       integrity.verify(subgroup, c, p + i, m + i, v + i, len, where);
       // The weight-decay mask's pieces, as adamw_masked() cuts them (element-wise: no bit changes).
-      mask.for_each_piece(begin + static_cast<std::int64_t>(i), static_cast<std::int64_t>(len),
-                          [&](std::int64_t at, std::int64_t count, bool decays) {
-                            AdamWParams a = adam;
-                            if (!decays) a.weight_decay = 0.0f;
-                            const std::size_t j = i + static_cast<std::size_t>(at);
-                            const auto k = static_cast<std::size_t>(count);
-                            bf16* o = out ? out + j : nullptr;
-                            if (g32)
-                              adamw_update_fp32grad(a, p + j, m + j, v + j, g32 + j, o, k);
-                            else
-                              adamw_update_bf16grad(a, p + j, m + j, v + j, g16 + j, o, k);
-                          });
+      adamw_masked_range(adam, mask, begin, i, len, p, m, v, g16, g32, out);
       integrity.record(subgroup, c, p + i, m + i, v + i, len);
     }
   });

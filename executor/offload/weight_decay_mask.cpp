@@ -52,19 +52,25 @@ void adamw_masked(ThreadPool& pool, const AdamWParams& adam, const WeightDecayMa
   // models it), each range cut at the mask's pieces: one wake-up of the pool per subgroup, not
   // one per piece (a subgroup across many norm gains has dozens).
   pool.parallel_for(n, adamw_grain, [&](std::size_t b, std::size_t e) {
-    mask.for_each_piece(begin + static_cast<std::int64_t>(b), static_cast<std::int64_t>(e - b),
-                        [&](std::int64_t at, std::int64_t count, bool decays) {
-                          AdamWParams a = adam;
-                          if (!decays) a.weight_decay = 0.0f;
-                          const std::size_t i = b + static_cast<std::size_t>(at);
-                          const auto len = static_cast<std::size_t>(count);
-                          bf16* out = p_out ? p_out + i : nullptr;
-                          if (grad32)
-                            adamw_update_fp32grad(a, p + i, m + i, v + i, grad32 + i, out, len);
-                          else
-                            adamw_update_bf16grad(a, p + i, m + i, v + i, grad16 + i, out, len);
-                        });
+    adamw_masked_range(adam, mask, begin, b, e - b, p, m, v, grad16, grad32, p_out);
   });
+}
+
+void adamw_masked_range(const AdamWParams& adam, const WeightDecayMask& mask, std::int64_t begin,
+                        std::size_t at, std::size_t n, float* p, float* m, float* v, const bf16* grad16,
+                        const float* grad32, bf16* p_out) {
+  mask.for_each_piece(begin + static_cast<std::int64_t>(at), static_cast<std::int64_t>(n),
+                      [&](std::int64_t offset, std::int64_t count, bool decays) {
+                        AdamWParams a = adam;
+                        if (!decays) a.weight_decay = 0.0f;
+                        const std::size_t i = at + static_cast<std::size_t>(offset);
+                        const auto len = static_cast<std::size_t>(count);
+                        bf16* out = p_out ? p_out + i : nullptr;
+                        if (grad32)
+                          adamw_update_fp32grad(a, p + i, m + i, v + i, grad32 + i, out, len);
+                        else
+                          adamw_update_bf16grad(a, p + i, m + i, v + i, grad16 + i, out, len);
+                      });
 }
 
 }  // namespace mlpo::offload

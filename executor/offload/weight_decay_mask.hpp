@@ -56,4 +56,10 @@ void adamw_masked(ThreadPool& pool, const AdamWParams& adam, const WeightDecayMa
                   std::size_t n, float* p, float* m, float* v, const bf16* grad16, const float* grad32,
                   bf16* p_out);
 
+// The same on the calling thread for elements [at, at + n) of those arrays (begin + at in
+// the shard): one thread's range of adamw_masked, one integrity chunk of checked_adamw.
+void adamw_masked_range(const AdamWParams& adam, const WeightDecayMask& mask, std::int64_t begin,
+                        std::size_t at, std::size_t n, float* p, float* m, float* v, const bf16* grad16,
+                        const float* grad32, bf16* p_out);
+
 }  // namespace mlpo::offload
