@@ -49,9 +49,9 @@ void consider_exchange(const Setting& s, AnalyticBreakdown& out, Bound& fwd, Bou
   if (!cost.modelled()) return;
   const double micro = static_cast<double>(s.w.micro_steps);
   const ComputeRates& c = s.rates.compute;
-  const double forward = micro * pass_seconds(forward_parts(s.w, c, cost));
-  const double backward = (micro - 1) * pass_seconds(backward_parts(s.w, c, cost, false)) +
-                          pass_seconds(backward_parts(s.w, c, cost, true)) + small_collectives_s(cost);
+  const double forward = micro * pass_seconds(forward_parts(s.w, c, cost), cost);
+  const double backward = (micro - 1) * pass_seconds(backward_parts(s.w, c, cost, false), cost) +
+                          pass_seconds(backward_parts(s.w, c, cost, true), cost) + small_collectives_s(cost);
   out.grad_d2h_s = 0;  // the full fp32 gradients' copies are in the backward schedule
   out.forward_exchange_s = std::max(0.0, forward - out.forward_compute_s);
   out.backward_exchange_s = std::max(0.0, backward - out.backward_compute_s);

@@ -23,9 +23,14 @@ double CollectiveCost::to_host_s(double elements) const {
   return d2h_bps > 0 ? elements * kFp32GradBytes / d2h_bps : 0.0;
 }
 
+double CollectiveCost::core_seconds(double seconds) const {
+  return on_compute_cores ? std::max(0.0, seconds - latency_s) : 0.0;
+}
+
 CollectiveCost collective_cost_of(const Rates& rates, const Workload& w) {
   return CollectiveCost{static_cast<double>(w.ranks), rates.all_gather_bps, rates.reduce_scatter_bps,
-                        rates.collective_latency_s,   rates.h2d_bps,        rates.d2h_bps};
+                        rates.collective_latency_s,   rates.h2d_bps,        rates.d2h_bps,
+                        !rates.compute_on_gpu};
 }
 
 namespace {
@@ -106,6 +111,18 @@ double pass_seconds(const std::vector<PassPart>& parts) {
   }
   if (!scattered.empty()) t = std::max(t, scattered.back());  // drain before the update
   return t;
+}
+
+double pass_seconds(const std::vector<PassPart>& parts, const CollectiveCost& c) {
+  const double scheduled = pass_seconds(parts);
+  if (!c.on_compute_cores) return scheduled;
+  double serial = 0;
+  for (const PassPart& p : parts)
+    serial += p.compute_s + p.to_device_s + p.to_host_s + c.core_seconds(std::max(0.0, p.gather_s)) +
+              c.core_seconds(std::max(0.0, p.reduce_scatter_s));
+  if (const std::size_t first = next_gathered(parts, static_cast<std::size_t>(-1)); first < parts.size())
+    serial += parts[first].gather_s - c.core_seconds(parts[first].gather_s);
+  return std::max(scheduled, serial);
 }
 
 double small_collectives_s(const CollectiveCost& c) { return c.modelled() ? 2 * c.latency_s : 0.0; }

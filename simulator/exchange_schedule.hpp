@@ -14,8 +14,10 @@
 // alone).
 //
 // A collective over a full buffer of N bytes costs `latency + N (W-1)/W / bus_bandwidth`
-// (CollectiveRates in core/profile.hpp). The analytic model evaluates the schedule in closed
-// form (pass_seconds); the SimGrid model runs it with a per-rank exchange actor.
+// (CollectiveRates in core/profile.hpp). On the CPU backend the bytes' part of it is CPU
+// work on the rank's compute cores (on_compute_cores); on a GPU it runs beside the compute.
+// The analytic model evaluates the schedule in closed form (pass_seconds); the SimGrid model
+// runs it with a per-rank exchange actor.
 
 #include <vector>
 
@@ -32,8 +34,15 @@ struct CollectiveCost {
   double latency_s = 0;
   double h2d_bps = 0;  // PCIe of a GPU rank (0: the CPU backend, whose copies are memcpys)
   double d2h_bps = 0;
+  // The CPU backend: MPI's shared-memory copies and the reduce-scatter's sums run on the
+  // cores the rank computes on (its compute threads fill them), so a collective's time beyond
+  // its latency is taken from compute rather than overlapped with it.
+  bool on_compute_cores = false;
 
   bool modelled() const { return ranks > 1 && all_gather_bps > 0 && reduce_scatter_bps > 0; }
+  // Of a collective of `seconds`, the part that keeps a core busy (its bytes; the latency is a
+  // wait): 0 unless on_compute_cores.
+  double core_seconds(double seconds) const;
   double gather_s(double elements) const;          // a layer's bf16 weights (full elements)
   double reduce_scatter_s(double elements) const;  // a layer's fp32 gradients (full elements)
   double to_device_s(double elements) const;       // gathered bf16 weights to the GPU
@@ -66,6 +75,12 @@ std::size_t next_gathered(const std::vector<PassPart>& parts, std::size_t i);
 // queue order; compute waits for its part's gather, a hand-over for the reduce-scatter two
 // before it, the pass's end for all.
 double pass_seconds(const std::vector<PassPart>& parts);
+
+// The same pass with `c`'s core sharing: on the compute cores (c.on_compute_cores) the pass
+// takes at least its compute plus every collective's core seconds one after the other, plus
+// the first gather's latency (nothing computes before it) — the processor-sharing total the
+// SimGrid model reaches by running each collective's bytes as work on the rank's compute host.
+double pass_seconds(const std::vector<PassPart>& parts, const CollectiveCost& c);
 
 // The step's small collectives after backward (the losses' all-gather and the gradient
 // norm's all-reduce): their latencies.

@@ -271,10 +271,18 @@ void IterationModel::pcie_stream(Rank& rank, bool to_gpu) {
 }
 
 void IterationModel::exchange_actor(Rank& rank) {
+  // The CPU backend's collectives copy and sum on the cores the rank computes on: their bytes
+  // are work on its compute host, shared with its compute (exchange_schedule.hpp).
+  sg4::Host* cores =
+      collectives_.on_compute_cores
+          ? platform_.nodes[static_cast<std::size_t>(rank.node)].compute[static_cast<std::size_t>(rank.local)]
+          : nullptr;
   for (;;) {
     const ExchangeOp op = rank.exchange.pop();
     if (op.last) return;
-    sg4::this_actor::sleep_for(op.seconds);
+    const double busy = cores != nullptr ? collectives_.core_seconds(op.seconds) : 0.0;
+    sg4::this_actor::sleep_for(op.seconds - busy);
+    if (busy > 0) execute_on(cores, busy * rates_.compute_flops_per_rank);
     (op.gather ? rank.gathered : rank.scattered)->release();
   }
 }

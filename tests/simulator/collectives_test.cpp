@@ -7,6 +7,7 @@
 #include "simulator/analytic_model.hpp"
 #include "simulator/exchange_schedule.hpp"
 #include "simulator/iteration_model.hpp"
+#include "simulator/simulation_rates.hpp"
 #include "tests/support/sample_inputs.hpp"
 
 namespace mlpo::sim {
@@ -108,6 +109,51 @@ TEST(Collectives, AnalyticAndSimGridAgreeWithinTwoPercentOnSeveralRanks) {
     const SimulationResult sim = simulate(a, p, plan, {});
     EXPECT_NEAR(an.prediction.forward_s / sim.prediction.forward_s, 1.0, 0.02) << gbps << " GB/s";
     EXPECT_NEAR(an.prediction.backward_s / sim.prediction.backward_s, 1.0, 0.02) << gbps << " GB/s";
+  }
+}
+
+// The CPU backend (no GPU) with its measured figures: every part at 20 GFLOP/s on each of
+// R ranks, host MPI at `gbps` in both collectives, 50 us each.
+Profile cpu_profile_with_collectives(double gbps) {
+  Profile p = profile_with_collectives(gbps);
+  p.gpus.clear();
+  ModelComputeFigures& m = p.host.cpu_model;
+  m.model = "small";
+  m.micro_batch = 1;
+  m.seq_len = 64;
+  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
+  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
+  return p;
+}
+
+TEST(Collectives, OnTheCpuBackendTheirBytesTakeTheComputeCores) {
+  // MPI's shared-memory copies and the reduce-scatter's sums run on the cores that compute:
+  // with collectives far shorter than compute, forward is its compute plus every gather's
+  // bytes plus the first gather's latency (on a GPU: compute plus the first gather alone).
+  const Accounting a = account(find_preset("small"), ClusterShape{1, 2, 1, 64, 1});
+  const Profile p = cpu_profile_with_collectives(2);
+  const Plan plan = shm_plan(p, a);
+  const AnalyticBreakdown an = analyze(a, p, plan, {});
+  const Rates r = simulation_rates(p, plan, {}, a);
+  const Workload w = make_workload(a, plan);
+  const CollectiveCost cost = collective_cost_of(r, w);
+  ASSERT_TRUE(cost.on_compute_cores);
+  double gathers = 0, first = -1;
+  for (const PassPart& part : forward_parts(w, r.compute, cost)) {
+    gathers += cost.core_seconds(part.gather_s);
+    if (first < 0) first = part.gather_s;
+  }
+  ASSERT_GT(gathers, 0.02 * an.forward_compute_s);  // large enough to see
+  EXPECT_NEAR(an.prediction.forward_s, an.forward_compute_s + gathers + cost.latency_s, 1e-9);
+  EXPECT_LT(first, an.forward_compute_s / 8);  // compute-bound: on a GPU only `first` would show
+  // SimGrid runs the bytes as work on the rank's compute host: the same sum within 2 %, from
+  // communication- to compute-bound.
+  for (double gbps : {1.0, 20.0, 400.0}) {
+    const Profile q = cpu_profile_with_collectives(gbps);
+    const AnalyticBreakdown qa = analyze(a, q, plan, {});
+    const SimulationResult sim = simulate(a, q, plan, {});
+    EXPECT_NEAR(qa.prediction.forward_s / sim.prediction.forward_s, 1.0, 0.02) << gbps << " GB/s";
+    EXPECT_NEAR(qa.prediction.backward_s / sim.prediction.backward_s, 1.0, 0.02) << gbps << " GB/s";
   }
 }
 
