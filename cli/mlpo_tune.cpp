@@ -34,7 +34,9 @@ constexpr const char* kDescription =
     "      the top-K alternatives and the baseline's prediction.\n"
     "  mlpo-tune --model M --describe      prints the model's parameter, memory and FLOP accounting.\n"
     "  mlpo-tune --validate run.jsonl --plan plan.json --profile P\n"
-    "      prints predicted versus measured per phase and tier, with the relative error (--json: JSON).\n"
+    "      prints predicted versus measured per phase and tier, with the relative error (--json: JSON),\n"
+    "      and the CPU time the hypervisor took in the run and in the profile (a warning when the\n"
+    "      run lost more).\n"
     "  mlpo-tune --simulate plan.json --profile P [shape] [--json] [--timeline t.svg]\n"
     "      predicts exactly that plan (any subgroup size, cache, buffers, limits): per phase with its\n"
     "      bound resource, per tier, and whether it fits; shape flags override the plan's cluster.\n"
@@ -173,10 +175,12 @@ int run_validate(const TuneFlags& f) {
   const mlpo::ModelSpec spec = mlpo::load_model(f.model.empty() ? plan.model_name : f.model);
   const auto report =
       mlpo::tune::validate_run(f.validate_path, plan, mlpo::load_profile(f.profile_path), spec);
-  if (f.json)
+  if (f.json) {
     std::printf("%s\n", mlpo::tune::to_json(report).dump(2).c_str());
-  else
+  } else {
+    print_warnings(report.warnings);
     std::printf("%s", mlpo::tune::format_report(report).c_str());
+  }
   return 0;
 }
 

@@ -160,6 +160,7 @@ Profile profile_from_json(const Json& json) {
     p.host.grad_norm_elements_per_s = read_measurement(h, "grad_norm_elements_per_s");
   if (h.optional("pool_dispatch_s")) p.host.pool_dispatch_s = read_measurement(h, "pool_dispatch_s");
   if (h.optional("thread_start_s")) p.host.thread_start_s = read_measurement(h, "thread_start_s");
+  if (h.optional("cpu_steal")) p.host.cpu_steal = h.number("cpu_steal", 0, 1);
   p.host.cpu_model = read_model_compute(h, "cpu_model");
   p.host.cpu_model_one_thread = read_model_compute(h, "cpu_model_one_thread");
   h.finish();
@@ -271,6 +272,7 @@ Json to_json(const Profile& p) {
     host["grad_norm_elements_per_s"] = to_json(p.host.grad_norm_elements_per_s);
   if (p.host.pool_dispatch_s.median > 0) host["pool_dispatch_s"] = to_json(p.host.pool_dispatch_s);
   if (p.host.thread_start_s.median > 0) host["thread_start_s"] = to_json(p.host.thread_start_s);
+  if (p.host.cpu_steal) host["cpu_steal"] = *p.host.cpu_steal;
   if (p.host.cpu_model.measured()) host["cpu_model"] = model_compute_json(p.host.cpu_model);
   if (p.host.cpu_model_one_thread.measured())
     host["cpu_model_one_thread"] = model_compute_json(p.host.cpu_model_one_thread);

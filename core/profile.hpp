@@ -5,6 +5,7 @@
 // was measured (size, repetitions, median/min/max). The simulator and tuner read it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,10 @@ struct HostProfile {
   // a reader thread per tier it reads from and a writer per tier it writes to, and joins them
   // at its end; optional (0 = not measured).
   Measurement thread_start_s;
+  // The share of the host's CPU time the hypervisor took while the host figures above were
+  // measured (/proc/stat steal, core/cpu_steal.hpp); optional (none: not readable, or an older
+  // profile). mlpo-tune --validate holds a run's share against it.
+  std::optional<double> cpu_steal;
   ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)
   // The same on one thread (optional; measured when the host has several cores): what one
   // rank of several on the node gets (`mlpo-run --threads 1` under mpirun).

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/cpu_steal.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 
@@ -113,7 +114,9 @@ Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus
   profile.measured_at = utc_now();
   const std::string load_start = load_average();
 
+  const std::optional<CpuTicks> host_start = read_cpu_ticks();
   profile.host = probe_host(prepared.host_options, progress);
+  profile.host.cpu_steal = steal_share(host_start, read_cpu_ticks());
 
   GpuProbeResult gpus = probe_gpus(prepared.gpu_options, progress);
   profile.gpus = std::move(gpus.gpus);

@@ -71,6 +71,9 @@ std::string summary_table(const Profile& p) {
     out += "    head forward          " + spread(m.head_forward_gflops, "GFLOP/s") + "\n";
     out += "    head backward         " + spread(m.head_backward_gflops, "GFLOP/s") + "\n";
   }
+  if (p.host.cpu_steal)
+    out += printf_string("  CPU time taken by the hypervisor (steal) while measuring: %.1f %%\n",
+                         100 * *p.host.cpu_steal);
   if (p.gpus.empty()) out += "gpus: none (" + p.gpus_reason + ")\n";
   for (const GpuProfile& g : p.gpus) {
     out += "gpu: " + std::to_string(g.count) + " x " + g.model + ", " +

@@ -22,6 +22,8 @@ MeasuredRun read_run_log(const std::string& path) {
   const std::size_t first = steps.size() >= 2 ? 1 : 0;  // skip the warm-up step
   m.steps_used = steps.size() - first;
   const double k = static_cast<double>(m.steps_used);
+  double steal_sum = 0;
+  int steal_steps = 0;
   for (std::size_t i = first; i < steps.size(); ++i) {
     const Json& s = steps[i];
     const std::string where = path + ": step " + std::to_string(i);
@@ -36,6 +38,10 @@ MeasuredRun read_run_log(const std::string& path) {
       m.adam_s.reset();
     else if (m.adam_s)
       *m.adam_s += number_field(s, "adam_s", where) / k;
+    if (s.contains("cpu_steal")) {  // absent from steps shorter than a clock tick
+      steal_sum += number_field(s, "cpu_steal", where);
+      ++steal_steps;
+    }
     if (!s.contains("tiers")) continue;
     if (!s["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
     for (const Json& t : s["tiers"]) {
@@ -54,8 +60,31 @@ MeasuredRun read_run_log(const std::string& path) {
       it->slot_wait_s += number_field(t, "slot_wait_s", where) / k;
     }
   }
+  if (steal_steps > 0) m.cpu_steal = steal_sum / steal_steps;
   return m;
 }
+
+namespace {
+
+std::string percent(double share) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f %%", 100 * share);
+  return b;
+}
+
+// Said when the run lost more of its CPU to the hypervisor than the profile did.
+std::optional<std::string> steal_warning(const std::optional<double>& run,
+                                         const std::optional<double>& profile) {
+  if (!run || *run - profile.value_or(0) <= kStealWarnShare) return std::nullopt;
+  const double slower = (1 - profile.value_or(0)) / (1 - *run) - 1;
+  return "the hypervisor took " + percent(*run) + " of this machine's CPU time during the run's steps and " +
+         (profile ? percent(*profile) : "an unknown share (no host.cpu_steal in the profile)") +
+         " while mlpo-profile measured the host: CPU-bound phases ran up to " + percent(slower) +
+         " slower than profiled for that alone (the machine, not the model); validate on a quiet machine, or "
+         "profile again just before the run";
+}
+
+}  // namespace
 
 ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile,
                               const ModelSpec& model) {
@@ -74,6 +103,10 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
   // One rank fetching weights per part: the run used --param-offload (ZeRO-3 ranks gather).
   options.param_offload = plan.cluster.ranks() == 1 && r.measured.weight_fetch_bytes > 0;
   r.predicted = sim::simulate(a, profile, plan, options);
+  r.warnings = r.predicted.warnings;
+  r.profile_cpu_steal = profile.host.cpu_steal;
+  if (const std::optional<std::string> w = steal_warning(r.measured.cpu_steal, r.profile_cpu_steal))
+    r.warnings.push_back(*w);
   const Prediction& p = r.predicted.prediction;
   if (!r.update_only) {
     r.rows.push_back({"forward_s", p.forward_s, r.measured.forward_s});
@@ -119,6 +152,11 @@ std::string format_report(const ValidationReport& r) {
                   err.c_str());
     out += line;
   }
+  if (r.measured.cpu_steal || r.profile_cpu_steal) {
+    auto share = [](const std::optional<double>& v) { return v ? percent(*v) : std::string("unknown"); };
+    out += "CPU time taken by the hypervisor (steal): run " + share(r.measured.cpu_steal) + ", profile " +
+           share(r.profile_cpu_steal) + "\n";
+  }
   return out;
 }
 
@@ -129,12 +167,15 @@ Json to_json(const ValidationReport& r) {
                         {"predicted", c.predicted},
                         {"measured", c.measured},
                         {"relative_error", c.measured != 0 ? Json(c.relative_error()) : Json(nullptr)}});
-  return Json{{"schema", "mlpo.validation/1"},
-              {"steps_logged", r.measured.steps_logged},
-              {"steps_used", r.measured.steps_used},
-              {"update_only", r.update_only},
-              {"rows", rows},
-              {"warnings", r.predicted.warnings}};
+  return Json{
+      {"schema", "mlpo.validation/1"},
+      {"steps_logged", r.measured.steps_logged},
+      {"steps_used", r.measured.steps_used},
+      {"update_only", r.update_only},
+      {"rows", rows},
+      {"cpu_steal", Json{{"run", r.measured.cpu_steal ? Json(*r.measured.cpu_steal) : Json(nullptr)},
+                         {"profile", r.profile_cpu_steal ? Json(*r.profile_cpu_steal) : Json(nullptr)}}},
+      {"warnings", r.warnings}};
 }
 
 }  // namespace mlpo::tune

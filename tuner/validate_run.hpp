@@ -37,6 +37,9 @@ struct MeasuredRun {
   // The step's AdamW calls (optional field; none when a step lacks it): against the
   // prediction's, it tells a CPU that ran slower than its profile from a tier that did.
   std::optional<double> adam_s = 0.0;
+  // The share of the node's CPU time the hypervisor took, averaged over the steps that log it
+  // (optional field; a step shorter than a clock tick has none); none when no step has it.
+  std::optional<double> cpu_steal;
   std::vector<MeasuredTier> tiers;
 };
 
@@ -55,7 +58,15 @@ struct ValidationReport {
   sim::SimulationResult predicted;
   bool update_only = false;  // the log has no forward/backward time: predicted update alone
   std::vector<Comparison> rows;
+  // The hypervisor's share of the CPU time while the profile measured the host (its
+  // host.cpu_steal): with the run's (measured.cpu_steal) it tells a machine that ran slower
+  // than it was profiled from a wrong model.
+  std::optional<double> profile_cpu_steal;
+  std::vector<std::string> warnings;  // the prediction's, then the run's against the profile's
 };
+
+// A run whose CPU time was stolen more than this share beyond the profile's is warned about.
+inline constexpr double kStealWarnShare = 0.03;
 
 // Simulates `plan` on `profile` (update only when the log's forward and backward are 0) and
 // compares. `model` must be the plan's model (its parameter count is checked).
@@ -64,7 +75,8 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
 
 std::string format_report(const ValidationReport& report);
 // The same report for scripts (`--validate --json`): the rows with predicted, measured and
-// relative error (null where nothing was measured), and the run log's step counts.
+// relative error (null where nothing was measured), the run log's step counts, the CPU steal
+// of the run and of the profile (null where unknown) and the warnings.
 Json to_json(const ValidationReport& report);
 
 }  // namespace mlpo::tune

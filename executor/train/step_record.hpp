@@ -6,7 +6,7 @@
 // `busy_s`, `slot_wait_s`) are the slowest rank's, counts and bytes the sum over the ranks.
 //
 // Collective: every rank calls step_record() once per step, after the step's update and
-// checkpoint (two small reductions of 9 + 2 x tiers doubles and 4 + 2 x tiers integers).
+// checkpoint (two small reductions of 10 + 2 x tiers doubles and 4 + 2 x tiers integers).
 
 #include <cstdint>
 #include <optional>
@@ -36,6 +36,9 @@ struct StepTimes {
   double checkpoint_s = 0;            // 0 without a checkpoint in this step
   double gradient_copy_wait_s = 0;    // part of backward_s: the hand-over that did not overlap it
   std::int64_t checkpoint_bytes = 0;  // this rank's checkpoint files; 0 without a checkpoint
+  // The share of its node's CPU time the hypervisor took during the step (core/cpu_steal.hpp);
+  // none where /proc/stat cannot be read. Logged as the largest over the nodes.
+  std::optional<double> cpu_steal;
 };
 
 // Weights copied to the device in the step (host-streamed weights only).

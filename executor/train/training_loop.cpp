@@ -15,6 +15,7 @@
 
 #include "core/accounting.hpp"
 #include "core/error.hpp"
+#include "core/cpu_steal.hpp"
 #include "core/host_memory.hpp"
 #include "core/thread_pool.hpp"
 #include "core/units.hpp"
@@ -528,6 +529,7 @@ class TrainingRun {
  private:
   void run_step(std::int64_t step) {
     const auto step0 = Clock::now();
+    const std::optional<CpuTicks> cpu0 = read_cpu_ticks();
     trace_.mark("step-begin " + std::to_string(step));
 
     // Forward and backward over this rank's micro-batches; gradients tree-summed in fp32.
@@ -577,10 +579,11 @@ class TrainingRun {
     // Collective; with a checkpoint due, called inside its write.
     auto log_step = [&](double checkpoint_s, std::int64_t checkpoint_bytes) {
       const double tokens = micro_batches_->tokens();
-      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
-                             {seconds_since(step0) - eval_s, times.forward_s, times.backward_s, weights_s,
-                              checkpoint_s, gradient_wait_s, checkpoint_bytes},
-                             upd, model_weights_.fetches_since_last_call(), *collectives_);
+      Json rec =
+          step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
+                      {seconds_since(step0) - eval_s, times.forward_s, times.backward_s, weights_s,
+                       checkpoint_s, gradient_wait_s, checkpoint_bytes, steal_share(cpu0, read_cpu_ticks())},
+                      upd, model_weights_.fetches_since_last_call(), *collectives_);
       if (eval_loss) {
         rec["eval_loss"] = *eval_loss;
         rec["eval_s"] = eval_s;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/cpu_steal.hpp"
 #include "core/error.hpp"
 #include "core/rank_shard.hpp"
 #include "core/rates.hpp"
@@ -87,6 +88,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
   for (std::int64_t step = 1; step <= o.steps; ++step) {
     RankStepRecord& rec = group.record(rank, step - 1);
     const auto b0 = std::chrono::steady_clock::now();
+    const std::optional<CpuTicks> cpu0 = read_cpu_ticks();
     synthetic_gradients(o.seed, step, shard.global_begin, grads, pool_threads);
     auto sums = chunk_square_sums(grads, pool_threads);
     std::copy(sums.begin(), sums.end(), group.chunk_sums().begin() + first_chunk);
@@ -102,6 +104,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
     auto steps = engine.plan_iteration(step - 1);
     UpdateStats st = pipeline.update(steps, grads, adam, weights);
     rec.update_s = st.seconds;
+    rec.cpu_steal = steal_share(cpu0, read_cpu_ticks()).value_or(-1.0);
     rec.adam_s = st.adam_s;
     rec.prefetch_stall_s = st.prefetch_stall_s;
     rec.grad_norm = norm;
@@ -129,7 +132,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
                  const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate) {
   Json j;
   j["step"] = step + 1;
-  double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0;
+  double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0, steal = -1;
   std::int64_t hits = 0, reads = 0, writes = 0, elements = 0;
   Json rank_update_s = Json::array();  // each rank's own update time: the step waits for the slowest
   for (int r = 0; r < o.ranks; ++r) {
@@ -139,6 +142,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
     backward_s = std::max(backward_s, rec.backward_s);
     flush_s = std::max(flush_s, rec.gradient_flush_s);
     adam_s = std::max(adam_s, rec.adam_s);
+    steal = std::max(steal, rec.cpu_steal);
     stall = std::max(stall, rec.prefetch_stall_s);
     hits += rec.cache_hits;
     reads += rec.reads;
@@ -158,6 +162,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   j["reads"] = reads;
   j["writes"] = writes;
   j["elements"] = elements;
+  if (steal >= 0) j["cpu_steal"] = steal;
   Json tiers = Json::array();
   double bytes_total = 0, bw_total = 0, slowest_tier_s = 0;
   for (std::size_t t = 0; t < tier_names.size(); ++t) {

@@ -214,6 +214,23 @@ TEST(ProfileFormat, ThreadStartFigureRoundTripsAndIsOptional) {
   expect_optional_seconds_figure("thread_start_s", &HostProfile::thread_start_s, 5.6e-5);
 }
 
+TEST(ProfileFormat, CpuStealShareRoundTripsIsOptionalAndIsAShare) {
+  // The hypervisor's share of the CPU while the host was measured: 0 is a figure (none
+  // stolen), absence is none (older profiles, no /proc/stat).
+  Json j = sample_profile();
+  EXPECT_FALSE(profile_from_json(j).host.cpu_steal.has_value());
+  EXPECT_FALSE(to_json(profile_from_json(j))["host"].contains("cpu_steal"));
+  for (double share : {0.0, 0.125}) {
+    j["host"]["cpu_steal"] = share;
+    const Profile p = profile_from_json(j);
+    ASSERT_TRUE(p.host.cpu_steal.has_value());
+    EXPECT_DOUBLE_EQ(*p.host.cpu_steal, share);
+    EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  }
+  j["host"]["cpu_steal"] = 12.5;  // a percentage is not a share
+  EXPECT_NE(error_of([&] { profile_from_json(j); }).find("host.cpu_steal"), std::string::npos);
+}
+
 TEST(ProfileFormat, GradientNormFigureRoundTripsAndIsOptional) {
   Json j = sample_profile();
   EXPECT_EQ(profile_from_json(j).host.grad_norm_elements_per_s.median, 0);  // older profiles lack it

@@ -101,6 +101,53 @@ TEST(ValidateRun, HoldsTheRunsAdamWTimeAgainstThePredictionsWhereTheLogHasIt) {
                            [](const Comparison& c) { return c.quantity == "adam_s"; }));
 }
 
+TEST(ValidateRun, SaysWhenTheHypervisorTookMoreCpuDuringTheRunThanDuringTheProfile) {
+  // cpu_steal in the log (mlpo-run's per-step share) against the profile's host.cpu_steal:
+  // printed in both outputs; more than 3 points beyond the profile's is a warning that names
+  // the machine, with how much slower that alone makes CPU-bound phases.
+  Profile profile = mlpo::testing::io_bound_profile();
+  const ModelSpec spec = find_preset("small");
+  const Accounting a = account(spec, ClusterShape{});
+  const Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
+                                            {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  auto with_steal = [](int n, double share) {
+    std::string line = step(n, 1.0, 0);
+    return line.insert(line.size() - 1, R"(,"cpu_steal":)" + std::to_string(share));
+  };
+  const std::string stolen =
+      write_log("run-steal.jsonl", {with_steal(0, 0.9), with_steal(1, 0.15), with_steal(2, 0.25)});
+  auto warned = [](const ValidationReport& r) {
+    return std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+      return w.find("hypervisor took 20.0 %") != std::string::npos;
+    });
+  };
+  profile.host.cpu_steal = 0.0;
+  const ValidationReport r = validate_run(stolen, plan, profile, spec);
+  ASSERT_TRUE(r.measured.cpu_steal.has_value());
+  EXPECT_NEAR(*r.measured.cpu_steal, 0.2, 1e-9);  // steps 1 and 2: the warm-up is skipped
+  EXPECT_TRUE(warned(r)) << ::testing::PrintToString(r.warnings);
+  EXPECT_TRUE(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.find("up to 25.0 % slower") != std::string::npos;
+  }));
+  EXPECT_NE(format_report(r).find("steal): run 20.0 %, profile 0.0 %"), std::string::npos)
+      << format_report(r);
+  const Json j = to_json(r);
+  EXPECT_DOUBLE_EQ(j["cpu_steal"]["profile"].get<double>(), 0.0);
+  EXPECT_EQ(j["warnings"].size(), r.warnings.size());
+  // A step shorter than a clock tick logs no share: the others are averaged.
+  const ValidationReport some = validate_run(
+      write_log("run-some-steal.jsonl", {with_steal(0, 0.9), with_steal(1, 0.2), step(2, 1.0, 0)}), plan,
+      profile, spec);
+  EXPECT_NEAR(some.measured.cpu_steal.value_or(-1), 0.2, 1e-9);
+  // A profile that lost as much: no warning. A log without the field: nothing said.
+  profile.host.cpu_steal = 0.18;
+  EXPECT_FALSE(warned(validate_run(stolen, plan, profile, spec)));
+  const ValidationReport old =
+      validate_run(write_log("run-no-steal.jsonl", {step(0, 9, 0), step(1, 1, 0)}), plan, profile, spec);
+  EXPECT_FALSE(old.measured.cpu_steal.has_value());
+  EXPECT_TRUE(to_json(old)["cpu_steal"]["run"].is_null());
+}
+
 TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {
   // mlpo-run --update-only logs making the gradients (and the baseline's flush) as backward;
   // without a forward phase the run is still update-only, and the baseline's predicted tier

@@ -1,11 +1,13 @@
 // Placement invariance of training: where the optimizer state lives (memory, one tier, two
 // tiers with a cache and the alternating order, the baseline mode) must not change a single
 // bit of the losses or the weights, and a run resumed from a checkpoint under another plan
-// continues exactly like one that was never interrupted.
+// continues exactly like one that was never interrupted. Also what every step logs beside
+// its loss.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "core/cpu_steal.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -113,6 +115,21 @@ TEST(TrainingLearning, LossGoesDownOnRepetitiveText) {
   const double last = result.steps.back()["loss"].get<double>();
   EXPECT_NEAR(first, std::log(256.0), 0.3);  // random init predicts ~uniformly
   EXPECT_LT(last, 0.75 * first) << "loss " << first << " -> " << last;
+}
+
+TEST(TrainingLog, EveryStepSaysHowMuchOfTheCpuTheHypervisorTook) {
+  // cpu_steal: the share of the node's CPU time stolen during the step, from /proc/stat
+  // (core/cpu_steal.hpp), so that --validate can tell a slowed machine from a wrong model.
+  if (!read_cpu_ticks()) GTEST_SKIP() << "no readable /proc/stat here";
+  TempDir dir;
+  TrainOptions o = base_options(test::make_token_file(dir));
+  o.plan = test::memory_plan(tiny_params());
+  o.steps = 2;
+  for (const Json& rec : train(o, {}).steps) {
+    ASSERT_TRUE(rec.contains("cpu_steal")) << rec.dump();
+    EXPECT_GE(rec["cpu_steal"].get<double>(), 0.0);
+    EXPECT_LE(rec["cpu_steal"].get<double>(), 1.0);
+  }
 }
 
 }  // namespace

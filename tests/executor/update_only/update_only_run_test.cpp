@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "core/cpu_steal.hpp"
 #include "core/error.hpp"
 #include "tests/executor/offload/offload_test_util.hpp"
 #include "tests/executor/update_only/update_only_test_util.hpp"
@@ -36,6 +37,21 @@ TEST(UpdatePipelineIo, RankFailureEndsTheRunNamingTheRank) {
   // unusable for every rank by pointing it at a regular file.
   o.plan.tiers[0].path = "/etc/hostname";
   EXPECT_THROW(run_update_only(o, {}), Error);
+}
+
+TEST(UpdateOnlyRun, EveryStepSaysHowMuchOfTheCpuTheHypervisorTook) {
+  if (!read_cpu_ticks()) GTEST_SKIP() << "no readable /proc/stat here";
+  // Steps of 4 Mi elements (48 MiB of state through one tier): longer than the 10 ms clock
+  // tick /proc/stat counts in, so each has a share.
+  ScratchTiers dirs("steal");
+  const UpdateOnlyResult r =
+      run_update_only(testing::run_on(dirs.plan(1.0, 0, OrderPolicy::ascending), 4 << 20, 2), {});
+  ASSERT_EQ(r.steps.size(), 2u);
+  for (const Json& rec : r.steps) {
+    ASSERT_TRUE(rec.contains("cpu_steal")) << rec.dump();
+    EXPECT_GE(rec["cpu_steal"].get<double>(), 0.0);
+    EXPECT_LE(rec["cpu_steal"].get<double>(), 1.0);
+  }
 }
 
 // Checked before any tier file exists: NaN or out-of-range AdamW values, named by their flags.

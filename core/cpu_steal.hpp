@@ -1,0 +1,32 @@
+#pragma once
+// CPU time the hypervisor took: on a virtual machine a vCPU that is ready to run waits while
+// the host runs something else, and Linux counts that wait as "steal" in /proc/stat. On a
+// shared cloud VM it comes and goes within minutes and slows every CPU-bound phase by about
+// 1 / (1 - share). mlpo-profile records the share during its host probes, mlpo-run during
+// each step, and mlpo-tune --validate prints both, so that a machine that ran slower than it
+// was profiled is told apart from a model that is wrong.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace mlpo {
+
+// Clock ticks of all CPUs together, from /proc/stat's aggregate "cpu" line.
+struct CpuTicks {
+  std::int64_t total = 0;  // user + nice + system + idle + iowait + irq + softirq + steal
+  std::int64_t steal = 0;
+};
+
+// The aggregate "cpu " line of /proc/stat's text; nullopt when it is absent or malformed.
+std::optional<CpuTicks> parse_cpu_ticks(std::string_view proc_stat);
+
+// /proc/stat now; nullopt where it cannot be read (not Linux, a sandbox without /proc).
+std::optional<CpuTicks> read_cpu_ticks();
+
+// The share (0..1) of the CPU time from `before` to `after` that was stolen; nullopt when
+// either is unknown or no tick passed between them.
+std::optional<double> steal_share(const std::optional<CpuTicks>& before,
+                                  const std::optional<CpuTicks>& after);
+
+}  // namespace mlpo
