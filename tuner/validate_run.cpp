@@ -72,16 +72,25 @@ std::string percent(double share) {
   return b;
 }
 
-// Said when the run lost more of its CPU to the hypervisor than the profile did.
+// Said when the run and the profile lost shares of the CPU to the hypervisor that differ by
+// more than kStealWarnShare: either side then ran on a different machine, in effect.
 std::optional<std::string> steal_warning(const std::optional<double>& run,
                                          const std::optional<double>& profile) {
-  if (!run || *run - profile.value_or(0) <= kStealWarnShare) return std::nullopt;
-  const double slower = (1 - profile.value_or(0)) / (1 - *run) - 1;
-  return "the hypervisor took " + percent(*run) + " of this machine's CPU time during the run's steps and " +
-         (profile ? percent(*profile) : "an unknown share (no host.cpu_steal in the profile)") +
-         " while mlpo-profile measured the host: CPU-bound phases ran up to " + percent(slower) +
-         " slower than profiled for that alone (the machine, not the model); validate on a quiet machine, or "
-         "profile again just before the run";
+  if (!run) return std::nullopt;
+  const std::string shares =
+      "the hypervisor took " + percent(*run) + " of this machine's CPU time during the run's steps and " +
+      (profile ? percent(*profile) : "an unknown share (no host.cpu_steal in the profile)") +
+      " while mlpo-profile measured the host: ";
+  const double prof = profile.value_or(0);
+  if (*run - prof > kStealWarnShare)
+    return shares + "CPU-bound phases ran up to " + percent((1 - prof) / (1 - *run) - 1) +
+           " slower than profiled for that alone (the machine, not the model); validate on a quiet machine, "
+           "or profile again just before the run";
+  if (profile && prof - *run > kStealWarnShare)
+    return shares + "the profile's CPU figures are up to " + percent(1 - (1 - prof) / (1 - *run)) +
+           " low for that alone, so CPU-bound phases are predicted slower than the run could go (the "
+           "machine, not the model); profile again on a quiet machine";
+  return std::nullopt;
 }
 
 }  // namespace

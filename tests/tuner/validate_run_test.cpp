@@ -103,8 +103,8 @@ TEST(ValidateRun, HoldsTheRunsAdamWTimeAgainstThePredictionsWhereTheLogHasIt) {
 
 TEST(ValidateRun, SaysWhenTheHypervisorTookMoreCpuDuringTheRunThanDuringTheProfile) {
   // cpu_steal in the log (mlpo-run's per-step share) against the profile's host.cpu_steal:
-  // printed in both outputs; more than 3 points beyond the profile's is a warning that names
-  // the machine, with how much slower that alone makes CPU-bound phases.
+  // printed in both outputs; more than 3 points apart is a warning that names the machine,
+  // with how much that alone moves CPU-bound phases.
   Profile profile = mlpo::testing::io_bound_profile();
   const ModelSpec spec = find_preset("small");
   const Accounting a = account(spec, ClusterShape{});
@@ -139,9 +139,19 @@ TEST(ValidateRun, SaysWhenTheHypervisorTookMoreCpuDuringTheRunThanDuringTheProfi
       write_log("run-some-steal.jsonl", {with_steal(0, 0.9), with_steal(1, 0.2), step(2, 1.0, 0)}), plan,
       profile, spec);
   EXPECT_NEAR(some.measured.cpu_steal.value_or(-1), 0.2, 1e-9);
-  // A profile that lost as much: no warning. A log without the field: nothing said.
+  // A profile that lost as much: no warning; one that lost more: the warning says its figures
+  // are low. A log without the field: nothing said.
   profile.host.cpu_steal = 0.18;
   EXPECT_FALSE(warned(validate_run(stolen, plan, profile, spec)));
+  EXPECT_TRUE(validate_run(stolen, plan, profile, spec).warnings.size() == r.predicted.warnings.size());
+  profile.host.cpu_steal = 0.5;
+  const ValidationReport slow_profile = validate_run(stolen, plan, profile, spec);
+  EXPECT_TRUE(std::any_of(slow_profile.warnings.begin(), slow_profile.warnings.end(),
+                          [](const std::string& w) {
+                            return w.find("50.0 % while mlpo-profile") != std::string::npos &&
+                                   w.find("figures are up to 37.5 % low") != std::string::npos;
+                          }))
+      << ::testing::PrintToString(slow_profile.warnings);
   const ValidationReport old =
       validate_run(write_log("run-no-steal.jsonl", {step(0, 9, 0), step(1, 1, 0)}), plan, profile, spec);
   EXPECT_FALSE(old.measured.cpu_steal.has_value());
