@@ -49,9 +49,27 @@ void consider_exchange(const Setting& s, AnalyticBreakdown& out, Bound& fwd, Bou
   if (!cost.modelled()) return;
   const double micro = static_cast<double>(s.w.micro_steps);
   const ComputeRates& c = s.rates.compute;
-  const double forward = micro * pass_seconds(forward_parts(s.w, c, cost), cost);
-  const double backward = (micro - 1) * pass_seconds(backward_parts(s.w, c, cost, false), cost) +
-                          pass_seconds(backward_parts(s.w, c, cost, true), cost) + small_collectives_s(cost);
+  const std::vector<PassPart> fwd_parts = forward_parts(s.w, c, cost);
+  const std::vector<PassPart> bwd_parts = backward_parts(s.w, c, cost, false);
+  const std::vector<PassPart> last_parts = backward_parts(s.w, c, cost, true);
+  const double forward = micro * pass_seconds(fwd_parts, cost);
+  const double backward = (micro - 1) * pass_seconds(bwd_parts, cost) + pass_seconds(last_parts, cost) +
+                          small_collectives_s(cost);
+  // What the schedule waits (beyond the parts' own work) and the collectives' core seconds.
+  auto waits = [](const std::vector<PassPart>& parts) {
+    double work = 0;
+    for (const PassPart& p : parts) work += p.compute_s + p.to_device_s + p.to_host_s;
+    return std::max(0.0, pass_seconds(parts) - work);
+  };
+  auto core = [&cost](const std::vector<PassPart>& parts) {
+    double s = 0;
+    for (const PassPart& p : parts)
+      s +=
+          cost.core_seconds(std::max(0.0, p.gather_s)) + cost.core_seconds(std::max(0.0, p.reduce_scatter_s));
+    return s;
+  };
+  out.collective_wait_s = micro * waits(fwd_parts) + (micro - 1) * waits(bwd_parts) + waits(last_parts);
+  out.exchange_core_s = micro * core(fwd_parts) + (micro - 1) * core(bwd_parts) + core(last_parts);
   out.grad_d2h_s = 0;  // the full fp32 gradients' copies are in the backward schedule
   out.forward_exchange_s = std::max(0.0, forward - out.forward_compute_s);
   out.backward_exchange_s = std::max(0.0, backward - out.backward_compute_s);

@@ -41,9 +41,15 @@ struct AnalyticBreakdown {
   double backward_compute_s = 0;
   double forward_exchange_s = 0;   // ZeRO-3 all-gathers not hidden behind forward compute
   double backward_exchange_s = 0;  // all-gathers, reduce-scatters and small collectives not hidden
-  double grad_d2h_s = 0;           // bf16 gradients to host over PCIe
-  double grad_flush_s = 0;         // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
-  double grad_norm_s = 0;          // the gradient norm's pass after backward (node's ranks at once)
+  // ZeRO-3, per rank and iteration: the time compute waits for collectives in the exchange
+  // schedule (gathers not yet done, staging buffers, the drain before the update; the run
+  // log's gather_wait_s + gradient_copy_wait_s), and on the CPU backend the collectives'
+  // bytes on the compute cores (CollectiveCost::core_seconds; the log's exchange_cpu_s).
+  double collective_wait_s = 0;
+  double exchange_core_s = 0;
+  double grad_d2h_s = 0;        // bf16 gradients to host over PCIe
+  double grad_flush_s = 0;      // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
+  double grad_norm_s = 0;       // the gradient norm's pass after backward (node's ranks at once)
   double adam_s = 0;            // the node's CPU, shared by its ranks; busy time, slowed while tiers stream
   double h2d_s = 0;             // bf16 weights back to the GPU
   double fill_s = 0;            // first read and last write, which nothing overlaps

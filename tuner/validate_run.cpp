@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/json_lines.hpp"
 #include "core/units.hpp"
+#include "simulator/analytic_model.hpp"
 
 namespace mlpo::tune {
 
@@ -34,10 +35,15 @@ MeasuredRun read_run_log(const std::string& path) {
     m.cache_hits += number_field(s, "cache_hits", where) / k;
     if (s.contains("weight_fetch_bytes"))
       m.weight_fetch_bytes += number_field(s, "weight_fetch_bytes", where) / k;
-    if (!s.contains("adam_s"))
-      m.adam_s.reset();
-    else if (m.adam_s)
-      *m.adam_s += number_field(s, "adam_s", where) / k;
+    // Optional fields: averaged where every step has them, none otherwise.
+    for (auto [key, sum] : {std::pair{"adam_s", &m.adam_s}, std::pair{"gather_wait_s", &m.gather_wait_s},
+                            std::pair{"gradient_copy_wait_s", &m.gradient_copy_wait_s},
+                            std::pair{"exchange_cpu_s", &m.exchange_cpu_s}}) {
+      if (!s.contains(key))
+        sum->reset();
+      else if (*sum)
+        **sum += number_field(s, key, where) / k;
+    }
     if (s.contains("cpu_steal")) {  // absent from steps shorter than a clock tick
       steal_sum += number_field(s, "cpu_steal", where);
       ++steal_steps;
@@ -127,6 +133,15 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
         {"iteration_s", p.iteration_s, r.measured.forward_s + r.measured.backward_s + r.measured.update_s});
   r.rows.push_back({"prefetch_stall_s", p.stall_s, r.measured.prefetch_stall_s});
   if (r.measured.adam_s) r.rows.push_back({"adam_s", p.adam_s, *r.measured.adam_s});
+  // ZeRO-3: the exchange schedule's waits and (CPU backend) the collectives' core seconds,
+  // from the analytic model, which breaks them out.
+  if (!r.update_only && a.shape.ranks() > 1 && r.measured.gather_wait_s && r.measured.gradient_copy_wait_s) {
+    const sim::AnalyticBreakdown an = sim::analyze(a, profile, plan, options);
+    r.rows.push_back({"collective_wait_s", an.collective_wait_s,
+                      *r.measured.gather_wait_s + *r.measured.gradient_copy_wait_s});
+    if (r.measured.exchange_cpu_s && an.exchange_core_s > 0)
+      r.rows.push_back({"exchange_cpu_s", an.exchange_core_s, *r.measured.exchange_cpu_s});
+  }
   for (const MeasuredTier& t : r.measured.tiers) {
     for (const auto& pt : p.tiers) {
       if (pt.name != t.name) continue;

@@ -40,6 +40,11 @@ struct MeasuredRun {
   // The share of the node's CPU time the hypervisor took, averaged over the steps that log it
   // (optional field; a step shorter than a clock tick has none); none when no step has it.
   std::optional<double> cpu_steal;
+  // ZeRO-3 runs (optional fields; none when a step lacks them): the compute's waits for
+  // gathered weights and for the gradient drain, and the exchange thread's CPU seconds.
+  std::optional<double> gather_wait_s = 0.0;
+  std::optional<double> gradient_copy_wait_s = 0.0;
+  std::optional<double> exchange_cpu_s = 0.0;
   std::vector<MeasuredTier> tiers;
 };
 

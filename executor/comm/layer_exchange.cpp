@@ -1,11 +1,23 @@
 #include "executor/comm/layer_exchange.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <string>
 
 #include "core/error.hpp"
 
 namespace mlpo::comm {
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+}  // namespace
 
 LayerExchange::LayerExchange(Communicator& comm, const ZeroPartition& partition)
     : comm_(comm), partition_(partition), worker_([this] { run(); }) {
@@ -61,13 +73,16 @@ void LayerExchange::run() {
     busy_ = true;
     lock.unlock();
     std::exception_ptr error;
+    const double cpu0 = thread_cpu_seconds();
     try {
       op();
     } catch (...) {
       error = std::current_exception();
     }
+    const double cpu_s = thread_cpu_seconds() - cpu0;
     lock.lock();
     busy_ = false;
+    totals_.thread_cpu_s += cpu_s;
     if (error) {
       if (!first_error_) first_error_ = error;
       done.set_exception(error);
@@ -76,6 +91,16 @@ void LayerExchange::run() {
     }
     if (queue_.empty()) idle_.notify_all();
   }
+}
+
+ExchangeTotals LayerExchange::totals() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return totals_;
+}
+
+void LayerExchange::add_gather_wait(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  totals_.gather_wait_s += seconds;
 }
 
 PrefetchedLayers::PrefetchedLayers(LayerExchange& exchange, std::vector<ParamRange> sequence,
@@ -113,7 +138,9 @@ std::span<const bf16> PrefetchedLayers::acquire() {
   MLPO_CHECK(next_ < sequence_.size(),
              "acquire() past the end of a sequence of " + std::to_string(sequence_.size()) + " layers");
   const std::size_t index = next_++;
+  const auto t0 = std::chrono::steady_clock::now();
   pending_[index % 2].wait();
+  exchange_.add_gather_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   if (index + 1 < sequence_.size()) start(index + 1);
   holding_ = true;
   return buffers_[index % 2].first(static_cast<std::size_t>(sequence_[index].size()));

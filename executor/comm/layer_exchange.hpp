@@ -47,6 +47,15 @@ class Pending {
   std::future<void> done_;
 };
 
+// What a rank's exchange cost since its LayerExchange started, for the run log: the CPU
+// time its thread spent in operations (MPI's copies, the reduce-scatter's sums, its tests and
+// wake-ups: on the CPU backend taken from the compute's cores) and the time the caller waited
+// for gathered weights (PrefetchedLayers::acquire: gathers that compute did not hide).
+struct ExchangeTotals {
+  double thread_cpu_s = 0;
+  double gather_wait_s = 0;
+};
+
 class LayerExchange {
  public:
   // `comm` and `partition` (of comm.size() ranks, this rank comm.rank()) must outlive this.
@@ -83,6 +92,11 @@ class LayerExchange {
   // raised since the last drain().
   void drain();
 
+  // Totals since construction (operations still running count once they finish).
+  ExchangeTotals totals() const;
+  // PrefetchedLayers reports the seconds its acquire() waited for a gather.
+  void add_gather_wait(double seconds);
+
  private:
   Pending enqueue(std::function<void()> op);
   // Queues op(piece, counts) for `range`: piece = this rank's piece of it in `shard`, counts =
@@ -105,13 +119,14 @@ class LayerExchange {
 
   Communicator& comm_;
   const ZeroPartition& partition_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable idle_;
   std::deque<std::pair<std::function<void()>, std::promise<void>>> queue_;
   std::exception_ptr first_error_;
   bool busy_ = false;
   bool stopping_ = false;
+  ExchangeTotals totals_;
   std::thread worker_;  // last: starts after everything it uses
 };
 

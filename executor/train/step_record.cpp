@@ -8,7 +8,7 @@ namespace mlpo::train {
 Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offload::UpdateStats& update,
                  const std::optional<WeightFetches>& fetches, StepCollectives& collectives) {
   // One array of times and one of counts, each reduced at once: the step's 9 times, its CPU
-  // steal (-1: unknown) and 5 counts, then each tier's 2 of each.
+  // steal and 2 exchange figures (-1: none) and 5 counts, then each tier's 2 of each.
   const std::size_t tiers = update.tiers.size();
   std::vector<double> times = {mine.step_s,
                                mine.forward_s,
@@ -19,7 +19,9 @@ Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offloa
                                mine.weights_to_device_s,
                                mine.checkpoint_s,
                                mine.gradient_copy_wait_s,
-                               mine.cpu_steal.value_or(-1.0)};
+                               mine.cpu_steal.value_or(-1.0),
+                               mine.exchange_cpu_s.value_or(-1.0),
+                               mine.gather_wait_s.value_or(-1.0)};
   std::vector<std::int64_t> counts = {update.cache_hits, update.reads, update.writes, update.elements,
                                       mine.checkpoint_bytes};
   for (const auto& t : update.tiers) {
@@ -55,11 +57,13 @@ Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offloa
     tier_records.push_back(Json{{"name", update.tiers[t].name},
                                 {"read_bytes", counts[5 + 2 * t]},
                                 {"write_bytes", counts[6 + 2 * t]},
-                                {"busy_s", times[10 + 2 * t]},
-                                {"slot_wait_s", times[11 + 2 * t]}});
+                                {"busy_s", times[12 + 2 * t]},
+                                {"slot_wait_s", times[13 + 2 * t]}});
   rec["tiers"] = tier_records;
   if (counts[4] > 0) rec["checkpoint_bytes"] = counts[4];  // steps with a checkpoint only
   if (times[9] >= 0) rec["cpu_steal"] = times[9];
+  if (times[10] >= 0) rec["exchange_cpu_s"] = times[10];
+  if (times[11] >= 0) rec["gather_wait_s"] = times[11];
   if (fetches) {
     rec["weight_fetch_bytes"] = fetches->bytes;
     rec["weight_demand_fetches"] = fetches->demand_fetches;

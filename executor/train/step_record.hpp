@@ -6,7 +6,7 @@
 // `busy_s`, `slot_wait_s`) are the slowest rank's, counts and bytes the sum over the ranks.
 //
 // Collective: every rank calls step_record() once per step, after the step's update and
-// checkpoint (two small reductions of 10 + 2 x tiers doubles and 4 + 2 x tiers integers).
+// checkpoint (two small reductions of 12 + 2 x tiers doubles and 4 + 2 x tiers integers).
 
 #include <cstdint>
 #include <optional>
@@ -39,6 +39,11 @@ struct StepTimes {
   // The share of its node's CPU time the hypervisor took during the step (core/cpu_steal.hpp);
   // none where /proc/stat cannot be read. Logged as the largest over the nodes.
   std::optional<double> cpu_steal;
+  // ZeRO-3 ranks (several): over the step's forward and backward, the CPU seconds of the
+  // LayerExchange's thread and the seconds compute waited for gathered weights
+  // (comm::ExchangeTotals); none with one rank.
+  std::optional<double> exchange_cpu_s;
+  std::optional<double> gather_wait_s;
 };
 
 // Weights copied to the device in the step (host-streamed weights only).

@@ -533,10 +533,12 @@ class TrainingRun {
     trace_.mark("step-begin " + std::to_string(step));
 
     // Forward and backward over this rank's micro-batches; gradients tree-summed in fp32.
+    const std::optional<comm::ExchangeTotals> exchange0 = exchange_totals();
     ComputeTimes times = micro_batches_->run(pos_);
     auto t0 = Clock::now();
     grads_.finish();  // the exchange is idle from here: direct collectives are allowed
     const double gradient_wait_s = seconds_since(t0);  // the gradient copies that did not overlap backward
+    const std::optional<comm::ExchangeTotals> exchange1 = exchange_totals();
     pos_.data_position += micro_batches_->sequences();
 
     // The step's loss and global gradient norm: the same values on every rank, so every rank
@@ -579,11 +581,20 @@ class TrainingRun {
     // Collective; with a checkpoint due, called inside its write.
     auto log_step = [&](double checkpoint_s, std::int64_t checkpoint_bytes) {
       const double tokens = micro_batches_->tokens();
-      Json rec =
-          step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens},
-                      {seconds_since(step0) - eval_s, times.forward_s, times.backward_s, weights_s,
-                       checkpoint_s, gradient_wait_s, checkpoint_bytes, steal_share(cpu0, read_cpu_ticks())},
-                      upd, model_weights_.fetches_since_last_call(), *collectives_);
+      StepTimes mine{seconds_since(step0) - eval_s,
+                     times.forward_s,
+                     times.backward_s,
+                     weights_s,
+                     checkpoint_s,
+                     gradient_wait_s,
+                     checkpoint_bytes,
+                     steal_share(cpu0, read_cpu_ticks())};
+      if (exchange0 && exchange1) {
+        mine.exchange_cpu_s = exchange1->thread_cpu_s - exchange0->thread_cpu_s;
+        mine.gather_wait_s = exchange1->gather_wait_s - exchange0->gather_wait_s;
+      }
+      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens}, mine, upd,
+                             model_weights_.fetches_since_last_call(), *collectives_);
       if (eval_loss) {
         rec["eval_loss"] = *eval_loss;
         rec["eval_s"] = eval_s;
@@ -598,6 +609,12 @@ class TrainingRun {
       save_checkpoint(log_step);
     else
       log_step(0, 0);
+  }
+
+  // The rank's exchange totals so far (ZeRO-3 ranks only).
+  std::optional<comm::ExchangeTotals> exchange_totals() const {
+    if (!exchange_) return std::nullopt;
+    return exchange_->totals();
   }
 
   // Writes the checkpoint of the step just done; `log_step(checkpoint_s, bytes)` logs the step once

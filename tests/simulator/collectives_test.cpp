@@ -145,6 +145,18 @@ TEST(Collectives, OnTheCpuBackendTheirBytesTakeTheComputeCores) {
   }
   ASSERT_GT(gathers, 0.02 * an.forward_compute_s);  // large enough to see
   EXPECT_NEAR(an.prediction.forward_s, an.forward_compute_s + gathers + cost.latency_s, 1e-9);
+  // What --validate holds against the run log: the core seconds of every collective of the
+  // iteration (the exchange thread's CPU) and what the schedule alone waits for them.
+  const std::vector<PassPart> backward = backward_parts(w, r.compute, cost, true);
+  double core = gathers, waited = pass_seconds(forward_parts(w, r.compute, cost)) + pass_seconds(backward);
+  for (const PassPart& part : backward)
+    core += cost.core_seconds(std::max(0.0, part.gather_s)) +
+            cost.core_seconds(std::max(0.0, part.reduce_scatter_s));
+  for (const PassPart& part : forward_parts(w, r.compute, cost)) waited -= part.compute_s;
+  for (const PassPart& part : backward) waited -= part.compute_s;
+  EXPECT_NEAR(an.exchange_core_s, core, 1e-12);
+  EXPECT_NEAR(an.collective_wait_s, waited, 1e-12);
+  EXPECT_GE(an.collective_wait_s, first);      // the first gather, at least
   EXPECT_LT(first, an.forward_compute_s / 8);  // compute-bound: on a GPU only `first` would show
   // SimGrid runs the bytes as work on the rank's compute host: the same sum within 2 %, from
   // communication- to compute-bound.

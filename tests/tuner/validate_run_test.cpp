@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "simulator/analytic_model.hpp"
 #include "tests/support/sample_inputs.hpp"
 #include "tuner/validate_run.hpp"
 
@@ -156,6 +157,52 @@ TEST(ValidateRun, SaysWhenTheHypervisorTookMoreCpuDuringTheRunThanDuringTheProfi
       validate_run(write_log("run-no-steal.jsonl", {step(0, 9, 0), step(1, 1, 0)}), plan, profile, spec);
   EXPECT_FALSE(old.measured.cpu_steal.has_value());
   EXPECT_TRUE(to_json(old)["cpu_steal"]["run"].is_null());
+}
+
+TEST(ValidateRun, HoldsAZeroRunsCollectiveWaitsAndExchangeCpuAgainstTheAnalyticModel) {
+  // Two CPU-backend ranks with host MPI figures: the log's gather and drain waits against the
+  // exchange schedule's, its exchange thread's CPU against the collectives' core seconds.
+  Profile profile = mlpo::testing::io_bound_profile();
+  profile.comm.host_mpi.measured = true;
+  profile.comm.host_mpi.all_gather_gbps.median = profile.comm.host_mpi.reduce_scatter_gbps.median = 2;
+  profile.comm.host_mpi.latency_us.median = 50;
+  ModelComputeFigures& m = profile.host.cpu_model;
+  m.model = "small";
+  m.micro_batch = 1;
+  m.seq_len = 64;
+  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
+  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
+  const ModelSpec spec = find_preset("small");
+  const Accounting a = account(spec, ClusterShape{1, 2, 1, 64, 1});
+  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 2,
+                                      {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  plan.cluster = a.shape;
+  auto zero_step = [](int n) {
+    return R"({"step":)" + std::to_string(n) +
+           R"(,"update_s":1,"forward_s":0.5,"backward_s":1.5,"prefetch_stall_s":0,"cache_hits":0,)"
+           R"("gather_wait_s":0.01,"gradient_copy_wait_s":0.03,"exchange_cpu_s":0.02})";
+  };
+  const ValidationReport r =
+      validate_run(write_log("run-zero.jsonl", {zero_step(0), zero_step(1)}), plan, profile, spec);
+  const sim::AnalyticBreakdown an = sim::analyze(a, profile, plan, {});
+  auto row = [&](const char* q) {
+    return std::find_if(r.rows.begin(), r.rows.end(), [q](const Comparison& c) { return c.quantity == q; });
+  };
+  ASSERT_NE(row("collective_wait_s"), r.rows.end());
+  EXPECT_NEAR(row("collective_wait_s")->measured, 0.04, 1e-12);
+  EXPECT_DOUBLE_EQ(row("collective_wait_s")->predicted, an.collective_wait_s);
+  ASSERT_NE(row("exchange_cpu_s"), r.rows.end());
+  EXPECT_NEAR(row("exchange_cpu_s")->measured, 0.02, 1e-12);
+  EXPECT_DOUBLE_EQ(row("exchange_cpu_s")->predicted, an.exchange_core_s);
+  EXPECT_GT(an.exchange_core_s, 0);
+  // One rank's log has no exchange: no rows.
+  const ValidationReport one =
+      validate_run(write_log("run-one.jsonl", {step(0, 9, 0), step(1, 1, 0)}),
+                   mlpo::testing::plan_for("small", a.params.total, 1, 1,
+                                           {mlpo::testing::plan_tier(profile, "nvme", 1.0)}),
+                   profile, spec);
+  EXPECT_TRUE(std::none_of(one.rows.begin(), one.rows.end(),
+                           [](const Comparison& c) { return c.quantity == "collective_wait_s"; }));
 }
 
 TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {

@@ -70,6 +70,11 @@ TEST(PrefetchedLayers, HandsOutEachLayerOfTheSequenceInOrder) {
     layers.release();
   }
   EXPECT_EQ(layers.position(), walk.size());
+  // The exchange's totals for the run log: its thread ran every gather (CPU time), and the
+  // caller's waits for them are counted (none negative).
+  const ExchangeTotals totals = exchange.totals();
+  EXPECT_GT(totals.thread_cpu_s, 0);
+  EXPECT_GE(totals.gather_wait_s, 0);
 }
 
 TEST(LayerExchange, AnOperationsErrorReachesWaitAndDrain) {

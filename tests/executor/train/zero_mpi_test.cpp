@@ -161,6 +161,8 @@ JobOutcome* ZeroTraining::reference_ = nullptr;
 // alternating order — while one process ran the default plan: placement changes nothing.
 TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
   EXPECT_NE(reference_->losses.front(), reference_->losses.back());  // it trained
+  EXPECT_EQ(test::read_file(*dir_ / "reference/log.jsonl").find("exchange_cpu_s"), std::string::npos)
+      << "one process has no exchange to log";
   fs::create_directories(*dir_ / "tier-a");
   fs::create_directories(*dir_ / "tier-b");
   for (int ranks : {2, 4}) {
@@ -176,6 +178,14 @@ TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
         << ranks << " ranks: exported safetensors differ from one process's";
     // Rank 0 alone prints: one summary line.
     EXPECT_EQ(job.output.find("summary:"), job.output.rfind("summary:")) << job.output;
+    // Every step logs what the exchange cost it: its thread's CPU and the compute's waits.
+    std::istringstream log(test::read_file(*dir_ / ("ranks" + std::to_string(ranks)) + "/log.jsonl"));
+    for (std::string line; std::getline(log, line);) {
+      if (line.empty()) continue;
+      const Json rec = Json::parse(line);
+      EXPECT_GT(rec.value("exchange_cpu_s", -1.0), 0) << line;
+      EXPECT_GE(rec.value("gather_wait_s", -1.0), 0) << line;
+    }
   }
   EXPECT_FALSE(fs::exists(*dir_ / "tier-a/mlpo")) << "the ranks' tier directories are removed at the end";
 }
