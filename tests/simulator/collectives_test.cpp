@@ -25,11 +25,7 @@ Accounting accounting(const char* model, std::int64_t nodes, std::int64_t ranks,
 Profile profile_with_collectives(double gbps) {
   Profile p = io_bound_profile();
   p.gpus.push_back(mlpo::testing::gpu(8));
-  p.comm.host_mpi.measured = true;
-  p.comm.host_mpi.all_gather_gbps.median = gbps;
-  p.comm.host_mpi.reduce_scatter_gbps.median = gbps;
-  p.comm.host_mpi.latency_us.median = 50;
-  return p;
+  return mlpo::testing::with_host_mpi(p, gbps);
 }
 
 Plan shm_plan(const Profile& p, const Accounting& a) {
@@ -112,18 +108,10 @@ TEST(Collectives, AnalyticAndSimGridAgreeWithinTwoPercentOnSeveralRanks) {
   }
 }
 
-// The CPU backend (no GPU) with its measured figures: every part at 20 GFLOP/s on each of
-// R ranks, host MPI at `gbps` in both collectives, 50 us each.
+// The CPU backend (no GPU) with its measured figures (20 GFLOP/s for every part and pass on
+// each of R ranks), host MPI at `gbps` in both collectives, 50 us each.
 Profile cpu_profile_with_collectives(double gbps) {
-  Profile p = profile_with_collectives(gbps);
-  p.gpus.clear();
-  ModelComputeFigures& m = p.host.cpu_model;
-  m.model = "small";
-  m.micro_batch = 1;
-  m.seq_len = 64;
-  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
-  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
-  return p;
+  return mlpo::testing::with_host_mpi(mlpo::testing::cpu_model_profile(), gbps);
 }
 
 TEST(Collectives, OnTheCpuBackendTheirBytesTakeTheComputeCores) {

@@ -15,6 +15,7 @@
 namespace mlpo::sim {
 namespace {
 
+using mlpo::testing::cpu_model_profile;
 using mlpo::testing::io_bound_profile;
 using mlpo::testing::plan_for;
 using mlpo::testing::plan_tier;
@@ -365,19 +366,6 @@ TEST(Models, CpuForwardAndBackwardArePartByPartAtTheProfilesMeasuredRates) {
   const AnalyticBreakdown gemm = analyze(a, p, plan, {});
   EXPECT_NEAR(gemm.prediction.forward_s / ((L * layer + head) / 100e9), 1.0, 1e-9);
   EXPECT_TRUE(mentions(simulate(a, p, plan, {}).warnings, "GEMM only"));
-}
-
-// The io-bound profile with the CPU backend's figures of `small` at micro-batch 1 x seq 64:
-// 20 GFLOP/s for every part and pass.
-Profile cpu_model_profile() {
-  Profile p = io_bound_profile();
-  ModelComputeFigures& m = p.host.cpu_model;
-  m.model = "small";
-  m.micro_batch = 1;
-  m.seq_len = 64;
-  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
-  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
-  return p;
 }
 
 TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {

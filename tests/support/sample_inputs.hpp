@@ -44,6 +44,27 @@ inline Profile io_bound_profile() {
   return p;
 }
 
+// The io-bound profile with the CPU backend's figures of `small` at micro-batch 1 x seq 64:
+// `gflops` for every part and pass.
+inline Profile cpu_model_profile(double gflops = 20) {
+  Profile p = io_bound_profile();
+  ModelComputeFigures& m = p.host.cpu_model;
+  m.model = "small";
+  m.micro_batch = 1;
+  m.seq_len = 64;
+  m.layer_forward_gflops.median = m.layer_backward_gflops.median = gflops;
+  m.head_forward_gflops.median = m.head_backward_gflops.median = gflops;
+  return p;
+}
+
+// Host MPI figures on `p`: both collectives at `gbps` bus, `latency_us` each.
+inline Profile with_host_mpi(Profile p, double gbps, double latency_us = 50) {
+  p.comm.host_mpi.measured = true;
+  p.comm.host_mpi.all_gather_gbps.median = p.comm.host_mpi.reduce_scatter_gbps.median = gbps;
+  p.comm.host_mpi.latency_us.median = latency_us;
+  return p;
+}
+
 inline GpuProfile gpu(std::int64_t count) {
   GpuProfile g;
   g.model = "test-gpu";

@@ -30,6 +30,11 @@ std::string step(int n, double update, double read_bytes, double backward = 0) {
          R"("prefetch_stall_s":0.5,"bound_s":1.0,"extra":{"a":1}})";
 }
 
+// A step line with one more number field.
+std::string with_field(std::string line, const std::string& key, double value) {
+  return line.insert(line.size() - 1, ",\"" + key + "\":" + std::to_string(value));
+}
+
 TEST(ValidateRun, SkipsTheWarmUpStepAndAveragesTheRest) {
   const std::string path = write_log("run1.jsonl", {step(0, 100, 5), step(1, 2, 10), step(2, 4, 30)});
   const MeasuredRun m = read_run_log(path);
@@ -82,10 +87,7 @@ TEST(ValidateRun, HoldsTheRunsAdamWTimeAgainstThePredictionsWhereTheLogHasIt) {
   const Accounting a = account(spec, ClusterShape{});
   const Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
                                             {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
-  auto with_adam = [](int n, double adam_s) {
-    std::string line = step(n, 1.0, 0);
-    return line.insert(line.size() - 1, R"(,"adam_s":)" + std::to_string(adam_s));
-  };
+  auto with_adam = [](int n, double adam_s) { return with_field(step(n, 1.0, 0), "adam_s", adam_s); };
   const ValidationReport r =
       validate_run(write_log("run-adam.jsonl", {with_adam(0, 9), with_adam(1, 0.2), with_adam(2, 0.4)}), plan,
                    profile, spec);
@@ -111,10 +113,7 @@ TEST(ValidateRun, SaysWhenTheHypervisorTookMoreCpuDuringTheRunThanDuringTheProfi
   const Accounting a = account(spec, ClusterShape{});
   const Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
                                             {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
-  auto with_steal = [](int n, double share) {
-    std::string line = step(n, 1.0, 0);
-    return line.insert(line.size() - 1, R"(,"cpu_steal":)" + std::to_string(share));
-  };
+  auto with_steal = [](int n, double share) { return with_field(step(n, 1.0, 0), "cpu_steal", share); };
   const std::string stolen =
       write_log("run-steal.jsonl", {with_steal(0, 0.9), with_steal(1, 0.15), with_steal(2, 0.25)});
   auto warned = [](const ValidationReport& r) {
@@ -162,16 +161,7 @@ TEST(ValidateRun, SaysWhenTheHypervisorTookMoreCpuDuringTheRunThanDuringTheProfi
 TEST(ValidateRun, HoldsAZeroRunsCollectiveWaitsAndExchangeCpuAgainstTheAnalyticModel) {
   // Two CPU-backend ranks with host MPI figures: the log's gather and drain waits against the
   // exchange schedule's, its exchange thread's CPU against the collectives' core seconds.
-  Profile profile = mlpo::testing::io_bound_profile();
-  profile.comm.host_mpi.measured = true;
-  profile.comm.host_mpi.all_gather_gbps.median = profile.comm.host_mpi.reduce_scatter_gbps.median = 2;
-  profile.comm.host_mpi.latency_us.median = 50;
-  ModelComputeFigures& m = profile.host.cpu_model;
-  m.model = "small";
-  m.micro_batch = 1;
-  m.seq_len = 64;
-  m.layer_forward_gflops.median = m.layer_backward_gflops.median = 20;
-  m.head_forward_gflops.median = m.head_backward_gflops.median = 20;
+  const Profile profile = mlpo::testing::with_host_mpi(mlpo::testing::cpu_model_profile(), 2);
   const ModelSpec spec = find_preset("small");
   const Accounting a = account(spec, ClusterShape{1, 2, 1, 64, 1});
   Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 2,
