@@ -57,19 +57,12 @@ void consider_exchange(const Setting& s, AnalyticBreakdown& out, Bound& fwd, Bou
                           small_collectives_s(cost);
   // What the schedule waits (beyond the parts' own work) and the collectives' core seconds.
   auto waits = [](const std::vector<PassPart>& parts) {
-    double work = 0;
-    for (const PassPart& p : parts) work += p.compute_s + p.to_device_s + p.to_host_s;
-    return std::max(0.0, pass_seconds(parts) - work);
-  };
-  auto core = [&cost](const std::vector<PassPart>& parts) {
-    double s = 0;
-    for (const PassPart& p : parts)
-      s +=
-          cost.core_seconds(std::max(0.0, p.gather_s)) + cost.core_seconds(std::max(0.0, p.reduce_scatter_s));
-    return s;
+    return std::max(0.0, pass_seconds(parts) - pass_work_s(parts));
   };
   out.collective_wait_s = micro * waits(fwd_parts) + (micro - 1) * waits(bwd_parts) + waits(last_parts);
-  out.exchange_core_s = micro * core(fwd_parts) + (micro - 1) * core(bwd_parts) + core(last_parts);
+  out.exchange_core_s = micro * pass_core_seconds(fwd_parts, cost) +
+                        (micro - 1) * pass_core_seconds(bwd_parts, cost) +
+                        pass_core_seconds(last_parts, cost);
   out.grad_d2h_s = 0;  // the full fp32 gradients' copies are in the backward schedule
   out.forward_exchange_s = std::max(0.0, forward - out.forward_compute_s);
   out.backward_exchange_s = std::max(0.0, backward - out.backward_compute_s);

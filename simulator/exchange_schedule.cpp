@@ -24,7 +24,7 @@ double CollectiveCost::to_host_s(double elements) const {
 }
 
 double CollectiveCost::core_seconds(double seconds) const {
-  return on_compute_cores ? std::max(0.0, seconds - latency_s) : 0.0;
+  return on_compute_cores && seconds > 0 ? std::max(0.0, seconds - latency_s) : 0.0;
 }
 
 CollectiveCost collective_cost_of(const Rates& rates, const Workload& w) {
@@ -113,13 +113,22 @@ double pass_seconds(const std::vector<PassPart>& parts) {
   return t;
 }
 
+double pass_work_s(const std::vector<PassPart>& parts) {
+  double s = 0;
+  for (const PassPart& p : parts) s += p.compute_s + p.to_device_s + p.to_host_s;
+  return s;
+}
+
+double pass_core_seconds(const std::vector<PassPart>& parts, const CollectiveCost& c) {
+  double s = 0;
+  for (const PassPart& p : parts) s += c.core_seconds(p.gather_s) + c.core_seconds(p.reduce_scatter_s);
+  return s;
+}
+
 double pass_seconds(const std::vector<PassPart>& parts, const CollectiveCost& c) {
   const double scheduled = pass_seconds(parts);
   if (!c.on_compute_cores) return scheduled;
-  double serial = 0;
-  for (const PassPart& p : parts)
-    serial += p.compute_s + p.to_device_s + p.to_host_s + c.core_seconds(std::max(0.0, p.gather_s)) +
-              c.core_seconds(std::max(0.0, p.reduce_scatter_s));
+  double serial = pass_work_s(parts) + pass_core_seconds(parts, c);
   if (const std::size_t first = next_gathered(parts, static_cast<std::size_t>(-1)); first < parts.size())
     serial += parts[first].gather_s - c.core_seconds(parts[first].gather_s);
   return std::max(scheduled, serial);

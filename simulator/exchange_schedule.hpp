@@ -41,7 +41,7 @@ struct CollectiveCost {
 
   bool modelled() const { return ranks > 1 && all_gather_bps > 0 && reduce_scatter_bps > 0; }
   // Of a collective of `seconds`, the part that keeps a core busy (its bytes; the latency is a
-  // wait): 0 unless on_compute_cores.
+  // wait): 0 unless on_compute_cores, and for no collective (seconds < 0, PassPart's "none").
   double core_seconds(double seconds) const;
   double gather_s(double elements) const;          // a layer's bf16 weights (full elements)
   double reduce_scatter_s(double elements) const;  // a layer's fp32 gradients (full elements)
@@ -75,6 +75,11 @@ std::size_t next_gathered(const std::vector<PassPart>& parts, std::size_t i);
 // queue order; compute waits for its part's gather, a hand-over for the reduce-scatter two
 // before it, the pass's end for all.
 double pass_seconds(const std::vector<PassPart>& parts);
+
+// A pass's own work on the rank: every part's compute and synchronous PCIe copies.
+double pass_work_s(const std::vector<PassPart>& parts);
+// The core seconds (CollectiveCost::core_seconds) of every gather and reduce-scatter of a pass.
+double pass_core_seconds(const std::vector<PassPart>& parts, const CollectiveCost& c);
 
 // The same pass with `c`'s core sharing: on the compute cores (c.on_compute_cores) the pass
 // takes at least its compute plus every collective's core seconds one after the other, plus
