@@ -64,6 +64,12 @@ int main(int argc, char** argv) {
   app.add_option("--queue-depth", request.queue_depth,
                  "I/O operations in flight per stream (default 8, as the executor)")
       ->check(cli::whole_in(1, 4096));
+  std::string io_settings;
+  app.add_option(
+      "--io-settings", io_settings,
+      "more I/O settings BS:QD[,BS:QD...] (block size, operations in flight per stream, e.g. "
+      "256KiB:32,4MiB:4) at which every tier's write, read and read+write curves are measured too, "
+      "each about as long as the main ones; mlpo-tune then searches them (default: none)");
   app.add_option("--host-size", host_size,
                  "AdamW state and memcpy buffer bytes (default 1GiB, --quick 256MiB)")
       ->check(cli::byte_size());
@@ -94,6 +100,7 @@ int main(int argc, char** argv) {
     if (!tier_size.empty()) request.tier_bytes_per_stream = parse_bytes(tier_size, "--tier-size");
     if (!host_size.empty()) request.host_bytes = parse_bytes(host_size, "--host-size");
     request.block_size = parse_bytes(block_size, "--block-size");
+    request.io_settings = profiles::parse_io_settings(io_settings);
     if (!json && out.empty()) out = "profile.json";
     if (!out.empty()) check_output_file(out, "--out");
     Profile old_profile;

@@ -126,11 +126,74 @@ Json to_json(const Measurement& m) {
               {"size_bytes", m.size_bytes}};
 }
 
+std::optional<TierProfile> TierProfile::at_io_setting(std::int64_t block, std::int64_t depth) const {
+  if (block == block_size && depth == queue_depth) return *this;
+  for (const TierIoSetting& s : io_settings) {
+    if (s.block_size != block || s.queue_depth != depth) continue;
+    TierProfile t = *this;
+    t.block_size = s.block_size;
+    t.queue_depth = s.queue_depth;
+    t.read_gbps = s.read_gbps;
+    t.write_gbps = s.write_gbps;
+    t.mixed_read_gbps = s.mixed_read_gbps;
+    t.mixed_write_gbps = s.mixed_write_gbps;
+    t.io_settings.clear();
+    return t;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::int64_t, std::int64_t>> TierProfile::measured_io_settings() const {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out{{block_size, queue_depth}};
+  for (const TierIoSetting& s : io_settings) out.emplace_back(s.block_size, s.queue_depth);
+  return out;
+}
+
 const TierProfile* Profile::find_tier(const std::string& name) const {
   for (const auto& t : tiers)
     if (t.name == name) return &t;
   return nullptr;
 }
+
+namespace {
+
+// A tier's (or one of its io_settings') block size, queue depth and curves.
+TierIoSetting read_io_setting(JsonObject& t) {
+  TierIoSetting s;
+  s.block_size = t.integer_or("block_size", 4096, std::int64_t{1} << 30, 1 << 20);
+  if (s.block_size % 4096 != 0) t.fail("block_size", "must be a multiple of 4096");
+  s.queue_depth = t.integer_or("queue_depth", 1, 4096, 8);
+  s.read_gbps = read_curve(t, "read_gbps", "streams");
+  s.write_gbps = read_curve(t, "write_gbps", "streams");
+  const bool mixed_read = t.optional("mixed_read_gbps");
+  const bool mixed_write = t.optional("mixed_write_gbps");
+  if (mixed_read != mixed_write)
+    t.fail(mixed_read ? "mixed_write_gbps" : "mixed_read_gbps",
+           "missing (mixed_read_gbps and mixed_write_gbps come together; give both or neither)");
+  if (mixed_read) {
+    s.mixed_read_gbps = read_curve(t, "mixed_read_gbps", "streams");
+    s.mixed_write_gbps = read_curve(t, "mixed_write_gbps", "streams");
+    bool same_points = s.mixed_read_gbps.size() == s.mixed_write_gbps.size();
+    for (std::size_t k = 0; same_points && k < s.mixed_read_gbps.size(); ++k)
+      same_points = s.mixed_read_gbps[k].streams == s.mixed_write_gbps[k].streams;
+    if (!same_points) t.fail("mixed_write_gbps", "must have the same streams points as mixed_read_gbps");
+  }
+  return s;
+}
+
+Json io_setting_json(const TierIoSetting& s) {
+  Json j{{"block_size", s.block_size},
+         {"queue_depth", s.queue_depth},
+         {"read_gbps", curve_json(s.read_gbps, "streams")},
+         {"write_gbps", curve_json(s.write_gbps, "streams")}};
+  if (!s.mixed_read_gbps.empty()) {
+    j["mixed_read_gbps"] = curve_json(s.mixed_read_gbps, "streams");
+    j["mixed_write_gbps"] = curve_json(s.mixed_write_gbps, "streams");
+  }
+  return j;
+}
+
+}  // namespace
 
 Profile profile_from_json(const Json& json) {
   JsonObject root(json, "");
@@ -217,24 +280,25 @@ Profile profile_from_json(const Json& json) {
     tp.capacity_bytes = t.integer("capacity_bytes", 0, INT64_MAX);
     tp.free_bytes = t.integer("free_bytes", 0, INT64_MAX);
     if (tp.free_bytes > tp.capacity_bytes) t.fail("free_bytes", "must not exceed capacity_bytes");
-    tp.block_size = t.integer_or("block_size", 4096, std::int64_t{1} << 30, 1 << 20);
-    if (tp.block_size % 4096 != 0) t.fail("block_size", "must be a multiple of 4096");
-    tp.queue_depth = t.integer_or("queue_depth", 1, 4096, 8);
+    const TierIoSetting main = read_io_setting(t);
+    tp.block_size = main.block_size;
+    tp.queue_depth = main.queue_depth;
     tp.direct_io = t.boolean_or("direct_io", true);
-    tp.read_gbps = read_curve(t, "read_gbps", "streams");
-    tp.write_gbps = read_curve(t, "write_gbps", "streams");
-    const bool mixed_read = t.optional("mixed_read_gbps");
-    const bool mixed_write = t.optional("mixed_write_gbps");
-    if (mixed_read != mixed_write)
-      t.fail(mixed_read ? "mixed_write_gbps" : "mixed_read_gbps",
-             "missing (mixed_read_gbps and mixed_write_gbps come together; give both or neither)");
-    if (mixed_read) {
-      tp.mixed_read_gbps = read_curve(t, "mixed_read_gbps", "streams");
-      tp.mixed_write_gbps = read_curve(t, "mixed_write_gbps", "streams");
-      bool same_points = tp.mixed_read_gbps.size() == tp.mixed_write_gbps.size();
-      for (std::size_t k = 0; same_points && k < tp.mixed_read_gbps.size(); ++k)
-        same_points = tp.mixed_read_gbps[k].streams == tp.mixed_write_gbps[k].streams;
-      if (!same_points) t.fail("mixed_write_gbps", "must have the same streams points as mixed_read_gbps");
+    tp.read_gbps = main.read_gbps;
+    tp.write_gbps = main.write_gbps;
+    tp.mixed_read_gbps = main.mixed_read_gbps;
+    tp.mixed_write_gbps = main.mixed_write_gbps;
+    if (t.optional("io_settings")) {
+      const Json& settings = t.array("io_settings");
+      for (std::size_t k = 0; k < settings.size(); ++k) {
+        JsonObject sj(settings[k], element_path(t.field("io_settings"), k));
+        const TierIoSetting s = read_io_setting(sj);
+        for (const auto& [block, depth] : tp.measured_io_settings())
+          if (block == s.block_size && depth == s.queue_depth)
+            sj.fail("block_size", "this block size and queue depth are measured twice on the tier");
+        sj.finish();
+        tp.io_settings.push_back(s);
+      }
     }
     if (t.optional("latency_us")) tp.latency_us = read_measurement(t, "latency_us");
     if (t.optional("update_interference")) {
@@ -315,6 +379,11 @@ Json to_json(const Profile& p) {
       tj["mixed_write_gbps"] = curve_json(t.mixed_write_gbps, "streams");
     }
     if (!t.path.empty()) tj["path"] = t.path;
+    if (!t.io_settings.empty()) {
+      Json settings = Json::array();
+      for (const TierIoSetting& s : t.io_settings) settings.push_back(io_setting_json(s));
+      tj["io_settings"] = settings;
+    }
     if (t.latency_us.median > 0) tj["latency_us"] = to_json(t.latency_us);
     if (t.io_ratio_adam_busy > 0 && t.adam_ratio_io_busy > 0) {
       tj["update_interference"] =

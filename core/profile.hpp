@@ -120,6 +120,19 @@ struct GpuProfile {
   Measurement all_d2h_gbps;
 };
 
+// A tier's throughput curves at one more I/O setting than its main one (`mlpo-profile
+// --io-settings BS:QD,...`): the same write, read and read+write passes at another block size
+// and queue depth per stream. Plans that set that block size and queue depth (plan io) are
+// modelled with these curves; the tuner searches the settings every streamed tier has.
+struct TierIoSetting {
+  std::int64_t block_size = 1 << 20;
+  std::int64_t queue_depth = 8;
+  std::vector<CurvePoint> read_gbps;  // as TierProfile's
+  std::vector<CurvePoint> write_gbps;
+  std::vector<CurvePoint> mixed_read_gbps;
+  std::vector<CurvePoint> mixed_write_gbps;
+};
+
 struct TierProfile {
   std::string name;
   std::string path;  // empty for kind memory
@@ -151,8 +164,15 @@ struct TierProfile {
   // slot_handoff_waits_adam (0..1) of that AdamW on top (1: AdamW holds the cores until done).
   double slot_handoff_us = 0;
   double slot_handoff_waits_adam = 0;
+  // More I/O settings measured (optional; empty: only block_size x queue_depth above).
+  std::vector<TierIoSetting> io_settings;
 
   bool has_mixed() const { return !mixed_read_gbps.empty(); }
+  // This tier with the curves measured at `block_size` x `queue_depth` (the main ones or one
+  // of io_settings; everything else unchanged); nullopt when that setting was not measured.
+  std::optional<TierProfile> at_io_setting(std::int64_t block_size, std::int64_t queue_depth) const;
+  // Every setting measured: the main one first, then io_settings in order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> measured_io_settings() const;
 
   double read_at(double streams) const { return interpolate(read_gbps, streams); }
   double write_at(double streams) const { return interpolate(write_gbps, streams); }

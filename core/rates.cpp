@@ -5,6 +5,7 @@
 
 #include "core/accounting.hpp"
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace mlpo {
 
@@ -108,6 +109,23 @@ void set_collective_rates(const CommProfile& comm, Rates& r) {
   r.all_gather_bps = std::min(r.all_gather_bps, comm.inter_node.all_gather_gbps.median * 1e9);
   r.reduce_scatter_bps = std::min(r.reduce_scatter_bps, comm.inter_node.reduce_scatter_gbps.median * 1e9);
   r.collective_latency_s = std::max(r.collective_latency_s, comm.inter_node.latency_us.median * 1e-6);
+}
+
+std::string io_setting_text(std::int64_t block_size, std::int64_t queue_depth) {
+  return format_bytes(static_cast<double>(block_size)) + " x queue depth " + std::to_string(queue_depth);
+}
+
+// The warning for a plan whose io.block_size x io.queue_depth the profile did not measure on
+// a tier it streams: the tier's main curves stand in for them.
+std::string unmeasured_io_setting(const TierProfile& tier, const Plan& plan) {
+  std::string measured;
+  for (const auto& [block, depth] : tier.measured_io_settings())
+    measured += (measured.empty() ? "" : ", ") + io_setting_text(block, depth);
+  return "the plan's I/O setting (" + io_setting_text(plan.io_block_size, plan.io_queue_depth) +
+         ") was not measured on tier '" + tier.name + "' (measured: " + measured + "): its curves at " +
+         io_setting_text(tier.block_size, tier.queue_depth) +
+         " are used; measure it with mlpo-profile --io-settings " +
+         std::to_string(plan.io_block_size / 1024) + "KiB:" + std::to_string(plan.io_queue_depth);
 }
 
 }  // namespace
@@ -217,7 +235,9 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
       throw Error("plan tier '" + pt.name + "' is not in the profile (profile tiers: " + known +
                   "); re-run mlpo-tune with this profile or fix the plan's tier names");
     }
-    TierRates t = tier_rates_of(*tp);
+    const std::optional<TierProfile> measured = tp->at_io_setting(plan.io_block_size, plan.io_queue_depth);
+    if (!measured) r.warnings.push_back(unmeasured_io_setting(*tp, plan));
+    TierRates t = tier_rates_of(measured ? *measured : *tp);
     t.kind = pt.kind;
     if (!t.measured_mixed()) unmixed += (unmixed.empty() ? "'" : ", '") + t.name + "'";
     if (t.remote) remote_peak = std::max({remote_peak, t.peak_read_bps(), t.peak_write_bps()});

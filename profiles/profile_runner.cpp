@@ -69,6 +69,7 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   t.max_streams = request.max_streams > 0 ? request.max_streams : (quick ? 4 : 8);
   t.block_size = request.block_size;
   t.queue_depth = request.queue_depth;
+  t.io_settings = request.io_settings;
   t.repetitions = reps;
   t.latency_samples = quick ? 32 : 128;
   for (const TierSpec& spec : request.tiers) p.tiers.push_back(plan_tier_probe(spec, t));

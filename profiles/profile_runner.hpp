@@ -37,7 +37,8 @@ struct ProfileRequest {
   unsigned max_streams = 0;
   std::uint64_t block_size = 1 << 20;
   unsigned queue_depth = 8;
-  std::uint64_t host_bytes = 0;  // Adam state and memcpy buffer size
+  std::vector<IoSetting> io_settings;  // more tier curves at these (--io-settings)
+  std::uint64_t host_bytes = 0;        // Adam state and memcpy buffer size
   int repetitions = 0;
   std::string notes;
   // --comm: also measure the host MPI collectives (comm_probe.hpp) under mpirun.

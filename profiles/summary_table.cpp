@@ -27,6 +27,29 @@ Measurement scaled(Measurement m, double factor) {
   return m;
 }
 
+// A tier's write and read curves, then its read+write one when measured.
+std::string curves_table(const std::vector<CurvePoint>& read, const std::vector<CurvePoint>& write,
+                         const std::vector<CurvePoint>& mixed_read,
+                         const std::vector<CurvePoint>& mixed_write) {
+  std::string out = "  streams  write GB/s [min..max]          read GB/s [min..max]\n";
+  const auto rows = [&out](const std::vector<CurvePoint>& r_curve, const std::vector<CurvePoint>& w_curve) {
+    for (std::size_t i = 0; i < r_curve.size() && i < w_curve.size(); ++i) {
+      const Measurement& w = w_curve[i].value;
+      const Measurement& r = r_curve[i].value;
+      out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n",
+                           static_cast<long long>(r_curve[i].streams), w.median, w.min, w.max, r.median,
+                           r.min, r.max);
+    }
+  };
+  rows(read, write);
+  if (!mixed_read.empty()) {
+    out += "  reads and writes at once (n streams of each):\n";
+    out += "  streams  write GB/s [min..max]          read GB/s [min..max]\n";
+    rows(mixed_read, mixed_write);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string summary_table(const Profile& p) {
@@ -98,24 +121,11 @@ std::string summary_table(const Profile& p) {
            format_bytes(static_cast<double>(t.capacity_bytes)) + ", bs " +
            format_bytes(static_cast<double>(t.block_size)) + ", qd " + std::to_string(t.queue_depth) + ", " +
            (t.direct_io ? "O_DIRECT" : "buffered") + "\n";
-    out += "  streams  write GB/s [min..max]          read GB/s [min..max]\n";
-    for (std::size_t i = 0; i < t.read_gbps.size() && i < t.write_gbps.size(); ++i) {
-      const Measurement& w = t.write_gbps[i].value;
-      const Measurement& r = t.read_gbps[i].value;
-      out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n",
-                           static_cast<long long>(t.read_gbps[i].streams), w.median, w.min, w.max, r.median,
-                           r.min, r.max);
-    }
-    if (t.has_mixed()) {
-      out += "  reads and writes at once (n streams of each):\n";
-      out += "  streams  write GB/s [min..max]          read GB/s [min..max]\n";
-      for (std::size_t i = 0; i < t.mixed_read_gbps.size() && i < t.mixed_write_gbps.size(); ++i) {
-        const Measurement& w = t.mixed_write_gbps[i].value;
-        const Measurement& r = t.mixed_read_gbps[i].value;
-        out += printf_string("  %7lld  %8.3f [%.3f..%.3f]  %13.3f [%.3f..%.3f]\n",
-                             static_cast<long long>(t.mixed_read_gbps[i].streams), w.median, w.min, w.max,
-                             r.median, r.min, r.max);
-      }
+    out += curves_table(t.read_gbps, t.write_gbps, t.mixed_read_gbps, t.mixed_write_gbps);
+    for (const TierIoSetting& io : t.io_settings) {
+      out += "  at bs " + format_bytes(static_cast<double>(io.block_size)) + ", qd " +
+             std::to_string(io.queue_depth) + ":\n";
+      out += curves_table(io.read_gbps, io.write_gbps, io.mixed_read_gbps, io.mixed_write_gbps);
     }
     if (t.latency_us.median > 0)
       out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
@@ -189,6 +199,18 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
       add(at + "mixed_write_gbps@" + std::to_string(pt.streams), pt.value);
     for (const CurvePoint& pt : t.mixed_read_gbps)
       add(at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
+    for (const TierIoSetting& io : t.io_settings) {
+      const std::string io_at = at + "io_settings[" + format_bytes(static_cast<double>(io.block_size)) +
+                                " qd " + std::to_string(io.queue_depth) + "].";
+      for (const CurvePoint& pt : io.write_gbps)
+        add(io_at + "write_gbps@" + std::to_string(pt.streams), pt.value);
+      for (const CurvePoint& pt : io.read_gbps)
+        add(io_at + "read_gbps@" + std::to_string(pt.streams), pt.value);
+      for (const CurvePoint& pt : io.mixed_write_gbps)
+        add(io_at + "mixed_write_gbps@" + std::to_string(pt.streams), pt.value);
+      for (const CurvePoint& pt : io.mixed_read_gbps)
+        add(io_at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
+    }
     add(at + "latency_us", t.latency_us);
     if (t.io_ratio_adam_busy > 0) {
       f.emplace_back(at + "update_interference.io_ratio", t.io_ratio_adam_busy);

@@ -59,6 +59,11 @@ unsigned buffers_per_direction(std::uint64_t request) {
   return static_cast<unsigned>(std::max<std::uint64_t>(2, (kBufferSpan + request - 1) / request));
 }
 
+// Bytes per engine request at one I/O setting (two outstanding per stream).
+std::uint64_t request_bytes_at(std::uint64_t block_size, unsigned queue_depth) {
+  return round_up(std::max<std::uint64_t>(block_size * queue_depth, kMinRequest), block_size);
+}
+
 std::string who(const TierSpec& spec) { return "tier '" + spec.name + "' (" + spec.path.string() + ")"; }
 
 bool on_tmpfs(const fs::path& path) {
@@ -613,6 +618,39 @@ TierSpec parse_tier_spec(const std::string& text) {
   return spec;
 }
 
+std::vector<IoSetting> parse_io_settings(const std::string& text) {
+  std::vector<IoSetting> out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const std::size_t colon = item.find(':');
+    const auto bad = [&](const std::string& why) {
+      return Error("--io-settings '" + text + "': '" + item + "' " + why +
+                   "; expected BS:QD[,BS:QD...], e.g. 256KiB:32,4MiB:4");
+    };
+    if (colon == std::string::npos) throw bad("has no ':'");
+    IoSetting s;
+    try {
+      s.block_size = parse_bytes(item.substr(0, colon), "--io-settings block size");
+    } catch (const Error& e) {
+      throw bad("has a bad block size (" + std::string(e.what()) + ")");
+    }
+    const std::string qd = item.substr(colon + 1);
+    if (qd.empty() || qd.size() > 4 || qd.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("has a bad queue depth");
+    s.queue_depth = static_cast<unsigned>(std::stoul(qd));
+    if (s.block_size == 0 || s.block_size % kPage != 0)
+      throw bad("has a block size that is not a multiple of 4 KiB");
+    if (s.queue_depth < 1 || s.queue_depth > 4096) throw bad("has a queue depth outside 1..4096");
+    for (const IoSetting& o : out)
+      if (o.block_size == s.block_size && o.queue_depth == s.queue_depth) throw bad("is listed twice");
+    out.push_back(s);
+    at = comma + 1;
+  }
+  return out;
+}
+
 TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& options) {
   std::error_code ec;
   const fs::file_status status = fs::status(spec.path, ec);
@@ -626,6 +664,17 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
     throw Error("--block-size " + std::to_string(options.block_size) +
                 ": must be a positive multiple of 4 KiB");
   if (options.queue_depth == 0) throw Error("--queue-depth must be at least 1");
+  for (const IoSetting& io : options.io_settings) {
+    if (io.block_size == 0 || io.block_size % kPage != 0 || io.queue_depth == 0)
+      throw Error("--io-settings: block size " + std::to_string(io.block_size) + " x queue depth " +
+                  std::to_string(io.queue_depth) +
+                  ": a block size must be a positive multiple of 4 KiB and a "
+                  "queue depth at least 1");
+    if (io.block_size == options.block_size && io.queue_depth == options.queue_depth)
+      throw Error("--io-settings: block size " + format_bytes(static_cast<double>(io.block_size)) +
+                  " with queue depth " + std::to_string(io.queue_depth) +
+                  " is the main setting (--block-size, --queue-depth); list only the others");
+  }
   if (options.max_streams == 0) throw Error("--streams must be at least 1");
 
   TierProbePlan plan;
@@ -637,8 +686,7 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
   plan.free_bytes = io::free_bytes(spec.path, who(spec));
   for (unsigned n = 1; n < options.max_streams; n *= 2) plan.streams.push_back(n);
   plan.streams.push_back(options.max_streams);
-  plan.request_bytes = round_up(
-      std::max<std::uint64_t>(options.block_size * options.queue_depth, kMinRequest), options.block_size);
+  plan.request_bytes = request_bytes_at(options.block_size, options.queue_depth);
 
   // Room for every stream's file at the largest point, with 20% of the space left over; on
   // tmpfs the files are memory, so at most half of what is available.
@@ -650,7 +698,9 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
   const std::uint64_t budget = room / 10 * 8;
   const std::uint64_t wanted =
       round_up(std::max<std::uint64_t>(options.bytes_per_stream, kPage), options.block_size);
-  const std::uint64_t minimum = 4 * plan.request_bytes;
+  std::uint64_t minimum = 4 * plan.request_bytes;
+  for (const IoSetting& io : options.io_settings)
+    minimum = std::max(minimum, 4 * request_bytes_at(io.block_size, io.queue_depth));
   const std::uint64_t fits = budget / options.max_streams / options.block_size * options.block_size;
   if (fits < minimum) {
     throw Error(who(spec) + ": " + format_bytes(static_cast<double>(plan.free_bytes)) +
@@ -669,6 +719,85 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
   return plan;
 }
 
+namespace {
+
+// The write, read and read+write curves at one I/O setting: every stream count of the plan,
+// `options.repetitions` times each, then one verifying read pass. `at_one_stream` runs once
+// on the one-stream files (the main setting's latency and interference probes).
+TierIoSetting measure_io_setting(
+    const TierProbePlan& plan, const TierProbeOptions& options, const IoSetting& setting, const fs::path& dir,
+    io::PinnedBufferPool& pool, const ProgressSink& progress, const io::WarningSink& warn, bool& direct,
+    const std::function<void(std::vector<Stream>&, const io::Tier&)>& at_one_stream) {
+  const TierSpec& spec = plan.spec;
+  io::Tier tier;
+  tier.name = spec.name;
+  tier.path = dir;
+  tier.block_size = setting.block_size;
+  tier.queue_depth = setting.queue_depth;
+  tier.direct_io = true;
+  const std::uint64_t request = request_bytes_at(setting.block_size, setting.queue_depth);
+  const unsigned per_direction = buffers_per_direction(request);
+  const std::uint64_t bytes = plan.bytes_per_stream / setting.block_size * setting.block_size;
+  const std::string at_setting =
+      setting.block_size == options.block_size && setting.queue_depth == options.queue_depth
+          ? ""
+          : " at " + format_bytes(static_cast<double>(setting.block_size)) + " x qd " +
+                std::to_string(setting.queue_depth);
+  const auto pass_bytes = [&](unsigned n) { return static_cast<std::int64_t>(bytes * n); };
+  TierIoSetting out;
+  out.block_size = static_cast<std::int64_t>(setting.block_size);
+  out.queue_depth = static_cast<std::int64_t>(setting.queue_depth);
+  for (unsigned n : plan.streams) {
+    std::vector<Stream> streams(n);
+    for (unsigned s = 0; s < n; ++s) {
+      streams[s].engine = std::make_unique<io::TierIo>(tier, &pool, warn);
+      streams[s].file = &streams[s].engine->open_file("stream-" + std::to_string(s) + ".bin", bytes);
+      for (unsigned b = 0; b < per_direction; ++b) {
+        streams[s].buffers.push_back(pool.acquire(request));
+        streams[s].write_buffers.push_back(pool.acquire(request));
+      }
+      direct = direct && streams[s].file->direct();
+    }
+    std::vector<double> write_gbps, read_gbps, mixed_read_gbps, mixed_write_gbps;
+    for (int rep = 1; rep <= options.repetitions; ++rep) {
+      const std::string at = "tier '" + spec.name + "'" + at_setting + ": " + std::to_string(n) +
+                             " stream(s) x " + format_bytes(static_cast<double>(bytes)) + ", rep " +
+                             std::to_string(rep) + "/" + std::to_string(options.repetitions);
+      report(progress, at + ", write");
+      write_gbps.push_back(run_pass(streams, io::IoOp::write, bytes, request, false));
+      report(progress, at + ", read");
+      read_gbps.push_back(run_pass(streams, io::IoOp::read, bytes, request, false));
+      report(progress, at + ", read+write");
+      const auto [mixed_read, mixed_write] = run_mixed_pass(streams, bytes, request, setting.block_size);
+      mixed_read_gbps.push_back(mixed_read);
+      mixed_write_gbps.push_back(mixed_write);
+    }
+    // Every page read back is checked in one more read pass, outside the figures: the
+    // executor's reads do not check pages, so the timed read passes do not either (checking
+    // every page costs CPU that, on tmpfs, the copies need; docs/profile.md).
+    report(progress, "tier '" + spec.name + "'" + at_setting + ": " + std::to_string(n) +
+                         " stream(s), verifying what was written");
+    run_pass(streams, io::IoOp::read, bytes, request, true);
+    out.write_gbps.push_back({static_cast<std::int64_t>(n), summarize(write_gbps, pass_bytes(n))});
+    out.read_gbps.push_back({static_cast<std::int64_t>(n), summarize(read_gbps, pass_bytes(n))});
+    out.mixed_read_gbps.push_back({static_cast<std::int64_t>(n), summarize(mixed_read_gbps, pass_bytes(n))});
+    out.mixed_write_gbps.push_back(
+        {static_cast<std::int64_t>(n), summarize(mixed_write_gbps, pass_bytes(n))});
+    if (n == 1 && at_one_stream) at_one_stream(streams, tier);
+    for (Stream& st : streams) {
+      for (auto& b : st.buffers) b.reset();
+      for (auto& b : st.write_buffers) b.reset();
+      const fs::path file = st.file->path();
+      st.engine->close_file(*st.file);
+      std::error_code ec;
+      fs::remove(file, ec);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options,
                        const ProgressSink& progress, const io::WarningSink& warn) {
   const TierSpec& spec = plan.spec;
@@ -678,83 +807,50 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
   out.kind = spec.kind;
   out.capacity_bytes = static_cast<std::int64_t>(plan.capacity_bytes);
   out.free_bytes = static_cast<std::int64_t>(std::min(plan.free_bytes, plan.capacity_bytes));
-  out.block_size = static_cast<std::int64_t>(options.block_size);
-  out.queue_depth = static_cast<std::int64_t>(options.queue_depth);
 
   const unsigned max_streams = plan.streams.back();
   ScratchDir scratch(spec);  // declared first: removed last, after every engine closed its files
-  const unsigned per_direction = buffers_per_direction(plan.request_bytes);
-  io::PinnedBufferPool pool(static_cast<std::uint64_t>(max_streams) * 2 * per_direction * plan.request_bytes +
-                            kPage);
-  io::Tier tier;
-  tier.name = spec.name;
-  tier.path = scratch.path();
-  tier.block_size = options.block_size;
-  tier.queue_depth = options.queue_depth;
-  tier.direct_io = true;
+  std::vector<IoSetting> settings{{options.block_size, options.queue_depth}};
+  settings.insert(settings.end(), options.io_settings.begin(), options.io_settings.end());
+  std::uint64_t pool_bytes = 0;
+  for (const IoSetting& s : settings) {
+    const std::uint64_t request = request_bytes_at(s.block_size, s.queue_depth);
+    pool_bytes = std::max(
+        pool_bytes, static_cast<std::uint64_t>(max_streams) * 2 * buffers_per_direction(request) * request);
+  }
+  io::PinnedBufferPool pool(pool_bytes + kPage);
 
-  const std::uint64_t bytes = plan.bytes_per_stream;
-  const auto pass_bytes = [&](unsigned n) { return static_cast<std::int64_t>(bytes * n); };
   bool direct = true;
-  for (unsigned n : plan.streams) {
-    std::vector<Stream> streams(n);
-    for (unsigned s = 0; s < n; ++s) {
-      streams[s].engine = std::make_unique<io::TierIo>(tier, &pool, warn);
-      streams[s].file = &streams[s].engine->open_file("stream-" + std::to_string(s) + ".bin", bytes);
-      for (unsigned b = 0; b < per_direction; ++b) {
-        streams[s].buffers.push_back(pool.acquire(plan.request_bytes));
-        streams[s].write_buffers.push_back(pool.acquire(plan.request_bytes));
-      }
-      direct = direct && streams[s].file->direct();
+  const std::function<void(std::vector<Stream>&, const io::Tier&)> latency_and_interference =
+      [&](std::vector<Stream>& streams, const io::Tier& tier) {
+        const std::uint64_t bytes = plan.bytes_per_stream / options.block_size * options.block_size;
+        report(progress, "tier '" + spec.name + "': first-byte latency");
+        io::PinnedBuffer page = pool.acquire(kPage);
+        out.latency_us = probe_latency(streams[0], bytes, options.latency_samples, page);
+        report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
+        const UpdateInterference u =
+            probe_update_interference(streams, tier, bytes, plan.request_bytes, options.block_size);
+        if (u.io_ratio > 0 && u.adam_ratio > 0) {
+          out.io_ratio_adam_busy = std::clamp(u.io_ratio, 1e-3, 10.0);
+          out.adam_ratio_io_busy = std::clamp(u.adam_ratio, 1e-3, 10.0);
+          out.slot_handoff_us = u.handoff_idle_s * 1e6;
+          out.slot_handoff_waits_adam = u.handoff_waits_adam;
+        }
+      };
+  const std::function<void(std::vector<Stream>&, const io::Tier&)> no_extras;
+  for (std::size_t i = 0; i < settings.size(); ++i) {
+    TierIoSetting curves = measure_io_setting(plan, options, settings[i], scratch.path(), pool, progress,
+                                              warn, direct, i == 0 ? latency_and_interference : no_extras);
+    if (i > 0) {
+      out.io_settings.push_back(std::move(curves));
+      continue;
     }
-    std::vector<double> write_gbps, read_gbps, mixed_read_gbps, mixed_write_gbps;
-    for (int rep = 1; rep <= options.repetitions; ++rep) {
-      const std::string at = "tier '" + spec.name + "': " + std::to_string(n) + " stream(s) x " +
-                             format_bytes(static_cast<double>(bytes)) + ", rep " + std::to_string(rep) + "/" +
-                             std::to_string(options.repetitions);
-      report(progress, at + ", write");
-      write_gbps.push_back(run_pass(streams, io::IoOp::write, bytes, plan.request_bytes, false));
-      report(progress, at + ", read");
-      read_gbps.push_back(run_pass(streams, io::IoOp::read, bytes, plan.request_bytes, false));
-      report(progress, at + ", read+write");
-      const auto [mixed_read, mixed_write] =
-          run_mixed_pass(streams, bytes, plan.request_bytes, options.block_size);
-      mixed_read_gbps.push_back(mixed_read);
-      mixed_write_gbps.push_back(mixed_write);
-    }
-    // Every page read back is checked in one more read pass, outside the figures: the
-    // executor's reads do not check pages, so the timed read passes do not either (checking
-    // every page costs CPU that, on tmpfs, the copies need; docs/profile.md).
-    report(progress,
-           "tier '" + spec.name + "': " + std::to_string(n) + " stream(s), verifying what was written");
-    run_pass(streams, io::IoOp::read, bytes, plan.request_bytes, true);
-    out.write_gbps.push_back({static_cast<std::int64_t>(n), summarize(write_gbps, pass_bytes(n))});
-    out.read_gbps.push_back({static_cast<std::int64_t>(n), summarize(read_gbps, pass_bytes(n))});
-    out.mixed_read_gbps.push_back({static_cast<std::int64_t>(n), summarize(mixed_read_gbps, pass_bytes(n))});
-    out.mixed_write_gbps.push_back(
-        {static_cast<std::int64_t>(n), summarize(mixed_write_gbps, pass_bytes(n))});
-    if (n == 1) {
-      report(progress, "tier '" + spec.name + "': first-byte latency");
-      io::PinnedBuffer page = pool.acquire(kPage);
-      out.latency_us = probe_latency(streams[0], bytes, options.latency_samples, page);
-      report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
-      const UpdateInterference u =
-          probe_update_interference(streams, tier, bytes, plan.request_bytes, options.block_size);
-      if (u.io_ratio > 0 && u.adam_ratio > 0) {
-        out.io_ratio_adam_busy = std::clamp(u.io_ratio, 1e-3, 10.0);
-        out.adam_ratio_io_busy = std::clamp(u.adam_ratio, 1e-3, 10.0);
-        out.slot_handoff_us = u.handoff_idle_s * 1e6;
-        out.slot_handoff_waits_adam = u.handoff_waits_adam;
-      }
-    }
-    for (Stream& st : streams) {
-      for (auto& b : st.buffers) b.reset();
-      for (auto& b : st.write_buffers) b.reset();
-      const fs::path file = st.file->path();
-      st.engine->close_file(*st.file);
-      std::error_code ec;
-      fs::remove(file, ec);
-    }
+    out.block_size = curves.block_size;
+    out.queue_depth = curves.queue_depth;
+    out.read_gbps = std::move(curves.read_gbps);
+    out.write_gbps = std::move(curves.write_gbps);
+    out.mixed_read_gbps = std::move(curves.mixed_read_gbps);
+    out.mixed_write_gbps = std::move(curves.mixed_write_gbps);
   }
   out.direct_io = direct;
   return out;

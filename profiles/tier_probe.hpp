@@ -24,8 +24,8 @@
 // Everything lives in one scratch directory
 // `PATH/.mlpo-profile-<pid>` that is removed when the probe ends, fails or is interrupted.
 // Cost: (1 + 2 + 4 + ...) x bytes_per_stream x 4 x repetitions bytes of I/O or a little more
-// (the faster direction of the mixed pass keeps going); pinned memory max_streams x 4 x
-// request bytes.
+// (the faster direction of the mixed pass keeps going), once more for every extra I/O setting
+// (io_settings); pinned memory max_streams x 4 x request bytes.
 
 #include <cstdint>
 #include <filesystem>
@@ -52,10 +52,23 @@ TierSpec parse_tier_spec(const std::string& text);
 // system on an NVMe block device -> nvme; anything else (or unknown) -> other.
 TierKind detect_tier_kind(const std::filesystem::path& path);
 
+// One I/O setting of the engine: block size and operations in flight per stream.
+struct IoSetting {
+  std::uint64_t block_size = std::uint64_t{1} << 20;
+  unsigned queue_depth = 8;
+};
+
+// "BS:QD[,BS:QD...]" (e.g. "256KiB:32,4MiB:4"; empty: none). Throws mlpo::Error naming the
+// text and the expected form.
+std::vector<IoSetting> parse_io_settings(const std::string& text);
+
 struct TierProbeOptions {
   std::uint64_t bytes_per_stream = std::uint64_t{1} << 30;
   std::uint64_t block_size = std::uint64_t{1} << 20;
   unsigned queue_depth = 8;
+  // More settings whose write, read and read+write curves are measured too (TierIoSetting;
+  // each costs about as much as the main curves; latency and interference: main only).
+  std::vector<IoSetting> io_settings;
   unsigned max_streams = 8;
   int repetitions = 5;
   int latency_samples = 64;

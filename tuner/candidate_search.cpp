@@ -21,7 +21,8 @@ constexpr std::size_t kRefinedKept = 4;
 std::string key_of(const Plan& p) {
   std::string k = std::to_string(p.subgroup_elements) + "/" + std::to_string(p.host_cache_subgroups) + "/" +
                   std::to_string(p.buffers) + "/" + std::to_string(p.prefetch_depth) + "/" +
-                  to_string(p.order) + "/" + to_string(p.gradients) + "/" + to_string(p.slot_scope);
+                  to_string(p.order) + "/" + to_string(p.gradients) + "/" + to_string(p.slot_scope) + "/" +
+                  std::to_string(p.io_block_size) + "x" + std::to_string(p.io_queue_depth);
   for (const auto& t : p.tiers) k += "/" + t.name + ":" + std::to_string(t.concurrency_limit);
   return k;
 }
@@ -55,11 +56,13 @@ struct Inner {
   std::int64_t prefetch = 0;
   OrderPolicy order = OrderPolicy::alternating;
   SlotScope slot_scope = SlotScope::combined;
+  std::int64_t io_block_size = 0;  // 0: the setting plan's (tier_setting_plan)
+  std::int64_t io_queue_depth = 0;
 };
 
 Inner inner_of(const Plan& p) {
-  return Inner{p.subgroup_elements, p.host_cache_subgroups, p.buffers, p.prefetch_depth, p.order,
-               p.slot_scope};
+  return Inner{p.subgroup_elements, p.host_cache_subgroups, p.buffers,       p.prefetch_depth, p.order,
+               p.slot_scope,        p.io_block_size,        p.io_queue_depth};
 }
 
 void apply(const Inner& in, Plan& p) {
@@ -69,6 +72,8 @@ void apply(const Inner& in, Plan& p) {
   p.prefetch_depth = in.prefetch;
   p.order = in.order;
   p.slot_scope = in.slot_scope;
+  if (in.io_block_size > 0) p.io_block_size = in.io_block_size;
+  if (in.io_queue_depth > 0) p.io_queue_depth = in.io_queue_depth;
 }
 
 class Search {
@@ -215,6 +220,7 @@ void Search::refine(Plan plan) {
                                    [](const PlanTier& t) { return t.concurrency_limit > 0; });
   const std::pair<std::int64_t, std::int64_t> pipelines[] = {
       {2, 1}, {3, 1}, {3, 2}, {4, 2}, {4, 3}, {6, 3}, {6, 4}, {8, 4}, {8, 6}, {12, 6}, {12, 8}, {16, 8}};
+  const auto io_settings = common_io_settings(r_.profile, st.members);
   Inner cur = inner_of(plan);
   double best = score(st, cur);
   if (best == kNone) return;
@@ -258,6 +264,13 @@ void Search::refine(Plan plan) {
     if (limited) {
       Inner t = cur;
       t.slot_scope = cur.slot_scope == SlotScope::combined ? SlotScope::separate : SlotScope::combined;
+      trials.push_back(t);
+    }
+    for (const auto& [block, depth] : io_settings) {  // measured on every streamed tier
+      if (block == cur.io_block_size && depth == cur.io_queue_depth) continue;
+      Inner t = cur;
+      t.io_block_size = block;
+      t.io_queue_depth = depth;
       trials.push_back(t);
     }
     bool improved = false;

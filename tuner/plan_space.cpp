@@ -1,6 +1,7 @@
 #include "tuner/plan_space.hpp"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <functional>
 
@@ -248,6 +249,26 @@ std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a) {
   return sizes;
 }
 
+std::vector<std::pair<std::int64_t, std::int64_t>> common_io_settings(
+    const Profile& profile, const std::vector<std::size_t>& members) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> common;
+  bool first = true;
+  for (std::size_t m : members) {
+    const TierProfile& tp = profile.tiers[m];
+    if (updated_in_place(tp.kind)) continue;
+    const auto measured = tp.measured_io_settings();
+    if (first) {
+      common = measured;
+      first = false;
+      continue;
+    }
+    std::erase_if(common, [&](const auto& s) {
+      return std::find(measured.begin(), measured.end(), s) == measured.end();
+    });
+  }
+  return common;
+}
+
 Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const TierSetting& setting) {
   Plan p;
   p.model_name = a.spec.name;
@@ -264,8 +285,10 @@ Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const Ti
     block = std::max(block, tp.block_size);
     depth = std::max(depth, tp.queue_depth);
   }
-  // The I/O settings are the profile's: its curves were measured at them, and the models
-  // have no term that would rank other values.
+  // The I/O setting is one the profile measured on every streamed tier when there is one
+  // (the finer search tries the others, candidate_search.cpp); else the largest main ones.
+  const auto common = common_io_settings(request.profile, setting.members);
+  if (!common.empty()) std::tie(block, depth) = common.front();
   if (block > 0) p.io_block_size = block;
   if (depth > 0) p.io_queue_depth = depth;
   return p;
@@ -282,7 +305,9 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
     const TierProfile* tp = request.profile.find_tier(p.tiers[i].name);
     MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
-    bw.push_back(update_bps(request.profile, *tp, R, p.tiers[i].concurrency_limit));
+    // At the plan's I/O setting when the tier was measured at it (as rates_of models it).
+    const std::optional<TierProfile> at = tp->at_io_setting(p.io_block_size, p.io_queue_depth);
+    bw.push_back(update_bps(request.profile, at ? *at : *tp, R, p.tiers[i].concurrency_limit));
     p.tiers[i].fraction = 1.0;
     full_bytes.push_back(tier_bytes_needed(a, p, i));
     cap.push_back(

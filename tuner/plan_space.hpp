@@ -107,8 +107,14 @@ struct TierSetting {
 std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, std::int64_t ranks_per_node);
 // The grid's subgroup sizes: 4, 16, 64, 256 Mi elements keeping >= 8 subgroups per rank.
 std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a);
+// The I/O settings (block size, queue depth) the profile measured on every streamed tier of
+// `members` (indices into its tiers), in the first streamed tier's order (its main setting
+// first); empty when no member streams or they share none.
+std::vector<std::pair<std::int64_t, std::int64_t>> common_io_settings(
+    const Profile& profile, const std::vector<std::size_t>& members);
 // The setting's tiers and gradient policy as a plan (fractions 0, grid defaults elsewhere;
-// I/O block size and queue depth: the profile's for its streamed tiers).
+// I/O block size and queue depth: the first common_io_settings, or without one the largest
+// of the streamed tiers' main ones).
 Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const TierSetting& setting);
 // Sets the plan's tier fractions: proportional to each tier's bandwidth at its limit (Adam's
 // rate for a tier updated in place), capped by capacity and, for RAM-backed tiers, by the host

@@ -134,6 +134,48 @@ TEST(ProfileFormat, MixedReadWriteCurvesRoundTripAndAreOptional) {
   EXPECT_FALSE(to_json(p)["tiers"][1].contains("mixed_read_gbps"));
 }
 
+TEST(ProfileFormat, MoreIoSettingsRoundTripAndEachCarriesItsOwnCurves) {
+  Json j = sample_profile();
+  j["tiers"][0]["io_settings"] =
+      Json::array({{{"block_size", 4 << 20},
+                    {"queue_depth", 4},
+                    {"read_gbps", Json::array({{{"streams", 1}, {"value", measured(3.0)}}})},
+                    {"write_gbps", Json::array({{{"streams", 1}, {"value", measured(2.5)}}})},
+                    {"mixed_read_gbps", Json::array({{{"streams", 1}, {"value", measured(1.5)}}})},
+                    {"mixed_write_gbps", Json::array({{{"streams", 1}, {"value", measured(1.25)}}})}}});
+  const Profile p = profile_from_json(j);
+  ASSERT_EQ(p.tiers[0].io_settings.size(), 1u);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));
+  EXPECT_FALSE(to_json(p)["tiers"][1].contains("io_settings"));  // optional
+
+  // The tier at a setting: its curves, everything else the tier's.
+  const auto at = p.tiers[0].at_io_setting(4 << 20, 4);
+  ASSERT_TRUE(at.has_value());
+  EXPECT_DOUBLE_EQ(at->read_at(1), 3.0);
+  EXPECT_DOUBLE_EQ(interpolate(at->mixed_write_gbps, 1), 1.25);
+  EXPECT_EQ(at->block_size, 4 << 20);
+  EXPECT_EQ(at->queue_depth, 4);
+  EXPECT_EQ(at->name, p.tiers[0].name);
+  const auto main = p.tiers[0].at_io_setting(p.tiers[0].block_size, p.tiers[0].queue_depth);
+  ASSERT_TRUE(main.has_value());
+  EXPECT_DOUBLE_EQ(main->read_at(1), p.tiers[0].read_at(1));
+  EXPECT_FALSE(p.tiers[0].at_io_setting(256 << 10, 32).has_value());
+  const auto settings = p.tiers[0].measured_io_settings();
+  ASSERT_EQ(settings.size(), 2u);
+  EXPECT_EQ(settings[0], std::make_pair(p.tiers[0].block_size, p.tiers[0].queue_depth));
+  EXPECT_EQ(settings[1], std::make_pair(std::int64_t{4} << 20, std::int64_t{4}));
+
+  // The main setting again, or a block size off the 4 KiB grid, is an error naming the field.
+  Json twice = j;
+  twice["tiers"][0]["io_settings"][0]["block_size"] = 1 << 20;
+  twice["tiers"][0]["io_settings"][0]["queue_depth"] = 8;
+  EXPECT_NE(error_of([&] { profile_from_json(twice); }).find("tiers[0].io_settings[0].block_size"),
+            std::string::npos);
+  Json odd = j;
+  odd["tiers"][0]["io_settings"][0]["block_size"] = 5000;
+  EXPECT_NE(error_of([&] { profile_from_json(odd); }).find("multiple of 4096"), std::string::npos);
+}
+
 TEST(ProfileFormat, CollectiveRatesRoundTripAndAreOptional) {
   Json j = sample_profile();
   EXPECT_FALSE(to_json(profile_from_json(j)).contains("comm"));  // absent stays absent

@@ -21,6 +21,52 @@ HostProfile host(std::int64_t cores) {
   return h;
 }
 
+TEST(Rates, AStreamedTierIsModelledWithTheCurvesOfThePlansIoSetting) {
+  Profile p;
+  p.host = host(8);
+  TierProfile t;
+  t.name = "nvme";
+  t.kind = TierKind::nvme;
+  t.path = "/tmp/nvme";
+  t.read_gbps = {CurvePoint{1, Measurement{2, 2, 2, 1, 0}}};
+  t.write_gbps = {CurvePoint{1, Measurement{1, 1, 1, 1, 0}}};
+  TierIoSetting big;
+  big.block_size = 4 << 20;
+  big.queue_depth = 4;
+  big.read_gbps = {CurvePoint{1, Measurement{3, 3, 3, 1, 0}}};
+  big.write_gbps = {CurvePoint{1, Measurement{1.5, 1.5, 1.5, 1, 0}}};
+  t.io_settings.push_back(big);
+  p.tiers.push_back(t);
+  Plan plan;
+  plan.cluster = ClusterShape{1, 1, 1, 0, 1};
+  PlanTier pt;
+  pt.name = "nvme";
+  pt.kind = TierKind::nvme;
+  pt.path = "/tmp/nvme";
+  pt.fraction = 1;
+  plan.tiers.push_back(pt);
+  const auto has_warning = [](const Rates& r, const std::string& text) {
+    for (const auto& w : r.warnings)
+      if (w.find(text) != std::string::npos) return true;
+    return false;
+  };
+
+  const Rates main = rates_of(p, plan, 0);  // 1 MiB x 8: the main curves
+  EXPECT_DOUBLE_EQ(main.tiers[0].read_bps(1), 2e9);
+  EXPECT_FALSE(has_warning(main, "I/O setting"));
+  plan.io_block_size = 4 << 20;
+  plan.io_queue_depth = 4;
+  const Rates measured = rates_of(p, plan, 0);
+  EXPECT_DOUBLE_EQ(measured.tiers[0].read_bps(1), 3e9);
+  EXPECT_DOUBLE_EQ(measured.tiers[0].write_bps(1), 1.5e9);
+  EXPECT_FALSE(has_warning(measured, "I/O setting"));
+  // A setting the profile did not measure: the main curves, and a warning saying how to measure it.
+  plan.io_queue_depth = 16;
+  const Rates unmeasured = rates_of(p, plan, 0);
+  EXPECT_DOUBLE_EQ(unmeasured.tiers[0].read_bps(1), 2e9);
+  EXPECT_TRUE(has_warning(unmeasured, "mlpo-profile --io-settings 4096KiB:16"));
+}
+
 TEST(Rates, NodeAdamIsTheCurveAtTheThreadsInUseCappedAtTheCores) {
   const HostProfile h = host(8);
   EXPECT_DOUBLE_EQ(node_adam_elements_per_s(h.adam_elements_per_s, 8, 1, 2), 2e8);

@@ -135,6 +135,60 @@ TEST(TierProbe, DiskCurveHasAPointPerStreamCountAndNothingIsLeftBehind) {
   EXPECT_TRUE(is_empty_dir(dir.path()));  // the slot files went with the probe's directory
 }
 
+TEST(TierProbe, MoreIoSettingsGetTheirOwnCurvesAtEveryStreamCount) {
+  TempDir dir;
+  TierProbeOptions o = tiny_options();
+  o.max_streams = 2;
+  o.io_settings = parse_io_settings("256KiB:16,2MiB:2");
+  const TierProbePlan plan = plan_tier_probe({"disk", dir.path(), TierKind::other}, o);
+  const TierProfile t = probe_tier(plan, o, {}, [](const std::string&) {});
+  EXPECT_EQ(t.block_size, 1 << 20);
+  EXPECT_EQ(t.queue_depth, 8);
+  ASSERT_EQ(t.io_settings.size(), 2u);
+  EXPECT_EQ(t.io_settings[0].block_size, 256 << 10);
+  EXPECT_EQ(t.io_settings[0].queue_depth, 16);
+  EXPECT_EQ(t.io_settings[1].block_size, 2 << 20);
+  EXPECT_EQ(t.io_settings[1].queue_depth, 2);
+  for (const TierIoSetting& s : t.io_settings) {
+    for (const auto* curve : {&s.read_gbps, &s.write_gbps, &s.mixed_read_gbps, &s.mixed_write_gbps}) {
+      ASSERT_EQ(curve->size(), plan.streams.size());
+      for (std::size_t i = 0; i < curve->size(); ++i) {
+        EXPECT_EQ((*curve)[i].streams, plan.streams[i]);
+        EXPECT_GT((*curve)[i].value.median, 0);
+      }
+    }
+  }
+  EXPECT_TRUE(is_empty_dir(dir.path()));
+}
+
+TEST(IoSettingsParsing, ListsBlockSizeAndQueueDepthAndNamesWhatIsWrong) {
+  const std::vector<IoSetting> s = parse_io_settings("256KiB:32,4MiB:4");
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].block_size, 256u << 10);
+  EXPECT_EQ(s[0].queue_depth, 32u);
+  EXPECT_EQ(s[1].block_size, 4u << 20);
+  EXPECT_EQ(s[1].queue_depth, 4u);
+  EXPECT_TRUE(parse_io_settings("").empty());
+  for (const char* bad : {"4MiB", "4MiB:", "4MiB:0", "5000:4", "x:4", "4MiB:4,4MiB:4", "4MiB:9999"}) {
+    try {
+      parse_io_settings(bad);
+      ADD_FAILURE() << bad << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("BS:QD"), std::string::npos) << e.what();
+    }
+  }
+  TierProbeOptions o = tiny_options();
+  o.io_settings = {IoSetting{o.block_size, o.queue_depth}};
+  TempDir dir;
+  try {
+    plan_tier_probe({"disk", dir.path(), TierKind::other}, o);
+    ADD_FAILURE() << "the main setting listed again: no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("main setting"), std::string::npos) << e.what();
+  }
+}
+
 TEST(TierProbe, TmpfsRunsBufferedWithOneWarning) {
   TempDir dir("/dev/shm");
   ASSERT_FALSE(dir.path().empty());
