@@ -701,7 +701,10 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
   std::uint64_t minimum = 4 * plan.request_bytes;
   for (const IoSetting& io : options.io_settings)
     minimum = std::max(minimum, 4 * request_bytes_at(io.block_size, io.queue_depth));
-  const std::uint64_t fits = budget / options.max_streams / options.block_size * options.block_size;
+  // Every setting's files exist at once (the settings take turns within a repetition).
+  const std::uint64_t files_per_stream = 1 + options.io_settings.size();
+  const std::uint64_t fits =
+      budget / options.max_streams / files_per_stream / options.block_size * options.block_size;
   if (fits < minimum) {
     throw Error(who(spec) + ": " + format_bytes(static_cast<double>(plan.free_bytes)) +
                 " free, too little for the probe (at least " + std::to_string(options.max_streams) +
@@ -721,76 +724,115 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
 
 namespace {
 
-// The write, read and read+write curves at one I/O setting: every stream count of the plan,
-// `options.repetitions` times each, then one verifying read pass. `at_one_stream` runs once
-// on the one-stream files (the main setting's latency and interference probes).
-TierIoSetting measure_io_setting(
-    const TierProbePlan& plan, const TierProbeOptions& options, const IoSetting& setting, const fs::path& dir,
-    io::PinnedBufferPool& pool, const ProgressSink& progress, const io::WarningSink& warn, bool& direct,
+// One I/O setting's engines and files at one stream count.
+struct SettingStreams {
+  IoSetting setting;
+  io::Tier tier;
+  std::uint64_t request = 0;
+  std::uint64_t bytes = 0;  // per stream, a whole number of blocks
+  std::string label;        // "" for the main setting, else " at 4.0 MiB x qd 4"
+  std::vector<Stream> streams;
+  std::vector<double> write_gbps, read_gbps, mixed_read_gbps, mixed_write_gbps;
+};
+
+// Each stream's buffers while its setting's passes run (the settings take turns, so only one
+// setting's buffers are pinned at a time).
+void take_buffers(SettingStreams& ss, io::PinnedBufferPool& pool) {
+  const unsigned per_direction = buffers_per_direction(ss.request);
+  for (Stream& st : ss.streams)
+    for (unsigned b = 0; b < per_direction; ++b) {
+      st.buffers.push_back(pool.acquire(ss.request));
+      st.write_buffers.push_back(pool.acquire(ss.request));
+    }
+}
+
+void return_buffers(SettingStreams& ss) {
+  for (Stream& st : ss.streams) {
+    st.buffers.clear();
+    st.write_buffers.clear();
+  }
+}
+
+// The write, read and read+write curves at every I/O setting and stream count of the plan.
+// Within each repetition the settings take turns, so the minute-to-minute drift of the
+// device (10-20 % on the dev VM) falls on all of them alike rather than on whichever was
+// measured last. Then one verifying read pass per setting. `at_one_stream` runs once on the
+// main setting's one-stream files (latency and interference), with its buffers taken.
+std::vector<TierIoSetting> measure_io_settings(
+    const TierProbePlan& plan, const TierProbeOptions& options, const std::vector<IoSetting>& settings,
+    const fs::path& dir, io::PinnedBufferPool& pool, const ProgressSink& progress,
+    const io::WarningSink& warn, bool& direct,
     const std::function<void(std::vector<Stream>&, const io::Tier&)>& at_one_stream) {
   const TierSpec& spec = plan.spec;
-  io::Tier tier;
-  tier.name = spec.name;
-  tier.path = dir;
-  tier.block_size = setting.block_size;
-  tier.queue_depth = setting.queue_depth;
-  tier.direct_io = true;
-  const std::uint64_t request = request_bytes_at(setting.block_size, setting.queue_depth);
-  const unsigned per_direction = buffers_per_direction(request);
-  const std::uint64_t bytes = plan.bytes_per_stream / setting.block_size * setting.block_size;
-  const std::string at_setting =
-      setting.block_size == options.block_size && setting.queue_depth == options.queue_depth
-          ? ""
-          : " at " + format_bytes(static_cast<double>(setting.block_size)) + " x qd " +
-                std::to_string(setting.queue_depth);
-  const auto pass_bytes = [&](unsigned n) { return static_cast<std::int64_t>(bytes * n); };
-  TierIoSetting out;
-  out.block_size = static_cast<std::int64_t>(setting.block_size);
-  out.queue_depth = static_cast<std::int64_t>(setting.queue_depth);
+  std::vector<TierIoSetting> out(settings.size());
   for (unsigned n : plan.streams) {
-    std::vector<Stream> streams(n);
-    for (unsigned s = 0; s < n; ++s) {
-      streams[s].engine = std::make_unique<io::TierIo>(tier, &pool, warn);
-      streams[s].file = &streams[s].engine->open_file("stream-" + std::to_string(s) + ".bin", bytes);
-      for (unsigned b = 0; b < per_direction; ++b) {
-        streams[s].buffers.push_back(pool.acquire(request));
-        streams[s].write_buffers.push_back(pool.acquire(request));
+    std::vector<SettingStreams> all(settings.size());
+    for (std::size_t i = 0; i < settings.size(); ++i) {
+      SettingStreams& ss = all[i];
+      ss.setting = settings[i];
+      ss.tier.name = spec.name;
+      ss.tier.path = dir;
+      ss.tier.block_size = ss.setting.block_size;
+      ss.tier.queue_depth = ss.setting.queue_depth;
+      ss.tier.direct_io = true;
+      ss.request = request_bytes_at(ss.setting.block_size, ss.setting.queue_depth);
+      ss.bytes = plan.bytes_per_stream / ss.setting.block_size * ss.setting.block_size;
+      if (i > 0)
+        ss.label = " at " + format_bytes(static_cast<double>(ss.setting.block_size)) + " x qd " +
+                   std::to_string(ss.setting.queue_depth);
+      ss.streams.resize(n);
+      for (unsigned s = 0; s < n; ++s) {
+        Stream& st = ss.streams[s];
+        st.engine = std::make_unique<io::TierIo>(ss.tier, &pool, warn);
+        st.file = &st.engine->open_file("io" + std::to_string(i) + "-stream-" + std::to_string(s) + ".bin",
+                                        ss.bytes);
+        direct = direct && st.file->direct();
       }
-      direct = direct && streams[s].file->direct();
     }
-    std::vector<double> write_gbps, read_gbps, mixed_read_gbps, mixed_write_gbps;
     for (int rep = 1; rep <= options.repetitions; ++rep) {
-      const std::string at = "tier '" + spec.name + "'" + at_setting + ": " + std::to_string(n) +
-                             " stream(s) x " + format_bytes(static_cast<double>(bytes)) + ", rep " +
-                             std::to_string(rep) + "/" + std::to_string(options.repetitions);
-      report(progress, at + ", write");
-      write_gbps.push_back(run_pass(streams, io::IoOp::write, bytes, request, false));
-      report(progress, at + ", read");
-      read_gbps.push_back(run_pass(streams, io::IoOp::read, bytes, request, false));
-      report(progress, at + ", read+write");
-      const auto [mixed_read, mixed_write] = run_mixed_pass(streams, bytes, request, setting.block_size);
-      mixed_read_gbps.push_back(mixed_read);
-      mixed_write_gbps.push_back(mixed_write);
+      for (SettingStreams& ss : all) {
+        const std::string at = "tier '" + spec.name + "'" + ss.label + ": " + std::to_string(n) +
+                               " stream(s) x " + format_bytes(static_cast<double>(ss.bytes)) + ", rep " +
+                               std::to_string(rep) + "/" + std::to_string(options.repetitions);
+        take_buffers(ss, pool);
+        report(progress, at + ", write");
+        ss.write_gbps.push_back(run_pass(ss.streams, io::IoOp::write, ss.bytes, ss.request, false));
+        report(progress, at + ", read");
+        ss.read_gbps.push_back(run_pass(ss.streams, io::IoOp::read, ss.bytes, ss.request, false));
+        report(progress, at + ", read+write");
+        const auto [mixed_read, mixed_write] =
+            run_mixed_pass(ss.streams, ss.bytes, ss.request, ss.setting.block_size);
+        ss.mixed_read_gbps.push_back(mixed_read);
+        ss.mixed_write_gbps.push_back(mixed_write);
+        return_buffers(ss);
+      }
     }
-    // Every page read back is checked in one more read pass, outside the figures: the
-    // executor's reads do not check pages, so the timed read passes do not either (checking
-    // every page costs CPU that, on tmpfs, the copies need; docs/profile.md).
-    report(progress, "tier '" + spec.name + "'" + at_setting + ": " + std::to_string(n) +
-                         " stream(s), verifying what was written");
-    run_pass(streams, io::IoOp::read, bytes, request, true);
-    out.write_gbps.push_back({static_cast<std::int64_t>(n), summarize(write_gbps, pass_bytes(n))});
-    out.read_gbps.push_back({static_cast<std::int64_t>(n), summarize(read_gbps, pass_bytes(n))});
-    out.mixed_read_gbps.push_back({static_cast<std::int64_t>(n), summarize(mixed_read_gbps, pass_bytes(n))});
-    out.mixed_write_gbps.push_back(
-        {static_cast<std::int64_t>(n), summarize(mixed_write_gbps, pass_bytes(n))});
-    if (n == 1 && at_one_stream) at_one_stream(streams, tier);
-    for (Stream& st : streams) {
-      for (auto& b : st.buffers) b.reset();
-      for (auto& b : st.write_buffers) b.reset();
-      const fs::path file = st.file->path();
-      st.engine->close_file(*st.file);
-      std::error_code ec;
-      fs::remove(file, ec);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      SettingStreams& ss = all[i];
+      const auto pass_bytes = static_cast<std::int64_t>(ss.bytes * n);
+      // Every page read back is checked in one more read pass, outside the figures: the
+      // executor's reads do not check pages, so the timed read passes do not either (checking
+      // every page costs CPU that, on tmpfs, the copies need; docs/profile.md).
+      take_buffers(ss, pool);
+      report(progress, "tier '" + spec.name + "'" + ss.label + ": " + std::to_string(n) +
+                           " stream(s), verifying what was written");
+      run_pass(ss.streams, io::IoOp::read, ss.bytes, ss.request, true);
+      TierIoSetting& curves = out[i];
+      curves.block_size = static_cast<std::int64_t>(ss.setting.block_size);
+      curves.queue_depth = static_cast<std::int64_t>(ss.setting.queue_depth);
+      const auto n64 = static_cast<std::int64_t>(n);
+      curves.write_gbps.push_back({n64, summarize(ss.write_gbps, pass_bytes)});
+      curves.read_gbps.push_back({n64, summarize(ss.read_gbps, pass_bytes)});
+      curves.mixed_read_gbps.push_back({n64, summarize(ss.mixed_read_gbps, pass_bytes)});
+      curves.mixed_write_gbps.push_back({n64, summarize(ss.mixed_write_gbps, pass_bytes)});
+      if (i == 0 && n == 1 && at_one_stream) at_one_stream(ss.streams, ss.tier);
+      return_buffers(ss);
+      for (Stream& st : ss.streams) {
+        const fs::path file = st.file->path();
+        st.engine->close_file(*st.file);
+        std::error_code ec;
+        fs::remove(file, ec);
+      }
     }
   }
   return out;
@@ -812,7 +854,7 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
   ScratchDir scratch(spec);  // declared first: removed last, after every engine closed its files
   std::vector<IoSetting> settings{{options.block_size, options.queue_depth}};
   settings.insert(settings.end(), options.io_settings.begin(), options.io_settings.end());
-  std::uint64_t pool_bytes = 0;
+  std::uint64_t pool_bytes = 0;  // one setting's buffers at a time
   for (const IoSetting& s : settings) {
     const std::uint64_t request = request_bytes_at(s.block_size, s.queue_depth);
     pool_bytes = std::max(
@@ -837,21 +879,15 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
           out.slot_handoff_waits_adam = u.handoff_waits_adam;
         }
       };
-  const std::function<void(std::vector<Stream>&, const io::Tier&)> no_extras;
-  for (std::size_t i = 0; i < settings.size(); ++i) {
-    TierIoSetting curves = measure_io_setting(plan, options, settings[i], scratch.path(), pool, progress,
-                                              warn, direct, i == 0 ? latency_and_interference : no_extras);
-    if (i > 0) {
-      out.io_settings.push_back(std::move(curves));
-      continue;
-    }
-    out.block_size = curves.block_size;
-    out.queue_depth = curves.queue_depth;
-    out.read_gbps = std::move(curves.read_gbps);
-    out.write_gbps = std::move(curves.write_gbps);
-    out.mixed_read_gbps = std::move(curves.mixed_read_gbps);
-    out.mixed_write_gbps = std::move(curves.mixed_write_gbps);
-  }
+  std::vector<TierIoSetting> curves = measure_io_settings(plan, options, settings, scratch.path(), pool,
+                                                          progress, warn, direct, latency_and_interference);
+  out.block_size = curves[0].block_size;
+  out.queue_depth = curves[0].queue_depth;
+  out.read_gbps = std::move(curves[0].read_gbps);
+  out.write_gbps = std::move(curves[0].write_gbps);
+  out.mixed_read_gbps = std::move(curves[0].mixed_read_gbps);
+  out.mixed_write_gbps = std::move(curves[0].mixed_write_gbps);
+  out.io_settings.assign(std::make_move_iterator(curves.begin() + 1), std::make_move_iterator(curves.end()));
   out.direct_io = direct;
   return out;
 }
