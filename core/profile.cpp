@@ -131,16 +131,20 @@ std::optional<TierProfile> TierProfile::at_io_setting(std::int64_t block, std::i
   for (const TierIoSetting& s : io_settings) {
     if (s.block_size != block || s.queue_depth != depth) continue;
     TierProfile t = *this;
-    t.block_size = s.block_size;
-    t.queue_depth = s.queue_depth;
-    t.read_gbps = s.read_gbps;
-    t.write_gbps = s.write_gbps;
-    t.mixed_read_gbps = s.mixed_read_gbps;
-    t.mixed_write_gbps = s.mixed_write_gbps;
+    t.use_curves(s);
     t.io_settings.clear();
     return t;
   }
   return std::nullopt;
+}
+
+void TierProfile::use_curves(const TierIoSetting& s) {
+  block_size = s.block_size;
+  queue_depth = s.queue_depth;
+  read_gbps = s.read_gbps;
+  write_gbps = s.write_gbps;
+  mixed_read_gbps = s.mixed_read_gbps;
+  mixed_write_gbps = s.mixed_write_gbps;
 }
 
 std::vector<std::pair<std::int64_t, std::int64_t>> TierProfile::measured_io_settings() const {
@@ -280,14 +284,8 @@ Profile profile_from_json(const Json& json) {
     tp.capacity_bytes = t.integer("capacity_bytes", 0, INT64_MAX);
     tp.free_bytes = t.integer("free_bytes", 0, INT64_MAX);
     if (tp.free_bytes > tp.capacity_bytes) t.fail("free_bytes", "must not exceed capacity_bytes");
-    const TierIoSetting main = read_io_setting(t);
-    tp.block_size = main.block_size;
-    tp.queue_depth = main.queue_depth;
+    tp.use_curves(read_io_setting(t));
     tp.direct_io = t.boolean_or("direct_io", true);
-    tp.read_gbps = main.read_gbps;
-    tp.write_gbps = main.write_gbps;
-    tp.mixed_read_gbps = main.mixed_read_gbps;
-    tp.mixed_write_gbps = main.mixed_write_gbps;
     if (t.optional("io_settings")) {
       const Json& settings = t.array("io_settings");
       for (std::size_t k = 0; k < settings.size(); ++k) {

@@ -171,6 +171,8 @@ struct TierProfile {
   // This tier with the curves measured at `block_size` x `queue_depth` (the main ones or one
   // of io_settings; everything else unchanged); nullopt when that setting was not measured.
   std::optional<TierProfile> at_io_setting(std::int64_t block_size, std::int64_t queue_depth) const;
+  // Takes `s`'s block size, queue depth and curves as the tier's main ones.
+  void use_curves(const TierIoSetting& s);
   // Every setting measured: the main one first, then io_settings in order.
   std::vector<std::pair<std::int64_t, std::int64_t>> measured_io_settings() const;
 

@@ -881,12 +881,7 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
       };
   std::vector<TierIoSetting> curves = measure_io_settings(plan, options, settings, scratch.path(), pool,
                                                           progress, warn, direct, latency_and_interference);
-  out.block_size = curves[0].block_size;
-  out.queue_depth = curves[0].queue_depth;
-  out.read_gbps = std::move(curves[0].read_gbps);
-  out.write_gbps = std::move(curves[0].write_gbps);
-  out.mixed_read_gbps = std::move(curves[0].mixed_read_gbps);
-  out.mixed_write_gbps = std::move(curves[0].mixed_write_gbps);
+  out.use_curves(curves[0]);
   out.io_settings.assign(std::make_move_iterator(curves.begin() + 1), std::make_move_iterator(curves.end()));
   out.direct_io = direct;
   return out;
