@@ -193,24 +193,21 @@ std::vector<std::pair<std::string, double>> profile_figures(const Profile& p) {
   }
   for (const TierProfile& t : p.tiers) {
     const std::string at = "tiers[" + t.name + "].";
-    for (const CurvePoint& pt : t.write_gbps) add(at + "write_gbps@" + std::to_string(pt.streams), pt.value);
-    for (const CurvePoint& pt : t.read_gbps) add(at + "read_gbps@" + std::to_string(pt.streams), pt.value);
-    for (const CurvePoint& pt : t.mixed_write_gbps)
-      add(at + "mixed_write_gbps@" + std::to_string(pt.streams), pt.value);
-    for (const CurvePoint& pt : t.mixed_read_gbps)
-      add(at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
-    for (const TierIoSetting& io : t.io_settings) {
-      const std::string io_at = at + "io_settings[" + format_bytes(static_cast<double>(io.block_size)) +
-                                " qd " + std::to_string(io.queue_depth) + "].";
-      for (const CurvePoint& pt : io.write_gbps)
-        add(io_at + "write_gbps@" + std::to_string(pt.streams), pt.value);
-      for (const CurvePoint& pt : io.read_gbps)
-        add(io_at + "read_gbps@" + std::to_string(pt.streams), pt.value);
-      for (const CurvePoint& pt : io.mixed_write_gbps)
-        add(io_at + "mixed_write_gbps@" + std::to_string(pt.streams), pt.value);
-      for (const CurvePoint& pt : io.mixed_read_gbps)
-        add(io_at + "mixed_read_gbps@" + std::to_string(pt.streams), pt.value);
-    }
+    // One setting's four curves, each point under PREFIX + curve + "@" + streams.
+    const auto add_curves = [&add](const std::string& prefix, const std::vector<CurvePoint>& write,
+                                   const std::vector<CurvePoint>& read,
+                                   const std::vector<CurvePoint>& mixed_write,
+                                   const std::vector<CurvePoint>& mixed_read) {
+      for (const auto& [name, curve] :
+           {std::pair{"write_gbps", &write}, std::pair{"read_gbps", &read},
+            std::pair{"mixed_write_gbps", &mixed_write}, std::pair{"mixed_read_gbps", &mixed_read}})
+        for (const CurvePoint& pt : *curve) add(prefix + name + "@" + std::to_string(pt.streams), pt.value);
+    };
+    add_curves(at, t.write_gbps, t.read_gbps, t.mixed_write_gbps, t.mixed_read_gbps);
+    for (const TierIoSetting& io : t.io_settings)
+      add_curves(at + "io_settings[" + format_bytes(static_cast<double>(io.block_size)) + " qd " +
+                     std::to_string(io.queue_depth) + "].",
+                 io.write_gbps, io.read_gbps, io.mixed_write_gbps, io.mixed_read_gbps);
     add(at + "latency_us", t.latency_us);
     if (t.io_ratio_adam_busy > 0) {
       f.emplace_back(at + "update_interference.io_ratio", t.io_ratio_adam_busy);

@@ -59,6 +59,11 @@ unsigned buffers_per_direction(std::uint64_t request) {
   return static_cast<unsigned>(std::max<std::uint64_t>(2, (kBufferSpan + request - 1) / request));
 }
 
+// A block size the engine can use (a whole number of pages) and a queue depth it takes.
+bool usable(const IoSetting& io) {
+  return io.block_size > 0 && io.block_size % kPage == 0 && io.queue_depth >= 1 && io.queue_depth <= 4096;
+}
+
 // Bytes per engine request at one I/O setting (two outstanding per stream).
 std::uint64_t request_bytes_at(std::uint64_t block_size, unsigned queue_depth) {
   return round_up(std::max<std::uint64_t>(block_size * queue_depth, kMinRequest), block_size);
@@ -640,9 +645,7 @@ std::vector<IoSetting> parse_io_settings(const std::string& text) {
     if (qd.empty() || qd.size() > 4 || qd.find_first_not_of("0123456789") != std::string::npos)
       throw bad("has a bad queue depth");
     s.queue_depth = static_cast<unsigned>(std::stoul(qd));
-    if (s.block_size == 0 || s.block_size % kPage != 0)
-      throw bad("has a block size that is not a multiple of 4 KiB");
-    if (s.queue_depth < 1 || s.queue_depth > 4096) throw bad("has a queue depth outside 1..4096");
+    if (!usable(s)) throw bad("needs a block size that is a multiple of 4 KiB and a queue depth in 1..4096");
     for (const IoSetting& o : out)
       if (o.block_size == s.block_size && o.queue_depth == s.queue_depth) throw bad("is listed twice");
     out.push_back(s);
@@ -665,11 +668,10 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
                 ": must be a positive multiple of 4 KiB");
   if (options.queue_depth == 0) throw Error("--queue-depth must be at least 1");
   for (const IoSetting& io : options.io_settings) {
-    if (io.block_size == 0 || io.block_size % kPage != 0 || io.queue_depth == 0)
+    if (!usable(io))
       throw Error("--io-settings: block size " + std::to_string(io.block_size) + " x queue depth " +
                   std::to_string(io.queue_depth) +
-                  ": a block size must be a positive multiple of 4 KiB and a "
-                  "queue depth at least 1");
+                  ": a block size must be a positive multiple of 4 KiB and a queue depth in 1..4096");
     if (io.block_size == options.block_size && io.queue_depth == options.queue_depth)
       throw Error("--io-settings: block size " + format_bytes(static_cast<double>(io.block_size)) +
                   " with queue depth " + std::to_string(io.queue_depth) +
@@ -758,11 +760,11 @@ void return_buffers(SettingStreams& ss) {
 // device (10-20 % on the dev VM) falls on all of them alike rather than on whichever was
 // measured last. Then one verifying read pass per setting. `at_one_stream` runs once on the
 // main setting's one-stream files (latency and interference), with its buffers taken.
-std::vector<TierIoSetting> measure_io_settings(
-    const TierProbePlan& plan, const TierProbeOptions& options, const std::vector<IoSetting>& settings,
-    const fs::path& dir, io::PinnedBufferPool& pool, const ProgressSink& progress,
-    const io::WarningSink& warn, bool& direct,
-    const std::function<void(std::vector<Stream>&, const io::Tier&)>& at_one_stream) {
+std::vector<TierIoSetting> measure_io_settings(const TierProbePlan& plan, const TierProbeOptions& options,
+                                               const std::vector<IoSetting>& settings, const fs::path& dir,
+                                               io::PinnedBufferPool& pool, const ProgressSink& progress,
+                                               const io::WarningSink& warn, bool& direct,
+                                               const std::function<void(SettingStreams&)>& at_one_stream) {
   const TierSpec& spec = plan.spec;
   std::vector<TierIoSetting> out(settings.size());
   for (unsigned n : plan.streams) {
@@ -825,7 +827,7 @@ std::vector<TierIoSetting> measure_io_settings(
       curves.read_gbps.push_back({n64, summarize(ss.read_gbps, pass_bytes)});
       curves.mixed_read_gbps.push_back({n64, summarize(ss.mixed_read_gbps, pass_bytes)});
       curves.mixed_write_gbps.push_back({n64, summarize(ss.mixed_write_gbps, pass_bytes)});
-      if (i == 0 && n == 1 && at_one_stream) at_one_stream(ss.streams, ss.tier);
+      if (i == 0 && n == 1 && at_one_stream) at_one_stream(ss);
       return_buffers(ss);
       for (Stream& st : ss.streams) {
         const fs::path file = st.file->path();
@@ -863,22 +865,20 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
   io::PinnedBufferPool pool(pool_bytes + kPage);
 
   bool direct = true;
-  const std::function<void(std::vector<Stream>&, const io::Tier&)> latency_and_interference =
-      [&](std::vector<Stream>& streams, const io::Tier& tier) {
-        const std::uint64_t bytes = plan.bytes_per_stream / options.block_size * options.block_size;
-        report(progress, "tier '" + spec.name + "': first-byte latency");
-        io::PinnedBuffer page = pool.acquire(kPage);
-        out.latency_us = probe_latency(streams[0], bytes, options.latency_samples, page);
-        report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
-        const UpdateInterference u =
-            probe_update_interference(streams, tier, bytes, plan.request_bytes, options.block_size);
-        if (u.io_ratio > 0 && u.adam_ratio > 0) {
-          out.io_ratio_adam_busy = std::clamp(u.io_ratio, 1e-3, 10.0);
-          out.adam_ratio_io_busy = std::clamp(u.adam_ratio, 1e-3, 10.0);
-          out.slot_handoff_us = u.handoff_idle_s * 1e6;
-          out.slot_handoff_waits_adam = u.handoff_waits_adam;
-        }
-      };
+  const std::function<void(SettingStreams&)> latency_and_interference = [&](SettingStreams& main) {
+    report(progress, "tier '" + spec.name + "': first-byte latency");
+    io::PinnedBuffer page = pool.acquire(kPage);
+    out.latency_us = probe_latency(main.streams[0], main.bytes, options.latency_samples, page);
+    report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
+    const UpdateInterference u =
+        probe_update_interference(main.streams, main.tier, main.bytes, main.request, main.setting.block_size);
+    if (u.io_ratio > 0 && u.adam_ratio > 0) {
+      out.io_ratio_adam_busy = std::clamp(u.io_ratio, 1e-3, 10.0);
+      out.adam_ratio_io_busy = std::clamp(u.adam_ratio, 1e-3, 10.0);
+      out.slot_handoff_us = u.handoff_idle_s * 1e6;
+      out.slot_handoff_waits_adam = u.handoff_waits_adam;
+    }
+  };
   std::vector<TierIoSetting> curves = measure_io_settings(plan, options, settings, scratch.path(), pool,
                                                           progress, warn, direct, latency_and_interference);
   out.use_curves(curves[0]);

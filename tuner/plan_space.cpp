@@ -1,9 +1,9 @@
 #include "tuner/plan_space.hpp"
 
 #include <algorithm>
-#include <tuple>
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/rates.hpp"
