@@ -29,6 +29,7 @@
 #include "executor/train/run_log.hpp"
 #include "executor/train/run_report.hpp"
 #include "executor/train/training_loop.hpp"
+#include "kernels/attention_path.hpp"
 
 namespace {
 
@@ -233,6 +234,13 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
          "Compute backend: cpu, cuda (this process's GPU: device 0, or the local rank's under a launcher) or "
          "cuda:N (GPU N). Results differ between cpu and cuda within bf16 rounding (docs/cuda.md)")
       ->capture_default_str();
+  app.add_option(
+         "--attention", t.attention,
+         std::string("--backend cuda: the attention kernels, gemm (tensor-core GEMMs through cuBLASLt, "
+                     "softmax kernels between them) or fused (fused fp32 kernels on the CUDA cores, the "
+                     "reference); default ") +
+             mlpo::attention_path_name(mlpo::kDefaultAttentionPath) + " (docs/cuda.md)")
+      ->check(CLI::IsMember({"gemm", "fused"}));
   app.add_option("--gpu-memory-limit", f.gpu_memory_limit,
                  "--backend cuda: plan for at most this much GPU memory (e.g. 8GiB) instead of the device's "
                  "free memory; "
@@ -323,6 +331,7 @@ mlpo::cli::FlagModes run_flag_modes() {
           {"--blas-threads", kTraining},
           {"--comm", kTraining},
           {"--backend", kTraining},
+          {"--attention", kTraining},
           {"--gpu-memory-limit", kTraining},
           {"--host-memory-limit", kTraining},
           {"--param-offload", kTraining},

@@ -31,7 +31,7 @@ void check(cudaError_t e, const char* what) {
 void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
     throw Error(std::string("GPU probe: ") + what + ": cuBLASLt status " +
-                std::to_string(static_cast<int>(s)));
+                std::to_string(static_cast<int>(s)) + " (" + cublasLtGetStatusString(s) + ")");
 }
 
 // ---- RAII owners of CUDA resources ----
@@ -40,7 +40,10 @@ class DeviceMemory {
  public:
   explicit DeviceMemory(std::size_t bytes) {
     check(cudaMalloc(&data_, bytes), "cudaMalloc");
-    check(cudaMemset(data_, 0x3c, bytes), "cudaMemset");  // bf16 0x3c3c ~ 0.0115: finite, not zero
+    // bf16 0x3c3c ~ 0.0115: finite, not zero. The legacy stream's memset does not order itself
+    // before work on the probe's non-blocking streams: wait for it here.
+    check(cudaMemset(data_, 0x3c, bytes), "cudaMemset");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after cudaMemset");
   }
   ~DeviceMemory() { cudaFree(data_); }
   DeviceMemory(const DeviceMemory&) = delete;
@@ -101,6 +104,36 @@ double event_seconds(cudaStream_t stream, int iterations, const std::function<vo
   return static_cast<double>(ms) / 1e3 / iterations;
 }
 
+// Owners of cuBLASLt descriptors, so that a constructor that throws half-way (no algorithm for a
+// shape) frees what it made.
+struct MatmulDesc {
+  cublasLtMatmulDesc_t get = nullptr;
+  MatmulDesc() {
+    check(cublasLtMatmulDescCreate(&get, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  }
+  ~MatmulDesc() { cublasLtMatmulDescDestroy(get); }
+  MatmulDesc(const MatmulDesc&) = delete;
+  MatmulDesc& operator=(const MatmulDesc&) = delete;
+};
+struct MatrixLayout {
+  cublasLtMatrixLayout_t get = nullptr;
+  MatrixLayout(std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+    check(cublasLtMatrixLayoutCreate(&get, CUDA_R_16BF, static_cast<std::uint64_t>(rows),
+                                     static_cast<std::uint64_t>(cols), ld),
+          "cublasLtMatrixLayoutCreate");
+  }
+  ~MatrixLayout() { cublasLtMatrixLayoutDestroy(get); }
+  MatrixLayout(const MatrixLayout&) = delete;
+  MatrixLayout& operator=(const MatrixLayout&) = delete;
+};
+struct MatmulPreference {
+  cublasLtMatmulPreference_t get = nullptr;
+  MatmulPreference() { check(cublasLtMatmulPreferenceCreate(&get), "cublasLtMatmulPreferenceCreate"); }
+  ~MatmulPreference() { cublasLtMatmulPreferenceDestroy(get); }
+  MatmulPreference(const MatmulPreference&) = delete;
+  MatmulPreference& operator=(const MatmulPreference&) = delete;
+};
+
 // One bf16 GEMM out[m,n] = x[m,k] @ w[n,k]^T through cuBLASLt. cuBLAS is column-major, so it
 // computes out^T[n,m] = (w as k x n, transposed) * (x as k x m): A = w (op T), B = x (op N).
 class LtGemm {
@@ -111,42 +144,36 @@ class LtGemm {
         workspace_bytes_(workspace_bytes),
         x_(static_cast<std::size_t>(shape.m * shape.k) * 2),
         w_(static_cast<std::size_t>(shape.n * shape.k) * 2),
-        out_(static_cast<std::size_t>(shape.m * shape.n) * 2) {
-    check(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+        out_(static_cast<std::size_t>(shape.m * shape.n) * 2),
+        a_(shape.k, shape.n, shape.k),
+        b_(shape.k, shape.m, shape.k),
+        c_(shape.n, shape.m, shape.n) {
     const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-    check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose),
-          "TRANSA");
-    check(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep), "TRANSB");
-    check(cublasLtMatrixLayoutCreate(&a_, CUDA_R_16BF, shape.k, shape.n, shape.k), "layout A");
-    check(cublasLtMatrixLayoutCreate(&b_, CUDA_R_16BF, shape.k, shape.m, shape.k), "layout B");
-    check(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, shape.n, shape.m, shape.n), "layout C");
-    cublasLtMatmulPreference_t preference = nullptr;
-    check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+    check(
+        cublasLtMatmulDescSetAttribute(desc_.get, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose),
+        "TRANSA");
+    check(cublasLtMatmulDescSetAttribute(desc_.get, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep),
+          "TRANSB");
+    MatmulPreference preference;
     const std::uint64_t max_workspace = workspace_bytes;
-    cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &max_workspace,
-                                         sizeof max_workspace);
+    check(cublasLtMatmulPreferenceSetAttribute(preference.get, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &max_workspace, sizeof max_workspace),
+          "workspace preference");
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, c_, c_, preference, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(preference);
-    check(status, "cublasLtMatmulAlgoGetHeuristic");
+    check(cublasLtMatmulAlgoGetHeuristic(handle_, desc_.get, a_.get, b_.get, c_.get, c_.get, preference.get,
+                                         1, &result, &found),
+          "cublasLtMatmulAlgoGetHeuristic");
     if (found == 0) throw Error("GPU probe: cuBLASLt has no bf16 algorithm for GEMM '" + shape.name + "'");
     algo_ = result.algo;
-  }
-  ~LtGemm() {
-    cublasLtMatrixLayoutDestroy(c_);
-    cublasLtMatrixLayoutDestroy(b_);
-    cublasLtMatrixLayoutDestroy(a_);
-    cublasLtMatmulDescDestroy(desc_);
   }
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
 
   void run(cudaStream_t stream) {
     const float alpha = 1.0f, beta = 0.0f;
-    check(cublasLtMatmul(handle_, desc_, &alpha, w_.get(), a_, x_.get(), b_, &beta, out_.get(), c_,
-                         out_.get(), c_, &algo_, workspace_, workspace_bytes_, stream),
+    check(cublasLtMatmul(handle_, desc_.get, &alpha, w_.get(), a_.get, x_.get(), b_.get, &beta, out_.get(),
+                         c_.get, out_.get(), c_.get, &algo_, workspace_, workspace_bytes_, stream),
           "cublasLtMatmul");
   }
 
@@ -155,8 +182,8 @@ class LtGemm {
   void* workspace_;
   std::size_t workspace_bytes_;
   DeviceMemory x_, w_, out_;
-  cublasLtMatmulDesc_t desc_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  MatmulDesc desc_;
+  MatrixLayout a_, b_, c_;
   cublasLtMatmulAlgo_t algo_{};
 };
 

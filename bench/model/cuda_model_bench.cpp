@@ -5,6 +5,7 @@
 //       [--kv-heads 8] [--ffn 5632] [--vocab 32000] [--seq 2048] [--batch 4] [--steps 5]
 //       [--peak-tflops 989]
 //   build/release/bench/model/cuda_model_bench --model 1b [--seq 1024] [--batch 4] ...
+//   ... [--attention gemm|fused]   the attention kernels (kernels/attention_path.hpp)
 //
 // Defaults: a ~0.9B-parameter model (LLaMA-like widths), 8192 tokens per step. --model takes
 // a preset or a model file instead of the shape flags (--seq still sets the sequence length). FLOPs counted
@@ -22,6 +23,7 @@
 #include "bench/model/model_bench_util.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "core/thread_pool.hpp"
 #include "executor/model/device_memory.hpp"
 #include "executor/model/model_shape.hpp"
 #include "executor/model/transformer_model.hpp"
@@ -36,7 +38,7 @@ int main(int argc, char** argv) try {
   mlpo::model::ModelShape shape{32000, 2048, 16, 16, 8, 5632, 2048};
   int batch = 4, steps = 5;
   double peak_tflops = 989.0;
-  std::string model_name;
+  std::string model_name, attention = mlpo::attention_path_name(mlpo::kDefaultAttentionPath);
   auto* model_flag = app.add_option("--model", model_name, "preset (1b, llama2-7b, ...) or model file");
   for (auto [flag, field] : {std::pair{"--hidden", &shape.hidden},
                              {"--layers", &shape.layers},
@@ -49,6 +51,9 @@ int main(int argc, char** argv) try {
   app.add_option("--batch", batch, "sequences per step");
   app.add_option("--steps", steps, "timed forward+backward steps");
   app.add_option("--peak-tflops", peak_tflops, "the GPU's dense bf16 peak, for MFU");
+  app.add_option("--attention", attention, "attention kernels: gemm (tensor cores, cuBLASLt) or fused")
+      ->check(CLI::IsMember({"gemm", "fused"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!model_name.empty()) {
     const int seq_len = shape.seq_len;
@@ -59,19 +64,25 @@ int main(int argc, char** argv) try {
 
   const mlpo::CudaAvailability gpu = mlpo::cuda_available();
   if (!gpu.available) throw mlpo::Error(gpu.reason);
-  mlpo::CudaBackend backend;
+  const mlpo::AttentionPath path = mlpo::parse_attention_path(attention, "--attention");
+  mlpo::CudaBackend backend(0, mlpo::CudaBackendOptions{path});
   const mlpo::model::TransformerOptions options{batch, mlpo::DType::bf16};
   const std::int64_t N = static_cast<std::int64_t>(batch) * shape.seq_len;
+  const mlpo::AttentionDims dims{batch, shape.seq_len, shape.heads, shape.kv_heads, shape.head_dim()};
   const mlpo::model::DeviceMemoryNeed need = mlpo::model::model_device_memory(
-      shape, options,
-      static_cast<std::int64_t>(mlpo::CudaBackend::scratch_bound(
-          shape.hidden, static_cast<std::int64_t>(batch) * shape.heads * shape.seq_len)));
+      shape, options, static_cast<std::int64_t>(mlpo::CudaBackend::scratch_bound(shape.hidden, dims, path)));
   const mlpo::gpu::DeviceMemory mem = mlpo::gpu::device_memory();
   mlpo::model::require_device_memory(need, mem.free, mem.total, backend.name());
-  std::printf("device: %s; needs %s\n", gpu.reason.c_str(), need.describe().c_str());
+  std::printf("device: %s; attention %s; needs %s\n", gpu.reason.c_str(), attention.c_str(),
+              need.describe().c_str());
 
   mlpo::model::TransformerModel model(backend, shape, options);
-  model.init_weights(1234);
+  {
+    mlpo::ThreadPool threads;
+    const auto t0 = Clock::now();
+    model.init_weights(1234, &threads);
+    std::printf("init: %.1f s on %u threads\n", seconds_since(t0), threads.size());
+  }
   const auto [tokens, targets] = mlpo::bench::random_tokens(N, shape.vocab);
 
   const auto& L = model.layout();
@@ -107,4 +118,7 @@ int main(int argc, char** argv) try {
 } catch (const mlpo::Error& e) {
   std::fprintf(stderr, "cuda_model_bench: %s\n", e.what());
   return 2;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "cuda_model_bench: internal error: %s\n", e.what());
+  return 1;
 }

@@ -3,26 +3,33 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 #include "executor/comm/nccl_tree_sum.hpp"
+#include "kernels/cuda/device.hpp"
 
 namespace mlpo::comm {
 
 namespace {
 
 void check_cuda(cudaError_t rc, const char* what) {
-  if (rc != cudaSuccess) throw Error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(rc));
+  gpu::check(rc, std::string("the NCCL communicator's ") + what);
+}
+
+[[noreturn]] void nccl_failed(ncclResult_t rc, const std::string& what) {
+  throw gpu::GpuError("NCCL", static_cast<int>(rc), false,
+                      "NCCL error in " + what + ": " + ncclGetErrorString(rc) +
+                          " (a peer rank may have died; see its message above)");
 }
 
 void check_nccl(ncclResult_t rc, const char* what) {
-  if (rc != ncclSuccess)
-    throw Error(std::string("NCCL: ") + what + " failed: " + ncclGetErrorString(rc) +
-                " (a peer rank may have died; see its message above)");
+  if (rc != ncclSuccess) nccl_failed(rc, what);
 }
 
 ncclDataType_t nccl_type(ElementType type) {
@@ -64,7 +71,7 @@ using DeviceBytes = std::unique_ptr<void, DeviceFree>;
 
 DeviceBytes device_alloc(std::size_t bytes) {
   void* p = nullptr;
-  check_cuda(cudaMalloc(&p, bytes), "cudaMalloc");
+  gpu::check_allocation(cudaMalloc(&p, bytes), bytes, "the NCCL communicator's staging buffer");
   return DeviceBytes(p);
 }
 
@@ -104,7 +111,27 @@ struct NcclCommunicator::State {
     }
     return staging.get();
   }
-  void finish() { check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+  // Waits for the collectives on the stream. Not cudaStreamSynchronize: a collective whose peer
+  // died never completes, so the wait polls the stream and NCCL's asynchronous error, and on an
+  // error aborts the communicator (which ends its kernels) and throws.
+  void finish() {
+    for (int polls = 0;; ++polls) {
+      const cudaError_t done = cudaStreamQuery(stream);
+      if (done == cudaSuccess) return;
+      if (done != cudaErrorNotReady) check_cuda(done, "collective (stream query)");
+      ncclResult_t async = ncclSuccess;
+      check_nccl(ncclCommGetAsyncError(comm, &async), "ncclCommGetAsyncError");
+      if (async != ncclSuccess && async != ncclInProgress) {
+        ncclCommAbort(comm);
+        comm = nullptr;
+        nccl_failed(async, "a collective (reported asynchronously; the communicator was aborted)");
+      }
+      if (polls < 1000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
 };
 
 NcclCommunicator::NcclCommunicator(std::unique_ptr<Communicator> bootstrap)

@@ -38,4 +38,11 @@ void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int6
   }
 }
 
+void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first,
+                    std::span<float> out, ThreadPool& threads) {
+  threads.parallel_for(out.size(), 4096, [&](std::size_t begin, std::size_t end) {
+    initial_values(layout, seed, first + static_cast<std::int64_t>(begin), out.subspan(begin, end - begin));
+  });
+}
+
 }  // namespace mlpo::model

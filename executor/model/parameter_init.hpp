@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/thread_pool.hpp"
 #include "executor/model/parameter_layout.hpp"
 
 namespace mlpo::model {
@@ -22,5 +23,10 @@ double hashed_normal(std::uint64_t seed, std::uint64_t index);
 // out[j] = initial value of flat element first + j.
 void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first,
                     std::span<float> out);
+
+// The same values, computed on `threads` (contiguous slices): bitwise the serial call's, since
+// each value depends only on (seed, index). ~30 ns an element on one core: 27 s for 0.9B.
+void initial_values(const ParameterLayout& layout, std::uint64_t seed, std::int64_t first,
+                    std::span<float> out, ThreadPool& threads);
 
 }  // namespace mlpo::model

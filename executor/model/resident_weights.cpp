@@ -18,9 +18,12 @@ ResidentWeights::ResidentWeights(Backend& backend, const ParameterLayout& layout
       buffer_(backend.allocate(storage, layout.total())),
       flat_(buffer_.view(storage, {layout.total()})) {}
 
-void ResidentWeights::init(std::uint64_t seed) {
+void ResidentWeights::init(std::uint64_t seed, ThreadPool* threads) {
   std::vector<float> values(static_cast<std::size_t>(layout_.total()));
-  initial_values(layout_, seed, 0, values);
+  if (threads != nullptr)
+    initial_values(layout_, seed, 0, values, *threads);
+  else
+    initial_values(layout_, seed, 0, values);
   load(values);
 }
 

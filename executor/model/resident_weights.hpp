@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/thread_pool.hpp"
 #include "executor/model/weight_provider.hpp"
 #include "kernels/backend.hpp"
 
@@ -17,8 +18,9 @@ class ResidentWeights final : public WeightProvider {
 
   Tensor flat() const { return flat_; }  // [total] of the storage type
 
-  // flat := initial_values(layout, seed) rounded to the storage type.
-  void init(std::uint64_t seed);
+  // flat := initial_values(layout, seed) rounded to the storage type; computed on `threads`
+  // when given (bitwise the same values).
+  void init(std::uint64_t seed, ThreadPool* threads = nullptr);
   // flat := values (fp32, layout order, total of them) rounded to the storage type; staged
   // through a 1 Mi-element fp32 device buffer that is freed on return.
   void load(std::span<const float> values);

@@ -91,8 +91,8 @@ class TransformerModel {
   // [total] of the gradient type; an internal error with stream_gradients (there is none).
   Tensor gradients() const;
 
-  // Weights := initial_values(layout, seed) rounded to the storage type.
-  void init_weights(std::uint64_t seed) { resident().init(seed); }
+  // Weights := initial_values(layout, seed) rounded to the storage type (on `threads` when given).
+  void init_weights(std::uint64_t seed, ThreadPool* threads = nullptr) { resident().init(seed, threads); }
   // Weights := values (fp32, layout order, layout().total() of them) rounded to the storage type.
   void load_weights(std::span<const float> values) { resident().load(values); }
   // Resets gradients() to zero (nothing to do with stream_gradients: each part's buffer is

@@ -37,9 +37,9 @@ BackendChoice parse_backend(const std::string& text, const std::string& option) 
 bool have_cuda_backend() { return MLPO_HAVE_CUDA; }
 
 std::int64_t ComputeBackend::scratch_bound([[maybe_unused]] std::int64_t hidden,
-                                           [[maybe_unused]] std::int64_t attention_rows) const {
+                                           [[maybe_unused]] const AttentionDims& dims) const {
 #if MLPO_HAVE_CUDA
-  if (memory) return static_cast<std::int64_t>(CudaBackend::scratch_bound(hidden, attention_rows));
+  if (memory) return static_cast<std::int64_t>(CudaBackend::scratch_bound(hidden, dims, attention));
 #endif
   return 0;
 }
@@ -64,7 +64,8 @@ ComputeBackend open_backend(const BackendChoice& choice, ThreadPool& threads, un
                 std::to_string(count) +
                 (count == 1 ? " CUDA device (cuda:0)"
                             : " CUDA devices (cuda:0 .. cuda:" + std::to_string(count - 1) + ")"));
-  auto backend = std::make_unique<CudaBackend>(device);
+  auto backend = std::make_unique<CudaBackend>(device, CudaBackendOptions{choice.attention});
+  out.attention = choice.attention;
   cudaDeviceProp prop{};
   gpu::check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   const gpu::DeviceMemory m = gpu::device_memory();
@@ -125,7 +126,8 @@ std::optional<std::string> check_training_memory(const ComputeBackend& device, c
                                                  std::uint64_t memory_limit) {
   if (!device.memory) return std::nullopt;
   const std::int64_t scratch = device.scratch_bound(
-      shape.hidden, static_cast<std::int64_t>(footprint.micro_batch) * shape.heads * shape.seq_len);
+      shape.hidden,
+      AttentionDims{footprint.micro_batch, shape.seq_len, shape.heads, shape.kv_heads, shape.head_dim()});
   const model::DeviceMemoryNeed need = training_device_memory(shape, footprint, scratch);
   std::optional<model::DeviceMemoryNeed> offloaded;
   if (!footprint.param_offload && footprint.ranks == 1) {

@@ -26,6 +26,8 @@
 #include "core/thread_pool.hpp"
 #include "executor/model/device_memory.hpp"
 #include "executor/model/model_shape.hpp"
+#include "core/attention_blocking.hpp"
+#include "kernels/attention_path.hpp"
 #include "kernels/backend.hpp"
 
 namespace mlpo::train {
@@ -33,8 +35,9 @@ namespace mlpo::train {
 struct BackendChoice {
   enum class Kind { cpu, cuda };
   Kind kind = Kind::cpu;
-  int device = -1;               // cuda: -1 = the local rank's GPU
-  std::string describe() const;  // "cpu", "cuda", "cuda:1"
+  int device = -1;                                  // cuda: -1 = the local rank's GPU
+  AttentionPath attention = kDefaultAttentionPath;  // cuda: which attention kernels (--attention)
+  std::string describe() const;                     // "cpu", "cuda", "cuda:1"
 };
 
 // "cpu", "cuda" or "cuda:N"; anything else is an mlpo::Error naming `option`.
@@ -50,11 +53,12 @@ struct DeviceMemoryInfo {
 // An opened compute backend, with what the memory check needs to know about it.
 struct ComputeBackend {
   std::unique_ptr<Backend> backend;
-  std::optional<DeviceMemoryInfo> memory;  // GPU memory now; none for the CPU (host memory)
-  std::string description;                 // "cpu" or "cuda:0 (NVIDIA H200)"
+  std::optional<DeviceMemoryInfo> memory;           // GPU memory now; none for the CPU (host memory)
+  std::string description;                          // "cpu" or "cuda:0 (NVIDIA H200)"
+  AttentionPath attention = kDefaultAttentionPath;  // the GPU's attention path
   // The backend's own device memory (workspace, op scratch) for a model of `hidden` channels
-  // with batch x heads x seq_len attention rows; 0 on the CPU.
-  std::int64_t scratch_bound(std::int64_t hidden, std::int64_t attention_rows) const;
+  // whose attention has the dims `attention`; 0 on the CPU.
+  std::int64_t scratch_bound(std::int64_t hidden, const AttentionDims& attention) const;
 };
 
 // Throws mlpo::Error when the choice cannot be served (no CUDA in this build, no usable GPU,

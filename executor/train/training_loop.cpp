@@ -149,7 +149,14 @@ RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Not
   validate(o.model);
   const model::ModelShape shape = model::shape_of(o.model);
   model::ParameterLayout layout(shape);
-  const BackendChoice backend_choice = parse_backend(o.backend, "--backend");
+  BackendChoice backend_choice = parse_backend(o.backend, "--backend");
+  if (!o.attention.empty()) {
+    backend_choice.attention = parse_attention_path(o.attention, "--attention");
+    if (backend_choice.kind != BackendChoice::Kind::cuda)
+      throw Error("--attention " + o.attention +
+                  ": chooses the GPU's attention kernels, and this run trains on the CPU backend (one "
+                  "implementation); drop --attention, or train with --backend cuda");
+  }
   const WeightDecayScope decay_scope = parse_weight_decay_scope(o.weight_decay_on, "--weight-decay-on");
   check_train_options(o, job, backend_choice);
   TrainingData data = open_training_data(o);

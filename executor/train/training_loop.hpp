@@ -87,6 +87,7 @@ struct TrainOptions {
   std::string run_name;         // tier subdirectory; default train-<host>-<pid>
   bool param_offload = false;   // one rank: weights in host memory, streamed to the device per part
   std::string backend = "cpu";  // compute backend: cpu, cuda, cuda:N (compute_backend.hpp)
+  std::string attention;  // --backend cuda: gemm or fused (kernels/attention_path.hpp); empty: the default
   std::uint64_t gpu_memory_limit = 0;   // bytes the memory check may plan for on the GPU; 0: its free memory
   std::uint64_t host_memory_limit = 0;  // bytes the host memory check plans for; 0: MemAvailable
   comm::Communicator* comm = nullptr;   // the job's ranks (host memory); null: one process

@@ -30,7 +30,8 @@ struct CublasLtApi {
   X(cublasLtMatmulPreferenceDestroy) \
   X(cublasLtMatmulPreferenceSetAttribute) \
   X(cublasLtMatrixLayoutCreate) \
-  X(cublasLtMatrixLayoutDestroy)
+  X(cublasLtMatrixLayoutDestroy) \
+  X(cublasLtMatrixLayoutSetAttribute)
   // clang-format on
   MLPO_CUBLASLT_FUNCTIONS(MLPO_CUBLASLT_FUNCTION)
 #undef MLPO_CUBLASLT_FUNCTION

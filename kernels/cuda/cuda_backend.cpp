@@ -27,13 +27,19 @@ void free_pinned(void* p) { cudaFreeHost(p); }
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device) : device_(select_device(device)), gemm_(std::make_unique<gpu::Gemm>()) {}
+CudaBackend::CudaBackend(int device, CudaBackendOptions options)
+    : device_(select_device(device)), options_(options), gemm_(std::make_unique<gpu::Gemm>()) {}
 
-std::size_t CudaBackend::scratch_bound(std::int64_t hidden, std::int64_t attention_rows) {
+std::size_t CudaBackend::scratch_bound(std::int64_t hidden, const AttentionDims& attention,
+                                       AttentionPath path) {
   const std::size_t rounding = std::size_t{1} << 16;  // DeviceScratch rounds every slot up to this
+  const std::int64_t attention_rows = attention.B * attention.Hq * attention.T;
+  const std::size_t attention_bytes = path == AttentionPath::gemm
+                                          ? attention_workspace_bytes(attention, sizeof(bf16))
+                                          : static_cast<std::size_t>(attention_rows) * sizeof(float);
   return gpu::kGemmWorkspaceBytes +
-         static_cast<std::size_t>(gpu::kMaxReductionChunks * hidden) * sizeof(float) +
-         static_cast<std::size_t>(attention_rows) * sizeof(float) + 3 * rounding;
+         static_cast<std::size_t>(gpu::kMaxReductionChunks * hidden) * sizeof(float) + attention_bytes +
+         gpu::embedding_scratch_bytes(attention.B * attention.T) + gpu::DeviceScratch::kSlots * rounding;
 }
 
 CudaBackend::~CudaBackend() { cudaStreamSynchronize(stream_.get()); }
@@ -41,6 +47,7 @@ CudaBackend::~CudaBackend() { cudaStreamSynchronize(stream_.get()); }
 DeviceBuffer CudaBackend::allocate(std::size_t bytes) {
   void* p = nullptr;
   gpu::check_allocation(cudaMalloc(&p, bytes ? bytes : 1), bytes, "a CUDA backend buffer");
+  ids_.forget(p, bytes);  // an address freed and handed out again holds nothing uploaded
   return DeviceBuffer(p, bytes, &free_device);
 }
 
@@ -59,13 +66,17 @@ HostBuffer CudaBackend::allocate_host(std::size_t bytes) {
 }
 
 std::unique_ptr<CopyQueue> CudaBackend::make_copy_queue() {
-  return std::make_unique<CudaCopyQueue>(stream_.get());
+  return std::make_unique<CudaCopyQueue>(stream_.get(), &ids_);
 }
 
 void CudaBackend::copy_from_host(Tensor dst, const void* src) {
   gpu::check(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, stream_.get()),
              "copy_from_host");
   stream_.synchronize();
+  if (dst.dtype == DType::i32)
+    ids_.record(dst.data, dst.numel(), static_cast<const std::int32_t*>(src));
+  else
+    ids_.forget(dst.data, dst.bytes());
 }
 
 void CudaBackend::copy_to_host(void* dst, Tensor src) {
@@ -77,12 +88,19 @@ void CudaBackend::copy_to_host(void* dst, Tensor src) {
 void CudaBackend::copy(Tensor dst, Tensor src) {
   MLPO_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(),
              "copy: " + dst.describe() + " <- " + src.describe());
+  ids_.forget(dst.data, dst.bytes());
   gpu::check(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, stream_.get()),
              "copy");
 }
 
-void CudaBackend::fill(Tensor dst, double value) { gpu::fill(context(), dst, value); }
-void CudaBackend::cast(Tensor dst, Tensor src) { gpu::cast(context(), dst, src); }
+void CudaBackend::fill(Tensor dst, double value) {
+  ids_.forget(dst.data, dst.bytes());
+  gpu::fill(context(), dst, value);
+}
+void CudaBackend::cast(Tensor dst, Tensor src) {
+  ids_.forget(dst.data, dst.bytes());
+  gpu::cast(context(), dst, src);
+}
 void CudaBackend::add(Tensor out, Tensor a, Tensor b) { gpu::add(context(), out, a, b); }
 
 void CudaBackend::embedding_forward(Tensor out, Tensor tokens, Tensor table) {
@@ -111,11 +129,17 @@ void CudaBackend::rope_backward(Tensor dx, Tensor dout, float theta) {
   gpu::rope_backward(context(), dx, dout, theta);
 }
 void CudaBackend::attention_forward(Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v) {
-  gpu::attention_forward(context(), out, lse, q, k, v);
+  if (options_.attention == AttentionPath::gemm)
+    gpu::attention_forward_gemm(context(), *gemm_, out, lse, q, k, v);
+  else
+    gpu::attention_forward(context(), out, lse, q, k, v);
 }
 void CudaBackend::attention_backward(Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q, Tensor k,
                                      Tensor v, Tensor out, Tensor lse) {
-  gpu::attention_backward(context(), dq, dk, dv, dout, q, k, v, out, lse);
+  if (options_.attention == AttentionPath::gemm)
+    gpu::attention_backward_gemm(context(), *gemm_, dq, dk, dv, dout, q, k, v, out, lse);
+  else
+    gpu::attention_backward(context(), dq, dk, dv, dout, q, k, v, out, lse);
 }
 void CudaBackend::swiglu_forward(Tensor out, Tensor gate, Tensor up) {
   gpu::swiglu_forward(context(), out, gate, up);

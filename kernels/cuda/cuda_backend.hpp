@@ -6,6 +6,7 @@
 // Device-to-device copies and fills are stream-ordered like the ops.
 //
 // Kernels live one family per .cu file (ops_*.cu); GEMMs go through cuBLASLt (gemm.hpp).
+// Attention runs on one of two paths (kernels/attention_path.hpp), chosen at construction.
 // Storage types: bf16 and f32 (f64 is the CPU backend's test-only type; asking for it aborts).
 // Deterministic: no atomics in sums, fixed reduction orders, one cuBLASLt algorithm per shape,
 // so the same inputs give bitwise the same outputs on the same GPU model.
@@ -20,24 +21,36 @@
 
 #include <memory>
 
+#include "core/attention_blocking.hpp"
+#include "kernels/attention_path.hpp"
 #include "kernels/backend.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/id_ranges.hpp"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo {
 
+struct CudaBackendOptions {
+  AttentionPath attention = kDefaultAttentionPath;
+  // The GEMM attention's bound on one block's score elements (core/attention_blocking.hpp);
+  // smaller only in tests, to cross its block and pair boundaries on small shapes.
+  std::int64_t attention_score_elements = kMaxScoreElements;
+};
+
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device = 0);
+  explicit CudaBackend(int device = 0, CudaBackendOptions options = {});
   ~CudaBackend() override;
 
   std::string name() const override { return "cuda:" + std::to_string(device_); }
   int device() const { return device_; }
+  AttentionPath attention_path() const { return options_.attention; }
   // Upper bound of the device memory the backend allocates for itself (cuBLASLt workspace and
-  // op scratch) running a model of `hidden` channels with `attention_rows` = batch x heads x
-  // seq_len, for the up-front memory check (executor/model/device_memory.hpp).
-  static std::size_t scratch_bound(std::int64_t hidden, std::int64_t attention_rows);
+  // op scratch) running a model of `hidden` channels whose attention has the dims `attention`
+  // (micro-batch, sequence, heads, kv heads, head dim) on `path`, for the up-front memory check
+  // (executor/model/device_memory.hpp).
+  static std::size_t scratch_bound(std::int64_t hidden, const AttentionDims& attention, AttentionPath path);
   // The stream every op runs on. Other streams order themselves against it with events.
   cudaStream_t compute_stream() const { return stream_.get(); }
   // Blocks until every op enqueued so far has finished.
@@ -72,11 +85,13 @@ class CudaBackend final : public Backend {
   void cross_entropy_backward(Tensor dlogits, Tensor logits, Tensor targets, float scale) override;
 
  private:
-  gpu::OpContext context() { return {stream_.get(), scratch_}; }
+  gpu::OpContext context() { return {stream_.get(), scratch_, &ids_, options_.attention_score_elements}; }
 
   int device_;
+  CudaBackendOptions options_;
   gpu::Stream stream_;
   gpu::DeviceScratch scratch_;
+  gpu::IdRanges ids_;
   std::unique_ptr<gpu::Gemm> gemm_;
 };
 

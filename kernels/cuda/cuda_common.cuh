@@ -89,8 +89,26 @@ inline unsigned grid_for(std::int64_t n, int threads) {
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65536 ? 65536 : blocks));
 }
 
-// Call after every launch: a bad configuration is reported at the op that caused it.
-inline void check_launch(const char* op) { check(cudaGetLastError(), op); }
+// "bf16[2,77,4,64], f32[2,4,77]": the tensors of an op, for its error messages.
+template <class... Tensors>
+std::string describe_tensors(const Tensors&... tensors) {
+  std::string s;
+  ((s += (s.empty() ? "" : ", ") + tensors.describe()), ...);
+  return s;
+}
+
+// Call after an op's launches on `stream`: a bad launch throws GpuError naming the op and its
+// tensors' shapes; under MLPO_CUDA_SYNC_CHECK=1 the stream is synchronised too, so a fault
+// inside the op's kernels is reported here, by name. The description is built only on error.
+template <class... Tensors>
+void check_launch(cudaStream_t stream, const char* op, const Tensors&... tensors) {
+  const cudaError_t launch = cudaGetLastError();
+  if (launch != cudaSuccess)
+    check(launch, std::string("the launch of ") + op + " (" + describe_tensors(tensors...) + ")");
+  if (sync_check_enabled())
+    check(cudaStreamSynchronize(stream), std::string(op) + " (" + describe_tensors(tensors...) +
+                                             "), synchronised after its launches by MLPO_CUDA_SYNC_CHECK=1");
+}
 
 // Calls fn(T{}) for a bf16 or f32 storage type.
 template <class Fn>

@@ -10,6 +10,7 @@ void CudaCopyQueue::after_compute() {
 }
 
 void CudaCopyQueue::to_device(Tensor dst, const void* src) {
+  if (ids_) ids_->forget(dst.data, dst.bytes());
   after_compute();
   gpu::check(cudaMemcpyAsync(dst.data, src, dst.bytes(), cudaMemcpyHostToDevice, stream_.get()),
              "asynchronous copy host to device");

@@ -19,13 +19,15 @@
 
 #include "kernels/backend.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/id_ranges.hpp"
 
 namespace mlpo {
 
 class CudaCopyQueue final : public CopyQueue {
  public:
-  // `compute`: the stream whose ops the copies are ordered against (the backend's).
-  explicit CudaCopyQueue(cudaStream_t compute) : compute_(compute) {}
+  // `compute`: the stream whose ops the copies are ordered against (the backend's); `ids`: the
+  // backend's record of uploaded ids, which copies to the device invalidate (may be null).
+  explicit CudaCopyQueue(cudaStream_t compute, gpu::IdRanges* ids = nullptr) : compute_(compute), ids_(ids) {}
   ~CudaCopyQueue() override;  // waits for the copies in flight
 
   void to_device(Tensor dst, const void* src) override;
@@ -39,6 +41,7 @@ class CudaCopyQueue final : public CopyQueue {
   void after_compute();
 
   cudaStream_t compute_;
+  gpu::IdRanges* ids_;
   gpu::Stream stream_;
   gpu::Event compute_mark_, copies_mark_;
 };

@@ -1,5 +1,6 @@
 #include "kernels/cuda/device.hpp"
 
+#include <cstdlib>
 #include <utility>
 
 #include "core/error.hpp"
@@ -25,9 +26,52 @@ CudaAvailability cuda_available() {
 
 namespace gpu {
 
+namespace {
+
+// Errors after which the context is unusable: every later call returns the same error.
+bool is_sticky(cudaError_t status) {
+  switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorAssert:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void check(cudaError_t status, const std::string& what) {
+  if (status == cudaSuccess) return;
+  const bool sticky = is_sticky(status);
+  if (!sticky) cudaGetLastError();  // clear a non-sticky error so the next call starts clean
+  std::string message =
+      "CUDA error in " + what + ": " + cudaGetErrorString(status) + " (" + cudaGetErrorName(status) + ")";
+  if (sticky)
+    message +=
+        "; kernels run asynchronously, so the fault may come from earlier work on the stream: rerun with "
+        "CUDA_LAUNCH_BLOCKING=1 or MLPO_CUDA_SYNC_CHECK=1 to name the kernel that caused it";
+  throw GpuError("CUDA", static_cast<int>(status), sticky, message);
+}
+
 void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    check_failed("cudaSuccess", __FILE__, __LINE__, std::string(what) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess) check(status, std::string(what));
+}
+
+bool sync_check_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("MLPO_CUDA_SYNC_CHECK");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return enabled;
 }
 
 DeviceMemory device_memory() {

@@ -10,7 +10,9 @@
 
 #include <cuda_runtime.h>
 
+#include "core/attention_blocking.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/id_ranges.hpp"
 #include "kernels/tensor.hpp"
 
 namespace mlpo::gpu {
@@ -21,6 +23,8 @@ inline constexpr std::int64_t kMaxReductionChunks = 256;
 struct OpContext {
   cudaStream_t stream;
   DeviceScratch& scratch;
+  const IdRanges* ids = nullptr;  // ids uploaded from the host and their range (id_ranges.hpp)
+  std::int64_t attention_score_elements = kMaxScoreElements;  // GEMM attention's block bound
 };
 
 // ops_cast.cu
@@ -29,10 +33,13 @@ void fill(const OpContext& ctx, Tensor dst, double value);
 void add(const OpContext& ctx, Tensor out, Tensor a, Tensor b);
 
 // ops_embedding.cu
-// Throws mlpo::Error when an id is outside [0, vocab); `what` is "token" or "target".
+// Throws mlpo::Error when an id is outside [0, vocab); `what` is "token" or "target". Ids that
+// ctx.ids saw uploaded are checked on the host, others on the device (one int read back).
 void check_ids(const OpContext& ctx, Tensor ids, std::int64_t vocab, const char* what);
 void embedding_forward(const OpContext& ctx, Tensor out, Tensor tokens, Tensor table);
 void embedding_backward(const OpContext& ctx, Tensor dtable, Tensor tokens, Tensor dout);
+// Upper bound of the embedding backward's scratch (the id sort) for `tokens` ids.
+std::size_t embedding_scratch_bytes(std::int64_t tokens);
 
 // ops_rmsnorm.cu
 void rmsnorm_forward(const OpContext& ctx, Tensor out, Tensor rstd, Tensor x, Tensor weight, float eps);
@@ -40,7 +47,7 @@ void rmsnorm_backward(const OpContext& ctx, Tensor dx, Tensor dweight, Tensor do
                       Tensor rstd);
 
 // ops_linear.cu: GEMMs through cuBLASLt.
-class Gemm;  // cuBLASLt handle, workspace and algorithm cache (ops_linear.cu)
+class Gemm;  // cuBLASLt handle, workspace and plan cache (gemm.hpp)
 void linear_forward(const OpContext& ctx, Gemm& gemm, Tensor out, Tensor x, Tensor w);
 void linear_backward(const OpContext& ctx, Gemm& gemm, Tensor dx, Tensor dw, Tensor dout, Tensor x, Tensor w,
                      bool accumulate_dx);
@@ -49,10 +56,16 @@ void linear_backward(const OpContext& ctx, Gemm& gemm, Tensor dx, Tensor dw, Ten
 void rope_forward(const OpContext& ctx, Tensor out, Tensor x, float theta);
 void rope_backward(const OpContext& ctx, Tensor dx, Tensor dout, float theta);
 
-// ops_attention.cu
+// ops_attention.cu: the fused fp32 kernels (AttentionPath::fused, the reference).
 void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, Tensor k, Tensor v);
 void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q,
                         Tensor k, Tensor v, Tensor out, Tensor lse);
+
+// ops_attention_gemm.cu: tensor-core GEMMs through cuBLASLt (AttentionPath::gemm).
+void attention_forward_gemm(const OpContext& ctx, Gemm& gemm, Tensor out, Tensor lse, Tensor q, Tensor k,
+                            Tensor v);
+void attention_backward_gemm(const OpContext& ctx, Gemm& gemm, Tensor dq, Tensor dk, Tensor dv, Tensor dout,
+                             Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse);
 
 // ops_swiglu.cu
 void swiglu_forward(const OpContext& ctx, Tensor out, Tensor gate, Tensor up);

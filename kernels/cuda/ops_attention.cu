@@ -367,7 +367,7 @@ void attention_forward(const OpContext& ctx, Tensor out, Tensor lse, Tensor q, T
           static_cast<const T*>(k.data), static_cast<const T*>(v.data), d);
     });
   });
-  check_launch("attention_forward");
+  check_launch(ctx.stream, "attention_forward", out, lse, q, k, v);
 }
 
 void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, Tensor dout, Tensor q,
@@ -404,7 +404,7 @@ void attention_backward(const OpContext& ctx, Tensor dq, Tensor dk, Tensor dv, T
                                                                   lp, delta, d);
     });
   });
-  check_launch("attention_backward");
+  check_launch(ctx.stream, "attention_backward", dq, dk, dv, dout, q, k, v, lse);
 }
 
 }  // namespace mlpo::gpu

@@ -45,7 +45,7 @@ void cast(const OpContext& ctx, Tensor dst, Tensor src) {
           static_cast<D*>(dst.data), static_cast<const S*>(src.data), n);
     });
   });
-  check_launch("cast");
+  check_launch(ctx.stream, "cast", dst, src);
 }
 
 void fill(const OpContext& ctx, Tensor dst, double value) {
@@ -63,7 +63,7 @@ void fill(const OpContext& ctx, Tensor dst, double value) {
     fill_kernel<float>
         <<<blocks, kThreads, 0, ctx.stream>>>(static_cast<float*>(dst.data), static_cast<float>(value), n);
   }
-  check_launch("fill");
+  check_launch(ctx.stream, "fill", dst);
 }
 
 void add(const OpContext& ctx, Tensor out, Tensor a, Tensor b) {
@@ -75,7 +75,7 @@ void add(const OpContext& ctx, Tensor out, Tensor a, Tensor b) {
     add_kernel<T><<<grid_for(n, kThreads), kThreads, 0, ctx.stream>>>(
         static_cast<T*>(out.data), static_cast<const T*>(a.data), static_cast<const T*>(b.data), n);
   });
-  check_launch("add");
+  check_launch(ctx.stream, "add", out, a, b);
 }
 
 }  // namespace mlpo::gpu

@@ -67,7 +67,7 @@ void cross_entropy_forward(const OpContext& ctx, Tensor losses, Tensor logits, T
         static_cast<float*>(losses.data), static_cast<const T*>(logits.data),
         static_cast<const std::int32_t*>(targets.data), V);
   });
-  check_launch("cross_entropy_forward");
+  check_launch(ctx.stream, "cross_entropy_forward", losses, logits, targets);
 }
 
 void cross_entropy_backward(const OpContext& ctx, Tensor dlogits, Tensor logits, Tensor targets,
@@ -82,7 +82,7 @@ void cross_entropy_backward(const OpContext& ctx, Tensor dlogits, Tensor logits,
         static_cast<T*>(dlogits.data), static_cast<const T*>(logits.data),
         static_cast<const std::int32_t*>(targets.data), V, scale);
   });
-  check_launch("cross_entropy_backward");
+  check_launch(ctx.stream, "cross_entropy_backward", dlogits, logits, targets);
 }
 
 }  // namespace mlpo::gpu

@@ -82,7 +82,7 @@ void rmsnorm_forward(const OpContext& ctx, Tensor out, Tensor rstd, Tensor x, Te
         static_cast<T*>(out.data), static_cast<float*>(rstd.data), static_cast<const T*>(x.data),
         static_cast<const T*>(weight.data), C, eps);
   });
-  check_launch("rmsnorm_forward");
+  check_launch(ctx.stream, "rmsnorm_forward", out, rstd, x, weight);
 }
 
 void rmsnorm_backward(const OpContext& ctx, Tensor dx, Tensor dweight, Tensor dout, Tensor x, Tensor weight,
@@ -107,7 +107,7 @@ void rmsnorm_backward(const OpContext& ctx, Tensor dx, Tensor dweight, Tensor do
   });
   sum_partials_kernel<<<column_blocks, kColumnThreads, 0, ctx.stream>>>(static_cast<float*>(dweight.data),
                                                                         partials, chunks, C);
-  check_launch("rmsnorm_backward");
+  check_launch(ctx.stream, "rmsnorm_backward", dx, dweight, dout, x, weight, rstd);
 }
 
 }  // namespace mlpo::gpu

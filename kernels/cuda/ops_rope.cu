@@ -43,7 +43,7 @@ void rotate(const OpContext& ctx, Tensor out, Tensor x, float theta, int sign, c
     rope_kernel<S><<<grid_for(pairs, kThreads), kThreads, 0, ctx.stream>>>(
         static_cast<S*>(out.data), static_cast<const S*>(x.data), B * T, T, H, D, theta, sign);
   });
-  check_launch(op);
+  check_launch(ctx.stream, op, out, x);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ void swiglu_forward(const OpContext& ctx, Tensor out, Tensor gate, Tensor up) {
     swiglu_forward_kernel<T><<<grid_for(n, kThreads), kThreads, 0, ctx.stream>>>(
         static_cast<T*>(out.data), static_cast<const T*>(gate.data), static_cast<const T*>(up.data), n);
   });
-  check_launch("swiglu_forward");
+  check_launch(ctx.stream, "swiglu_forward", out, gate, up);
 }
 
 void swiglu_backward(const OpContext& ctx, Tensor dgate, Tensor dup, Tensor dout, Tensor gate, Tensor up) {
@@ -56,7 +56,7 @@ void swiglu_backward(const OpContext& ctx, Tensor dgate, Tensor dup, Tensor dout
         static_cast<T*>(dgate.data), static_cast<T*>(dup.data), static_cast<const T*>(dout.data),
         static_cast<const T*>(gate.data), static_cast<const T*>(up.data), n);
   });
-  check_launch("swiglu_backward");
+  check_launch(ctx.stream, "swiglu_backward", dgate, dup, dout, gate, up);
 }
 
 }  // namespace mlpo::gpu

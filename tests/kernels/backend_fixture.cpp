@@ -25,7 +25,9 @@ void BackendOps::SetUp() {
     return;
   }
 #if MLPO_HAVE_CUDA
-  runner_ = std::make_unique<BackendRunner>(nullptr, std::make_unique<CudaBackend>());
+  const AttentionPath path = kind == BackendKind::cuda_gemm ? AttentionPath::gemm : AttentionPath::fused;
+  runner_ =
+      std::make_unique<BackendRunner>(nullptr, std::make_unique<CudaBackend>(0, CudaBackendOptions{path}));
 #endif
 }
 
@@ -34,7 +36,8 @@ std::span<const DType> BackendOps::storage_types() const {
   return kGpuStorageTypes;
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, BackendOps, ::testing::Values(BackendKind::cpu, BackendKind::cuda),
+INSTANTIATE_TEST_SUITE_P(Backends, BackendOps,
+                         ::testing::Values(BackendKind::cpu, BackendKind::cuda_gemm, BackendKind::cuda_fused),
                          [](const ::testing::TestParamInfo<BackendKind>& info) {
                            return std::string(backend_name(info.param));
                          });

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/thread_pool.hpp"
 #include "executor/model/parameter_init.hpp"
 #include "tests/executor/model/model_test_util.hpp"
 
@@ -99,6 +100,18 @@ TEST(ParameterInit, IsAPureFunctionOfSeedAndIndex) {
   EXPECT_EQ(all, again);
   EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + 2000));
   EXPECT_NE(all, other);
+}
+
+TEST(ParameterInit, OnAThreadPoolIsBitwiseTheSerialValues) {
+  const model::ParameterLayout layout(tiny_shape());
+  std::vector<float> serial(static_cast<std::size_t>(layout.total())), parallel(serial.size(), -1.0f),
+      slice(5000, -1.0f);
+  model::initial_values(layout, 11, 0, serial);
+  ThreadPool threads(3);
+  model::initial_values(layout, 11, 0, parallel, threads);
+  model::initial_values(layout, 11, 777, slice, threads);  // a slice that starts off a range boundary
+  EXPECT_EQ(parallel, serial);
+  EXPECT_TRUE(std::equal(slice.begin(), slice.end(), serial.begin() + 777));
 }
 
 TEST(ParameterInit, NormsAreOneAndMatricesHaveStd002) {

@@ -78,7 +78,7 @@ TEST(OpenBackend, CpuHasNoDeviceMemoryToCheck) {
   ThreadPool pool(1);
   const ComputeBackend b = open_backend(parse_backend("cpu", "--backend"), pool, 1, 0);
   EXPECT_FALSE(b.memory.has_value());
-  EXPECT_EQ(b.scratch_bound(4096, 1 << 20), 0);
+  EXPECT_EQ(b.scratch_bound(4096, AttentionDims{8, 2048, 32, 8, 128}), 0);
   EXPECT_EQ(b.backend->name(), "cpu");
 }
 

@@ -34,11 +34,11 @@ double relative_l2(const std::vector<double>& got, const std::vector<double>& wa
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-void compare_models(DType storage, bool tied, double loss_tol, double grad_tol) {
+void compare_models_on(AttentionPath path, DType storage, bool tied, double loss_tol, double grad_tol) {
   const model::ModelShape shape = tiny_shape(tied);
   ThreadPool pool(2);
   CpuBackend cpu(pool, CpuBackendOptions{2, cpu::GemmPath::blas});
-  CudaBackend gpu;
+  CudaBackend gpu(0, {path});
   model::TransformerModel on_cpu(cpu, shape, {kBatch, storage}), on_gpu(gpu, shape, {kBatch, storage});
   std::vector<float> w = spread_weights(on_cpu.layout(), 31, 5.0f);
   on_cpu.load_weights(w);
@@ -57,13 +57,20 @@ void compare_models(DType storage, bool tied, double loss_tol, double grad_tol) 
     EXPECT_LT(relative_l2(g_gpu, g_cpu, e.offset, e.numel()), grad_tol) << e.name;
 }
 
+void compare_models(DType storage, bool tied, double loss_tol, double grad_tol) {
+  for (AttentionPath path : kAttentionPaths) {
+    SCOPED_TRACE(std::string("attention ") + attention_path_name(path));
+    compare_models_on(path, storage, tied, loss_tol, grad_tol);
+  }
+}
+
 TEST_F(Model, F32ForwardAndBackwardMatchCpu) { compare_models(DType::f32, false, 1e-5, 1e-3); }
 TEST_F(Model, Bf16ForwardAndBackwardMatchCpu) { compare_models(DType::bf16, false, 0.02, 0.05); }
 TEST_F(Model, TiedEmbeddingsMatchCpu) { compare_models(DType::bf16, true, 0.02, 0.05); }
 
-TEST_F(Model, RepeatedStepsAreBitwiseIdentical) {
+void expect_repeated_steps_identical(AttentionPath path) {
   const model::ModelShape shape = tiny_shape();
-  CudaBackend gpu;
+  CudaBackend gpu(0, {path});
   model::TransformerModel m(gpu, shape, {kBatch, DType::bf16});
   m.init_weights(41);
   const Batch b = random_batch(shape, kBatch, 42);
@@ -81,6 +88,13 @@ TEST_F(Model, RepeatedStepsAreBitwiseIdentical) {
       EXPECT_EQ(loss, first_loss);
       EXPECT_EQ(g, first);
     }
+  }
+}
+
+TEST_F(Model, RepeatedStepsAreBitwiseIdentical) {
+  for (AttentionPath path : kAttentionPaths) {
+    SCOPED_TRACE(attention_path_name(path));
+    expect_repeated_steps_identical(path);
   }
 }
 

@@ -210,31 +210,55 @@ TEST_F(Ops, RopeMatchesCpuInPlace) {
 
 // ---- attention -----------------------------------------------------------------------
 
+void expect_attention_matches_cpu(const reference::AttentionShape& s, CudaBackendOptions options) {
+  const int nq = s.B * s.T * s.Hq * s.D, nkv = s.B * s.T * s.Hkv * s.D;
+  for (DType t : kGpuStorageTypes) {
+    SCOPED_TRACE(std::string(attention_path_name(options.attention)) + " " + dtype_name(t) +
+                 " B=" + std::to_string(s.B) + " T=" + std::to_string(s.T) + " Hq=" + std::to_string(s.Hq) +
+                 " Hkv=" + std::to_string(s.Hkv) + " D=" + std::to_string(s.D));
+    const Vec q = rounded(random_vec(nq, 41), t), k = rounded(random_vec(nkv, 42), t);
+    const Vec v = rounded(random_vec(nkv, 43), t), dout = rounded(random_vec(nq, 44), t);
+    OpRunner cpu;
+    GpuRunner gpu(options);
+    const AttentionRun want = run_attention(cpu, t, q, k, v, dout, s),
+                       got = run_attention(gpu, t, q, k, v, dout, s);
+    expect_close(got.out, want.out, tolerance(t), "out");
+    expect_close(got.lse, want.lse, tolerance(DType::f32), "lse");
+    expect_close(got.dq, want.dq, tolerance(t), "dq");
+    expect_close(got.dk, want.dk, tolerance(t), "dk");
+    expect_close(got.dv, want.dv, tolerance(t), "dv");
+  }
+}
+
 TEST_F(Ops, AttentionMatchesCpuAcrossTilesHeadDimsAndGroups) {
   const reference::AttentionShape shapes[] = {
       {2, 7, 4, 2, 8},     // the CPU test's shape: one partial tile
       {1, 77, 4, 2, 64},   // three tiles, the last partial; GQA groups of 2
-      {2, 40, 4, 1, 128},  // all query heads on one kv head; widest supported head
+      {2, 40, 4, 1, 128},  // all query heads on one kv head; widest head of the fused kernels
       {1, 33, 3, 3, 100},  // head dim not a multiple of 32; plain multi-head
   };
-  for (const auto& s : shapes) {
-    const int nq = s.B * s.T * s.Hq * s.D, nkv = s.B * s.T * s.Hkv * s.D;
-    for (DType t : kGpuStorageTypes) {
-      SCOPED_TRACE(std::string(dtype_name(t)) + " T=" + std::to_string(s.T) + " Hq=" + std::to_string(s.Hq) +
-                   " Hkv=" + std::to_string(s.Hkv) + " D=" + std::to_string(s.D));
-      const Vec q = rounded(random_vec(nq, 41), t), k = rounded(random_vec(nkv, 42), t);
-      const Vec v = rounded(random_vec(nkv, 43), t), dout = rounded(random_vec(nq, 44), t);
-      OpRunner cpu;
-      GpuRunner gpu;
-      const AttentionRun want = run_attention(cpu, t, q, k, v, dout, s),
-                         got = run_attention(gpu, t, q, k, v, dout, s);
-      expect_close(got.out, want.out, tolerance(t), "out");
-      expect_close(got.lse, want.lse, tolerance(DType::f32), "lse");
-      expect_close(got.dq, want.dq, tolerance(t), "dq");
-      expect_close(got.dk, want.dk, tolerance(t), "dk");
-      expect_close(got.dv, want.dv, tolerance(t), "dv");
+  for (AttentionPath path : kAttentionPaths)
+    for (const auto& s : shapes) expect_attention_matches_cpu(s, {path});
+}
+
+TEST_F(Ops, GemmAttentionMatchesCpuAcrossBlocksAndPairChunks) {
+  // A small bound on the score elements of one call makes these shapes cross the GEMM path's
+  // causal blocks and split the (batch, kv head) pairs into several calls: at 4096, blocks of
+  // 13 and 18 rows (the last partial), one pair a call; at 65536, whole sequences, pairs in
+  // chunks of 3 (+1) and 4 (+2).
+  const reference::AttentionShape shapes[] = {
+      {2, 100, 4, 2, 64},  // 4 pairs, groups of 2
+      {3, 70, 6, 2, 32},   // 6 pairs, groups of 3
+  };
+  for (std::int64_t limit : {std::int64_t{4096}, std::int64_t{65536}})
+    for (const auto& s : shapes) {
+      SCOPED_TRACE("score elements per call <= " + std::to_string(limit));
+      expect_attention_matches_cpu(s, {AttentionPath::gemm, limit});
     }
-  }
+}
+
+TEST_F(Ops, GemmAttentionTakesHeadDimsAboveTheFusedKernelsLimit) {
+  expect_attention_matches_cpu({1, 40, 2, 1, 160}, {AttentionPath::gemm});
 }
 
 TEST_F(Ops, AttentionIsBitwiseReproducible) {
@@ -242,18 +266,21 @@ TEST_F(Ops, AttentionIsBitwiseReproducible) {
   const int nq = s.B * s.T * s.Hq * s.D, nkv = s.B * s.T * s.Hkv * s.D;
   const Vec q = random_vec(nq, 51), k = random_vec(nkv, 52), v = random_vec(nkv, 53),
             dout = random_vec(nq, 54);
-  GpuRunner gpu;
-  const AttentionRun a = run_attention(gpu, DType::bf16, q, k, v, dout, s);
-  const AttentionRun b = run_attention(gpu, DType::bf16, q, k, v, dout, s);
-  EXPECT_EQ(a.out, b.out);
-  EXPECT_EQ(a.lse, b.lse);
-  EXPECT_EQ(a.dq, b.dq);
-  EXPECT_EQ(a.dk, b.dk);
-  EXPECT_EQ(a.dv, b.dv);
+  for (AttentionPath path : kAttentionPaths) {
+    SCOPED_TRACE(attention_path_name(path));
+    GpuRunner gpu({path});
+    const AttentionRun a = run_attention(gpu, DType::bf16, q, k, v, dout, s);
+    const AttentionRun b = run_attention(gpu, DType::bf16, q, k, v, dout, s);
+    EXPECT_EQ(a.out, b.out);
+    EXPECT_EQ(a.lse, b.lse);
+    EXPECT_EQ(a.dq, b.dq);
+    EXPECT_EQ(a.dk, b.dk);
+    EXPECT_EQ(a.dv, b.dv);
+  }
 }
 
-TEST_F(Ops, AttentionRejectsHeadDimAbove128) {
-  GpuRunner gpu;
+TEST_F(Ops, FusedAttentionRejectsHeadDimAbove128) {
+  GpuRunner gpu({AttentionPath::fused});
   Tensor q = gpu.empty(DType::bf16, {1, 4, 1, 256}), out = gpu.empty(DType::bf16, {1, 4, 1, 256});
   Tensor lse = gpu.empty(DType::f32, {1, 1, 4});
   EXPECT_THROW(gpu.backend().attention_forward(out, lse, q, q, q), Error);

@@ -32,7 +32,11 @@ class CudaTest : public ::testing::Test {
 // The CUDA backend under a BackendRunner (construct inside a CudaTest, which skips without a GPU).
 class GpuRunner : public BackendRunner {
  public:
-  GpuRunner() : BackendRunner(nullptr, std::make_unique<CudaBackend>()) {}
+  explicit GpuRunner(CudaBackendOptions options = {})
+      : BackendRunner(nullptr, std::make_unique<CudaBackend>(0, options)) {}
 };
+
+// Both attention paths, for tests that run each.
+inline constexpr AttentionPath kAttentionPaths[] = {AttentionPath::gemm, AttentionPath::fused};
 
 }  // namespace mlpo::testing

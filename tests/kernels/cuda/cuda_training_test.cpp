@@ -46,12 +46,17 @@ TEST_F(CudaTraining, ThreeStepsMatchTheCpuBackendWithinTolerance) {
   const std::string data = test::make_token_file(dir);
   for (int accum : {1, 2}) {
     const RunResult cpu = run(options(data, "cpu", accum), dir / "cpu.safetensors");
-    const RunResult gpu = run(options(data, "cuda", accum), dir / "gpu.safetensors");
-    ASSERT_EQ(gpu.losses.size(), 3u);
-    for (std::size_t i = 0; i < 3; ++i)
-      EXPECT_NEAR(gpu.losses[i], cpu.losses[i], 0.02 * cpu.losses[i])
-          << "step " << i + 1 << " grad_accum " << accum;
-    EXPECT_LT(gpu.losses.back(), gpu.losses.front()) << "the GPU run did not learn";
+    for (const char* attention : {"gemm", "fused"}) {
+      TrainOptions o = options(data, "cuda", accum);
+      o.attention = attention;
+      const RunResult gpu = run(o, dir / "gpu.safetensors");
+      ASSERT_EQ(gpu.losses.size(), 3u);
+      for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_NEAR(gpu.losses[i], cpu.losses[i], 0.02 * cpu.losses[i])
+            << "step " << i + 1 << " grad_accum " << accum << " attention " << attention;
+      EXPECT_LT(gpu.losses.back(), gpu.losses.front())
+          << "the GPU run did not learn, attention " << attention;
+    }
   }
 }
 
