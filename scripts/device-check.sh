@@ -1,139 +1,275 @@
 #!/usr/bin/env bash
-# The GPU machine's check, one script (docs/cuda.md, "Device check"). On one H200 it ends within
-# MLPO_DEVICE_CHECK_BUDGET_S seconds (default 480 = 8 minutes) from its start, build included:
-#   1. unpack the Debian packages carried in .debs/ (scripts/device-fetch-debs.sh, run
-#      beforehand on a Debian 12 machine) into a local prefix with dpkg -x — never into / —
-#      and point CMake and pkg-config at it;
-#   2. configure and build (sm_90 only) the CUDA tests, the MFU bench, mlpo-run and mlpo-profile;
-#   3. run the stages, most important first, each in its own time box (cut short, or skipped,
-#      so that the whole script stays within the budget), each logging to OUT_DIR/<stage>.log;
-#      a failing stage never stops the others:
-#        cuda-tests     every CUDA kernel against its CPU twin, the whole model, the copy queue,
-#                       host-streamed weights = resident on the GPU (bitwise), training on the
-#                       GPU vs the CPU backend (3 steps), parameter offload = resident (bitwise)
-#        train-small    50 steps of `small` on the GPU and on the CPU backend (side by side),
-#                       loss curves compared by scripts/compare-loss-curves.py (its tolerance)
-#        mfu            forward+backward of a GPU-resident ~0.9B model: model TFLOP/s and MFU
-#                       against the H200's dense bf16 peak (989 TFLOP/s)
-#        offload        the budget check refusing llama2-7b in 8 GiB of GPU memory without
-#                       --param-offload, then 2 steps of it with --param-offload and optimizer
-#                       state in host memory (90 %) and on disk (10 %); iteration breakdown
-#        nccl           the NCCL communicator tests (world size 1) and a training run with
-#                       --backend cuda --comm nccl
-#        profile        mlpo-profile --quick with the GPU probes; the profiles tests
-#      Summary lines go to OUT_DIR/summary.txt.
-# Exit status: 0 only when every stage ran and passed.
-#   scripts/device-check.sh OUT_DIR                   the full check (on the GPU machine)
-#   scripts/device-check.sh OUT_DIR --configure-only  steps 1-2's configure only (testable without a GPU)
-#   scripts/device-check.sh OUT_DIR --build-only      steps 1-2 (testable without a GPU)
-#   scripts/device-check.sh OUT_DIR --cpu-dry-run     every stage's command line with tiny sizes and
-#                                                     --backend cpu against build/release (no GPU
-#                                                     needed): proves the script's plumbing
+# The GPU machine's check: one prepared script that fits its budget and brings its results back
+# (docs/cuda.md, "Device check").
+#
+#   scripts/device-check.sh OUT_DIR                 the check, on the GPU machine
+#   scripts/device-check.sh OUT_DIR --dry-run       preflight and stage plan only, every stage SKIPPED
+#                                                   (seconds; no GPU needed)
+#   scripts/device-check.sh OUT_DIR --cpu-dry-run   every stage's commands with tiny sizes and
+#                                                   --backend cpu against build/release: the plumbing
+#
+# Programs: the bundle that scripts/device-bundle.sh builds HERE (.device-bundle/bundle.tar.gz:
+# sm_90 binaries and the shared libraries a CUDA image lacks; carry .device-bundle), so no
+# device time goes to a build. Without a usable bundle it builds build/device on the machine
+# (cmake, ninja, nvcc, the -dev packages: .debs/ from scripts/device-fetch-debs.sh if carried).
+#
+# Stages, most valuable first, each time-boxed (cut to what is left of the budget, skipped
+# under 15 s), each with one PASSED / FAILED / TIMED OUT / SKIPPED line; a failure never stops
+# the others:
+#   cuda-tests   every CUDA kernel against its CPU twin on both attention paths, the whole model,
+#                the copy queue, training on the GPU vs the CPU (cuda_tests); the op tests against
+#                the double reference on the CUDA backend (kernels_ops_tests). A binary that fails
+#                or dies is rerun test by test, CUDA_LAUNCH_BLOCKING=1 MLPO_CUDA_SYNC_CHECK=1.
+#   train-small  50 steps of `small` on the GPU (both attention paths) and on the CPU backend side
+#                by side; loss curves compared (scripts/compare-loss-curves.py)
+#   mfu          attention alone, both paths (cuda_attention_bench); forward+backward of a
+#                GPU-resident ~0.9B model, both paths: model TFLOP/s and MFU (cuda_model_bench)
+#   offload      a model whose bf16 weights exceed the GPU memory the run may use: refused up
+#                front without --param-offload, then 2 steps with it, state 90 % in host memory
+#                and 10 % on disk
+#   nccl         the NCCL communicator tests, then training with --comm nccl
+#   profile      mlpo-profile --quick with the GPU probes; the profiles tests
+#   sanitizer    (optional) compute-sanitizer memcheck over the op tests, racecheck over attention
+#
+# OUT_DIR receives exactly two files: summary.txt (preflight, one line per stage, the figures)
+# and device-check.tar.gz (every log, XML report, run log and the profile), re-packed after each
+# stage, so a run cut short still brings back what it did.
+# Exit status: 0 when every non-optional stage passed (the dry runs: when the plumbing worked).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/device-check.sh OUT_DIR [--configure-only|--build-only|--cpu-dry-run]}"
+root="$PWD"
+out="${1:?usage: scripts/device-check.sh OUT_DIR [--dry-run|--cpu-dry-run]}"
 mode="${2:-}"
+case "$mode" in "" | --dry-run | --cpu-dry-run) ;; *)
+  echo "device-check: unknown mode '$mode'; use --dry-run, --cpu-dry-run or nothing" >&2
+  exit 2
+  ;;
+esac
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+rm -f "$out/summary.txt" "$out/device-check.tar.gz"
 summary="$out/summary.txt"
 : > "$summary"
-failed=0
-note() { echo "device-check: $*" | tee -a "$summary"; }
+work="$(mktemp -d /tmp/mlpo-device-check.XXXXXX)"
 start=$(date +%s)
-budget="${MLPO_DEVICE_CHECK_BUDGET_S:-480}"
+budget="${MLPO_DEVICE_CHECK_BUDGET_S:-360}"
 deadline=$((start + budget))
-elapsed() { echo "$(( $(date +%s) - start ))s"; }
-dry=0
-[ "$mode" = "--cpu-dry-run" ] && dry=1
+failed=0
+elapsed() { echo "$(($(date +%s) - start))s"; }
+note() { echo "device-check: $*" | tee -a "$summary"; }
+pack() {  # everything in $work but the programs and the token files (a few MiB at most)
+  tar -C "$work" --exclude=./bundle --exclude=./programs --exclude='*.tokens' -czf "$out/.device-check.tar.gz.part" . \
+    2>/dev/null && mv "$out/.device-check.tar.gz.part" "$out/device-check.tar.gz"
+}
+finish() {
+  pack
+  rm -rf "$work" "$root/out/device-check-scratch" /dev/shm/mlpo-device-check
+}
+trap finish EXIT
+trap 'note "interrupted after $(elapsed)"; exit 130' INT TERM
 
-if [ $dry = 1 ]; then
-  build="build/release"
-  [ -x "$build/cli/mlpo-run" ] || { note "--cpu-dry-run needs a release build (scripts/build.sh release)"; exit 1; }
-  note "cpu dry run: stages with tiny sizes and --backend cpu against $build"
-else
-  # ---- 1. dependencies ------------------------------------------------------------------
-  root="$PWD/.deps-root"
-  if [ -d .debs ] && compgen -G ".debs/*.deb" >/dev/null; then
-    stamp="$(ls -l .debs/*.deb | md5sum | cut -d' ' -f1) $root"
-    if [ "$(cat "$root/.unpacked" 2>/dev/null)" != "$stamp" ]; then
-      rm -rf "$root" && mkdir -p "$root"
-      for deb in .debs/*.deb; do dpkg -x "$deb" "$root"; done
-      # pkg-config files carry absolute /usr paths: point them into the prefix.
-      find "$root" -name '*.pc' -exec sed -i -E "s#^([a-z_]+)=/usr#\1=$root/usr#" {} +
-      echo "$stamp" > "$root/.unpacked"
-    fi
-    arch_lib="$root/usr/lib/x86_64-linux-gnu"
-    export PKG_CONFIG_PATH="$arch_lib/pkgconfig:$arch_lib/openblas-pthread/pkgconfig:$root/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-    export LD_LIBRARY_PATH="$arch_lib:$arch_lib/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    prefix_args=(-DCMAKE_PREFIX_PATH="$root/usr" -DOPENSSL_ROOT_DIR="$root/usr")
-    note "unpacked $(ls .debs/*.deb | wc -l) packages into $root ($(elapsed))"
-  else
-    prefix_args=()
-    note "no .debs/ here: using the system's packages"
-  fi
-  # MLPO_DEVICE_CHECK_NO_SYSTEM=1 hides the system's package locations from CMake and
-  # pkg-config, to test here that the prefix alone is enough.
-  if [ "${MLPO_DEVICE_CHECK_NO_SYSTEM:-0}" = 1 ]; then
-    prefix_args+=(-DCMAKE_IGNORE_PREFIX_PATH=/usr -DCMAKE_MAKE_PROGRAM="$(command -v ninja)")
-    export PKG_CONFIG_LIBDIR="$PKG_CONFIG_PATH"
-  fi
+dry=0 cpu_dry=0
+[ "$mode" = "--dry-run" ] && dry=1
+[ "$mode" = "--cpu-dry-run" ] && cpu_dry=1
 
-  # ---- 2. configure and build ------------------------------------------------------------
-  # Open MPI is not carried: without it the MPI communicator is left out (-DMLPO_MPI=OFF).
-  command -v mpicxx >/dev/null 2>&1 || prefix_args+=(-DMLPO_MPI=OFF)
-  build="build/device"
-  if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${MLPO_CUDA_ARCH:-90}" \
-       "${prefix_args[@]}" > "$out/configure.log" 2>&1; then
-    note "configure FAILED (see configure.log)"
-    tail -20 "$out/configure.log"
-    exit 1
-  fi
-  note "configured $build ($(elapsed))"
-  if [ "$mode" = "--configure-only" ]; then
-    grep -E "^(GTest_DIR|nlohmann_json_DIR|CLI11_DIR|OPENSSL_CRYPTO_LIBRARY|pkgcfg_lib_[A-Z]+_[a-z]+):" "$build/CMakeCache.txt" | tee -a "$summary"
-    exit 0
-  fi
-  targets=(cuda_tests cuda_model_bench mlpo-run mlpo-profile profiles_tests)
-  grep -q "NCCL communicator enabled" "$out/configure.log" && targets+=(comm_nccl_tests)
-  if ! cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" > "$out/build.log" 2>&1; then
-    note "build FAILED (see build.log)"
-    tail -30 "$out/build.log"
-    exit 1
-  fi
-  note "built ${targets[*]} ($(elapsed))"
-  [ "$mode" = "--build-only" ] && exit 0
-  nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+# ---- preflight: what this machine has, in the first seconds ---------------------------------
+# find_library NAME: the directory of the first NAME on the loader's path, the CUDA toolkit or
+# a Python wheel (PyTorch's nvidia-* packages carry cuBLAS and NCCL).
+find_library() {
+  local name="$1" path
+  path=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n {print $NF; exit}')
+  [ -n "$path" ] || path=$(find /usr/local/cuda/ /usr/local/cuda-*/ -name "$name" 2>/dev/null | head -1)
+  [ -n "$path" ] || path=$(find /opt /usr/local/lib /usr/lib -maxdepth 10 -name "$name" 2>/dev/null | head -1)
+  [ -n "$path" ] && dirname "$path"
+}
+gpu="none"
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  gpu="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+  nvidia-smi > "$work/nvidia-smi.txt" 2>&1
 fi
-mlpo_run="$build/cli/mlpo-run"
-backend=cuda
-[ $dry = 1 ] && backend=cpu
+note "preflight: GPU: $gpu"
+nvcc_bin="$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)"
+note "preflight: nvcc: $([ -n "$nvcc_bin" ] && "$nvcc_bin" --version | grep -o 'release [0-9.]*' || echo missing)"
+cublaslt_dir="$(find_library libcublasLt.so.13)"
+nccl_dir="$(find_library libnccl.so.2)"
+cudart_dir="$(find_library libcudart.so.13)"
+note "preflight: libcublasLt.so.13: ${cublaslt_dir:-MISSING (every GEMM needs it)}; libnccl.so.2: ${nccl_dir:-missing (nccl stage skipped)}"
+sanitizer="$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)"
+note "preflight: compute-sanitizer: ${sanitizer:-missing (sanitizer stage skipped)}; pkg-config: $(command -v pkg-config >/dev/null && echo yes || echo no); cmake: $(command -v cmake >/dev/null && echo yes || echo no)"
+mem_gib=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
+disk_gib=$(df -P -BG "$root" | awk 'NR == 2 {print int($4)}')
+note "preflight: $(nproc) cores, ${mem_gib} GiB memory available, ${disk_gib} GiB free disk; budget ${budget}s"
 
-# ---- 3. stages -----------------------------------------------------------------------------
-# run_stage NAME BOX_SECONDS COMMAND...: the command gets min(BOX, what is left of the budget);
-# with under 20 s left the stage is skipped. Output goes to OUT_DIR/NAME.log.
-run_stage() {
-  local name="$1" box="$2"; shift 2
-  local left=$(( deadline - $(date +%s) - 5 ))
-  if [ "$left" -lt 20 ]; then
-    note "stage $name skipped: the ${budget}s budget is spent"
-    failed=1
+# ---- programs: the carried bundle, else a build here -----------------------------------------
+bin=""
+launcher=()
+export LD_LIBRARY_PATH="${cublaslt_dir:+$cublaslt_dir:}${nccl_dir:+$nccl_dir:}${cudart_dir:+$cudart_dir:}${LD_LIBRARY_PATH:-}"
+bundle_usable() {  # unpacks the bundle; sets bin and launcher when its programs start here
+  local tarball="$root/.device-bundle/bundle.tar.gz" dir="$work/bundle"
+  [ -f "$tarball" ] || { note "programs: no .device-bundle/bundle.tar.gz (make it with scripts/device-bundle.sh)"; return 1; }
+  mkdir -p "$dir" && tar -C "$dir" -xzf "$tarball" || { note "programs: the bundle does not unpack"; return 1; }
+  cp "$dir/MANIFEST" "$work/bundle-manifest.txt" 2>/dev/null
+  export LD_LIBRARY_PATH="$dir/lib:$LD_LIBRARY_PATH"
+  if "$dir/bin/mlpo-run" --version > "$work/bundle-start.log" 2>&1; then
+    bin="$dir/bin"
+    note "programs: the bundle ($(head -1 "$dir/MANIFEST" 2>/dev/null)) starts with this machine's C library"
+    return 0
+  fi
+  # An older C library than the bundle was built against: run through the bundle's own loader.
+  if "$dir/glibc/ld-linux-x86-64.so.2" --library-path "$dir/glibc:$LD_LIBRARY_PATH" "$dir/bin/mlpo-run" --version \
+    >> "$work/bundle-start.log" 2>&1; then
+    bin="$dir/bin"
+    launcher=("$dir/glibc/ld-linux-x86-64.so.2" --library-path "$dir/glibc:$LD_LIBRARY_PATH")
+    note "programs: the bundle starts through its own C library (this machine's is older)"
+    return 0
+  fi
+  note "programs: the bundle's mlpo-run does not start here: $(tail -1 "$work/bundle-start.log")"
+  return 1
+}
+build_here() {  # configures and builds build/device on this machine; sets bin
+  local prefix_args=()
+  if [ -d .debs ] && compgen -G ".debs/*.deb" >/dev/null; then
+    local prefix="$root/.deps-root"
+    rm -rf "$prefix" && mkdir -p "$prefix"
+    for deb in .debs/*.deb; do dpkg -x "$deb" "$prefix"; done
+    find "$prefix" -name '*.pc' -exec sed -i -E "s#^([a-z_]+)=/usr#\1=$prefix/usr#" {} +
+    local arch_lib="$prefix/usr/lib/x86_64-linux-gnu"
+    export PKG_CONFIG_PATH="$arch_lib/pkgconfig:$arch_lib/openblas-pthread/pkgconfig:$prefix/usr/share/pkgconfig"
+    export LD_LIBRARY_PATH="$arch_lib:$arch_lib/openblas-pthread:$LD_LIBRARY_PATH"
+    prefix_args=(-DCMAKE_PREFIX_PATH="$prefix/usr" -DOPENSSL_ROOT_DIR="$prefix/usr")
+  fi
+  local missing=()
+  for tool in cmake ninja pkg-config; do command -v $tool >/dev/null || missing+=("$tool"); done
+  [ -n "$nvcc_bin" ] || missing+=(nvcc)
+  [ ${#missing[@]} = 0 ] || { note "programs: cannot build here, missing: ${missing[*]}"; return 1; }
+  note "programs: building build/device here (sm_90)"
+  if ! cmake -S . -B build/device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DMLPO_MPI=OFF \
+    "${prefix_args[@]}" > "$work/configure.log" 2>&1; then
+    note "programs: configure FAILED ($(grep -m1 -i error "$work/configure.log"))"
     return 1
   fi
-  [ "$box" -gt "$left" ] && box=$left
-  local t0=$(date +%s) status=0
-  timeout --kill-after=5 "$box" "$@" > "$out/$name.log" 2>&1 || status=$?
-  if [ $status = 0 ]; then
-    note "stage $name: passed ($(( $(date +%s) - t0 ))s)"
-  else
-    [ $status = 124 ] && note "stage $name: TIMED OUT after ${box}s"
-    note "stage $name: FAILED, status $status ($(( $(date +%s) - t0 ))s; see $name.log)"
-    tail -15 "$out/$name.log"
-    failed=1
+  if ! cmake --build build/device -j "$(nproc)" --target cuda_tests kernels_ops_tests cuda_model_bench \
+    cuda_attention_bench mlpo-run mlpo-profile profiles_tests comm_nccl_tests > "$work/build.log" 2>&1; then
+    note "programs: build FAILED ($(grep -m1 -E 'error|FAILED' "$work/build.log"))"
+    return 1
   fi
-  return $status
+  mkdir -p "$work/programs"
+  for p in tests/kernels/cuda/cuda_tests tests/kernels/kernels_ops_tests bench/model/cuda_model_bench \
+    bench/model/cuda_attention_bench cli/mlpo-run cli/mlpo-profile tests/profiles/profiles_tests \
+    tests/executor/comm/comm_nccl_tests; do
+    [ -x "build/device/$p" ] && ln -sf "$root/build/device/$p" "$work/programs/"
+  done
+  bin="$work/programs"
+  note "programs: built in $(elapsed)"
 }
-skip_stage() { note "stage $1 skipped: $2"; failed=1; }
-export MLPO_RUN="$mlpo_run" OUT="$out" BACKEND="$backend" DRY="$dry"
+if [ $dry = 1 ]; then
+  note "programs: none needed (dry run)"
+elif [ $cpu_dry = 1 ]; then
+  [ -x build/release/cli/mlpo-run ] || { note "--cpu-dry-run needs a release build (scripts/build.sh release)"; exit 1; }
+  mkdir -p "$work/programs"
+  for p in cli/mlpo-run cli/mlpo-profile bench/model/model_bench tests/profiles/profiles_tests; do
+    ln -sf "$root/build/release/$p" "$work/programs/"
+  done
+  bin="$work/programs"
+  note "programs: build/release, stages with tiny sizes and --backend cpu"
+else
+  bundle_usable || build_here || { note "no programs to run: carry .device-bundle (scripts/device-bundle.sh) or the build's tools"; exit 1; }
+fi
+# run PROGRAM ARGS...: a program of $bin, through the bundle's loader when it needs one.
+run() {
+  local program="$1"
+  shift
+  "${launcher[@]}" "$BIN/$program" "$@"
+}
+export BIN="$bin" WORK="$work" ROOT="$root" DRY="$cpu_dry" BACKEND=cuda
+[ $cpu_dry = 1 ] && BACKEND=cpu
+export -f run
+launcher_decl="$(declare -p launcher)"
+export LAUNCHER_DECL="$launcher_decl"
+
+# ---- stages ----------------------------------------------------------------------------------
+# stage NAME BOX OPTIONAL WHY_SKIP COMMAND...: runs COMMAND (output to NAME.log in the archive)
+# within min(BOX, what is left of the budget); WHY_SKIP non-empty skips it with that reason.
+stage() {
+  local name="$1" box="$2" optional="$3" why_skip="$4"
+  shift 4
+  local left=$((deadline - $(date +%s) - 5)) label="stage $name"
+  [ "$optional" = optional ] && label="stage $name (optional)"
+  if [ -n "$why_skip" ]; then
+    note "$label: SKIPPED ($why_skip)"
+    [ "$optional" = optional ] || [ $dry = 1 ] || failed=1
+    return 0
+  fi
+  if [ "$left" -lt 15 ]; then
+    note "$label: SKIPPED (the ${budget}s budget is spent)"
+    [ "$optional" = optional ] || failed=1
+    return 0
+  fi
+  [ "$box" -gt "$left" ] && box=$left
+  local t0 status=0
+  t0=$(date +%s)
+  timeout --kill-after=5 "$box" "$@" > "$work/$name.log" 2>&1 || status=$?
+  local took=$(($(date +%s) - t0))
+  if [ $status = 0 ]; then
+    note "$label: PASSED (${took}s)"
+  elif [ $status = 124 ] || [ $status = 137 ]; then
+    note "$label: TIMED OUT after ${box}s (see $name.log in the archive)"
+    [ "$optional" = optional ] || failed=1
+  else
+    note "$label: FAILED, status $status (${took}s; see $name.log in the archive)"
+    tail -12 "$work/$name.log" | sed 's/^/    /'
+    [ "$optional" = optional ] || failed=1
+  fi
+  pack
+}
+
+# gtest NAME PROGRAM ARGS...: a GoogleTest program with its XML report; when it fails or dies,
+# every test that did not pass runs again alone with CUDA_LAUNCH_BLOCKING=1 and
+# MLPO_CUDA_SYNC_CHECK=1, so a fault that poisons the CUDA context cannot hide the other tests'
+# results, and the faulting kernel names itself. Fails when the first run failed.
+gtest() {
+  local name="$1" program="$2"
+  shift 2
+  eval "$LAUNCHER_DECL"
+  local status=0
+  run "$program" "$@" --gtest_output="xml:$WORK/$name.xml" || status=$?
+  [ $status = 0 ] && return 0
+  echo "=== $name exited with status $status: each test that did not pass, alone"
+  run "$program" "$@" --gtest_list_tests > "$WORK/$name.list" 2>/dev/null
+  python3 - "$WORK/$name.list" "$WORK/$name.xml" > "$WORK/$name.rerun" <<'PY'
+import sys, xml.etree.ElementTree as ET
+tests, suite = [], None  # --gtest_list_tests: "Suite." lines, then "  Name  # comment" lines
+for line in open(sys.argv[1]):
+    words = line.split()
+    if not words:
+        continue
+    if not line.startswith(" "):
+        suite = words[0] if words[0].endswith(".") else None
+    elif suite:
+        tests.append(suite + words[0])
+passed = set()
+try:
+    for case in ET.parse(sys.argv[2]).getroot().iter("testcase"):
+        if case.find("failure") is None and case.get("result", "completed") == "completed":
+            passed.add(case.get("classname") + "." + case.get("name"))
+except Exception:
+    pass  # a run that died wrote no report: rerun everything
+print("\n".join(t for t in tests if t not in passed))
+PY
+  local t
+  while read -r t; do
+    [ -n "$t" ] || continue
+    if CUDA_LAUNCH_BLOCKING=1 MLPO_CUDA_SYNC_CHECK=1 timeout 60 bash -c "$LAUNCHER_DECL; run \"$program\" --gtest_filter=\"$t\"" \
+      > "$WORK/$name.rerun.log" 2>&1; then
+      echo "alone: $t passed"
+    else
+      echo "alone: $t FAILED:"
+      grep -E "Failure|error|Error|Expected|Which is|actual" "$WORK/$name.rerun.log" | head -8 | sed 's/^/    /'
+    fi
+  done < "$WORK/$name.rerun"
+  return 1
+}
+export -f gtest
 
 # write_plan FILE MODEL SUBGROUP_ELEMENTS MEMORY_FRACTION [DISK_DIR]: an mlpo.plan/1 for one rank
 # with the optimizer state MEMORY_FRACTION in host memory and the rest in DISK_DIR. Parameter
@@ -160,140 +296,214 @@ PY
 }
 export -f write_plan
 
-# cuda-tests: without a GPU every test skips, which fails the stage (not in the dry run).
-if [ $dry = 1 ]; then
-  run_stage cuda-tests 100 "$build/tests/kernels/cuda/cuda_tests" --gtest_brief=1
-else
-  run_stage cuda-tests 100 "$build/tests/kernels/cuda/cuda_tests" --gtest_output="xml:$out/cuda-tests.xml"
-  if grep -q "SKIPPED" "$out/cuda-tests.log"; then note "cuda-tests: tests were SKIPPED (no usable GPU?)"; failed=1; fi
-fi
+# cuda-tests ------------------------------------------------------------------------------------
+cuda_tests() {
+  local status=0
+  gtest cuda-tests cuda_tests || status=1
+  gtest kernels-ops-tests kernels_ops_tests --gtest_filter='*Cuda*' || status=1
+  # Without a usable GPU every CUDA test skips: that is a failure here.
+  if grep -q 'result="skipped"' "$WORK"/cuda-tests.xml "$WORK"/kernels-ops-tests.xml 2>/dev/null; then
+    echo "CUDA tests were SKIPPED (no usable GPU?)"
+    status=1
+  fi
+  python3 - "$WORK"/cuda-tests.xml "$WORK"/kernels-ops-tests.xml <<'PY'
+import sys, xml.etree.ElementTree as ET
+for path in sys.argv[1:]:
+    try:
+        r = ET.parse(path).getroot()
+        print(f"{path.rsplit('/', 1)[1]}: {r.get('tests')} tests, {r.get('failures')} failed, "
+              f"{r.get('disabled')} disabled, {r.get('time')} s")
+    except Exception as e:
+        print(f"{path.rsplit('/', 1)[1]}: no report ({e})")
+PY
+  return $status
+}
+export -f cuda_tests
 
-# train-small: the same 50 steps on the GPU and on the CPU backend, run side by side (the GPU
-# run needs few cores), then the loss curves compared (tolerance: compare-loss-curves.py).
+# train-small: the same 50 steps on the GPU (both attention paths, one after the other) and on
+# the CPU backend, side by side; each GPU curve against the CPU's.
 train_small() {
-  local steps=50 seq=256 mb=4 model=small tail=10
+  eval "$LAUNCHER_DECL"
+  local steps=50 seq=256 mb=4 model=small tail=10 cores
   [ "$DRY" = 1 ] && { steps=6; seq=32; mb=2; model=tiny; tail=2; }
-  local cores; cores=$(nproc)
-  "$MLPO_RUN" prepare-data --input README.md docs core executor kernels --out "$OUT/train-small.tokens" || return 1
-  write_plan "$OUT/train-small-plan.json" "$model" 1048576 1.0 || return 1
-  local common=(--model "$model" --data "$OUT/train-small.tokens" --plan "$OUT/train-small-plan.json" --steps "$steps"
-                --seq-len "$seq" --micro-batch "$mb" --lr 3e-3 --warmup-steps 5 --seed 7 --quiet)
-  "$MLPO_RUN" "${common[@]}" --backend "$BACKEND" --threads 2 --blas-threads 1 \
-    --log "$OUT/train-small-gpu.jsonl" > "$OUT/train-small-gpu.out" 2>&1 &
+  cores=$(nproc)
+  run mlpo-run prepare-data --input "$ROOT/README.md" "$ROOT/docs" "$ROOT/core" "$ROOT/executor" "$ROOT/kernels" \
+    --out "$WORK/train-small.tokens" || return 1
+  write_plan "$WORK/train-small-plan.json" "$model" 1048576 1.0 || return 1
+  local common=(--model "$model" --data "$WORK/train-small.tokens" --plan "$WORK/train-small-plan.json" --steps "$steps"
+    --seq-len "$seq" --micro-batch "$mb" --lr 3e-3 --warmup-steps 5 --seed 7 --quiet)
+  local paths=(gemm fused)
+  [ "$DRY" = 1 ] && paths=(dry)  # the dry run's stand-in for the GPU runs, on the CPU
+  (
+    for p in "${paths[@]}"; do
+      local extra=(--backend "$BACKEND" --attention "$p")
+      [ "$DRY" = 1 ] && extra=(--backend cpu)
+      run mlpo-run "${common[@]}" "${extra[@]}" --threads 2 --blas-threads 1 \
+        --log "$WORK/train-small-$p.jsonl" > "$WORK/train-small-$p.out" 2>&1 || exit 1
+    done
+  ) &
   local gpu_pid=$!
-  "$MLPO_RUN" "${common[@]}" --backend cpu --threads $((cores > 4 ? cores - 2 : 2)) --blas-threads $((cores > 4 ? cores - 2 : 2)) \
-    --log "$OUT/train-small-cpu.jsonl" > "$OUT/train-small-cpu.out" 2>&1
-  local cpu_status=$?
-  wait $gpu_pid; local gpu_status=$?
-  echo "--- $BACKEND run"; cat "$OUT/train-small-gpu.out"; echo "--- cpu run"; cat "$OUT/train-small-cpu.out"
-  [ $gpu_status = 0 ] && [ $cpu_status = 0 ] || return 1
-  python3 scripts/compare-loss-curves.py "$OUT/train-small-gpu.jsonl" "$OUT/train-small-cpu.jsonl" --tail "$tail" || return 1
-  # What did not overlap on the device: gradient copies after backward, weight uploads after the update.
-  python3 - "$OUT/train-small-gpu.jsonl" "$BACKEND" <<'PY'
+  local threads=$((cores > 4 ? cores - 2 : 2))
+  run mlpo-run "${common[@]}" --backend cpu --threads $threads --blas-threads $threads \
+    --log "$WORK/train-small-cpu.jsonl" > "$WORK/train-small-cpu.out" 2>&1
+  local cpu_status=$? status=0
+  wait $gpu_pid || status=1
+  for p in "${paths[@]}" cpu; do
+    echo "--- $p run"
+    cat "$WORK/train-small-$p.out"
+  done
+  [ $status = 0 ] && [ $cpu_status = 0 ] || return 1
+  for p in "${paths[@]}"; do
+    echo "--- $p against the CPU backend"
+    python3 "$ROOT/scripts/compare-loss-curves.py" "$WORK/train-small-$p.jsonl" "$WORK/train-small-cpu.jsonl" --tail "$tail" |
+      sed "s/^/$p: /" || status=1
+    python3 - "$WORK/train-small-$p.jsonl" "$p" <<'PY'
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])][1:]  # step 1 includes start-up
 mean = lambda k: sum(r[k] for r in recs) / len(recs)
-print(f"train-small, {sys.argv[2]} run, mean over steps 2..: step {mean('step_s'):.3f} s, forward {mean('forward_s'):.3f}, "
-      f"backward {mean('backward_s'):.3f} (gradient copy wait {mean('gradient_copy_wait_s'):.4f}), update {mean('update_s'):.3f}, "
-      f"weights to device after the update {mean('weights_to_device_s'):.4f} s")
+print(f"train-small {sys.argv[2]}: mean over steps 2..: step {mean('step_s'):.3f} s, forward {mean('forward_s'):.3f}, "
+      f"backward {mean('backward_s'):.3f} (gradient copy wait {mean('gradient_copy_wait_s'):.4f}), "
+      f"update {mean('update_s'):.3f}, weights to device after the update {mean('weights_to_device_s'):.4f} s")
 PY
+  done
+  return $status
 }
 export -f train_small
-run_stage train-small 120 bash -c train_small
-grep -E "^(worst step|loss curves|train-small )" "$out/train-small.log" >> "$summary" 2>/dev/null
 
-# mfu: the bench refuses, up front, a model that does not fit (it runs the memory check).
-if [ $dry = 1 ]; then
-  run_stage mfu 60 "$build/bench/model/model_bench" --layers 2 --batch 1 --steps 1
-else
-  run_stage mfu 60 "$build/bench/model/cuda_model_bench" --steps 5 --peak-tflops 989
-fi
-grep -E "^(device|model|forward|throughput):?" "$out/mfu.log" >> "$summary" 2>/dev/null
-
-# offload: a model whose bf16 weights alone exceed the GPU memory the run may use. A model
-# larger than the H200's 141 GB cannot be trained on this machine at all: its optimizer state
-# (12 B/param, > 24B params) exceeds host memory + disk (128 GiB + 64 GiB). So: llama2-7b
-# (6.74B; bf16 weights 12.6 GiB) under --gpu-memory-limit 8GiB; its 75 GiB of fp32 state 90 % in
-# host memory, 10 % on disk; host memory needed ~98 GiB (state, pinned bf16 weights + gradients).
-offload() {
-  local model=llama2-7b limit=8GiB seq=1024 subgroup=16777216 need_gib=100
+# mfu: attention alone on both paths, then the ~0.9B model on both (the bench runs the memory
+# check first and refuses a model that does not fit).
+mfu() {
+  eval "$LAUNCHER_DECL"
+  local status=0
   if [ "$DRY" = 1 ]; then
-    model=tiny; limit=0; seq=32; subgroup=65536; need_gib=0
-  else
-    local avail_gib; avail_gib=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
-    if [ "$avail_gib" -lt "$need_gib" ]; then
-      echo "offload: only ${avail_gib} GiB of host memory available, llama2-7b needs ~${need_gib} GiB: using 1b under 1536MiB"
-      model=1b; limit=1536MiB
-    fi
+    run model_bench --layers 2 --batch 1 --steps 1 || return 1
+    return 0
   fi
-  local state="$PWD/out/device-check-state"
+  run cuda_attention_bench --reps 5 || status=1
+  for p in gemm fused; do
+    echo "--- cuda_model_bench --attention $p"
+    run cuda_model_bench --steps 5 --peak-tflops 989 --attention "$p" || status=1
+  done
+  return $status
+}
+export -f mfu
+
+# offload: a model whose bf16 weights exceed the GPU memory the run may use (--gpu-memory-limit):
+# refused up front without --param-offload (exit 2, bytes needed vs available), then 2 steps
+# with it, the optimizer state 90 % in host memory and 10 % in a disk tier.
+offload() {
+  eval "$LAUNCHER_DECL"
+  local model="${MLPO_DEVICE_CHECK_OFFLOAD_MODEL:-1b}" limit=1536MiB seq=1024 subgroup=16777216
+  [ "$model" = llama2-7b ] && limit=8GiB
+  [ "$DRY" = 1 ] && { model=tiny; limit=0; seq=32; subgroup=65536; }
+  local state="$ROOT/out/device-check-scratch/state"
   rm -rf "$state" && mkdir -p "$state/disk" || return 1
-  "$MLPO_RUN" prepare-data --input README.md docs --out "$OUT/offload.tokens" || return 1
-  write_plan "$OUT/offload-plan.json" "$model" "$subgroup" 0.9 "$state/disk" || return 1
-  local common=(--model "$model" --data "$OUT/offload.tokens" --plan "$OUT/offload-plan.json" --seq-len "$seq"
-                --micro-batch 1 --steps 2 --backend "$BACKEND")
+  run mlpo-run prepare-data --input "$ROOT/README.md" "$ROOT/docs" --out "$WORK/offload.tokens" || return 1
+  write_plan "$WORK/offload-plan.json" "$model" "$subgroup" 0.9 "$state/disk" || return 1
+  local common=(--model "$model" --data "$WORK/offload.tokens" --plan "$WORK/offload-plan.json" --seq-len "$seq"
+    --micro-batch 1 --steps 2 --backend "$BACKEND")
   [ "$limit" != 0 ] && common+=(--gpu-memory-limit "$limit")
   local status=0
   if [ "$DRY" != 1 ]; then
     echo "--- without --param-offload: must be refused up front (exit 2, bytes needed vs available)"
-    "$MLPO_RUN" "${common[@]}" --quiet; local refused=$?
-    if [ $refused != 2 ]; then echo "offload: expected exit 2 from the memory check, got $refused"; status=1; fi
+    run mlpo-run "${common[@]}" --quiet
+    local refused=$?
+    if [ $refused != 2 ]; then
+      echo "offload: expected exit 2 from the memory check, got $refused"
+      status=1
+    fi
   fi
   echo "--- with --param-offload"
-  "$MLPO_RUN" "${common[@]}" --param-offload --log "$OUT/offload.jsonl" || status=1
+  run mlpo-run "${common[@]}" --param-offload --log "$WORK/offload.jsonl" || status=1
   rm -rf "$state"
-  [ -s "$OUT/offload.jsonl" ] && python3 - "$OUT/offload.jsonl" <<'PY'
+  [ -s "$WORK/offload.jsonl" ] && python3 - "$WORK/offload.jsonl" "$model" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     fb = r.get("weight_fetch_bytes", 0)
     fwbw = r["forward_s"] + r["backward_s"]
     tiers = ", ".join(f"{t['name']} read {t['read_bytes'] / 2**30:.1f} GiB write {t['write_bytes'] / 2**30:.1f} GiB" for t in r["tiers"])
-    print(f"offload step {r['step']}: step {r['step_s']:.2f} s = forward {r['forward_s']:.2f} + backward {r['backward_s']:.2f} "
+    print(f"offload {sys.argv[2]} step {r['step']}: step {r['step_s']:.2f} s = forward {r['forward_s']:.2f} + backward {r['backward_s']:.2f} "
           f"(gradient copy wait {r['gradient_copy_wait_s']:.3f}) + update {r['update_s']:.2f} (adam {r['adam_s']:.2f}, "
           f"stall {r['prefetch_stall_s']:.2f}) + weights {r['weights_to_device_s']:.3f} s; weights fetched "
-          f"{fb / 2**30:.1f} GiB ({fb / fwbw / 1e9:.1f} GB/s over forward+backward, {r['weight_demand_fetches']} demand fetches); "
+          f"{fb / 2**30:.1f} GiB ({fb / max(fwbw, 1e-9) / 1e9:.1f} GB/s over forward+backward, {r['weight_demand_fetches']} demand fetches); "
           f"{tiers}; loss {r['loss']:.4f}")
 PY
   return $status
 }
 export -f offload
-run_stage offload 170 bash -c offload
-grep -E "^(offload step|device:)" "$out/offload.log" >> "$summary" 2>/dev/null
 
 # nccl: the communicator's own tests, then training with its reductions through NCCL.
 nccl() {
+  eval "$LAUNCHER_DECL"
   local status=0
-  if [ -x "$BUILD/tests/executor/comm/comm_nccl_tests" ]; then
-    "$BUILD/tests/executor/comm/comm_nccl_tests" || status=1
-  else
-    echo "comm_nccl_tests not built (NCCL was not found at configure time)"; status=1
-  fi
-  local comm=nccl
-  [ "$DRY" = 1 ] && comm=single  # NCCL needs a GPU; the dry run checks the command line
-  "$MLPO_RUN" prepare-data --input README.md --out "$OUT/nccl.tokens" || return 1
-  "$MLPO_RUN" --model tiny --data "$OUT/nccl.tokens" --steps 3 --seq-len 32 --backend "$BACKEND" --comm "$comm" \
-    --state-dir "$OUT/state-nccl" --log "$OUT/nccl.jsonl" || status=1
-  rm -rf "$OUT/state-nccl"
+  gtest nccl-tests comm_nccl_tests || status=1
+  run mlpo-run prepare-data --input "$ROOT/README.md" --out "$WORK/nccl.tokens" || return 1
+  run mlpo-run --model tiny --data "$WORK/nccl.tokens" --steps 3 --seq-len 32 --backend cuda --comm nccl \
+    --state-dir "$ROOT/out/device-check-scratch/nccl" --log "$WORK/nccl.jsonl" || status=1
+  rm -rf "$ROOT/out/device-check-scratch/nccl"
   return $status
 }
 export -f nccl
-BUILD="$build" run_stage nccl 45 bash -c nccl
-if [ $dry = 0 ] && grep -q "SKIPPED" "$out/nccl.log"; then note "nccl: tests were SKIPPED"; failed=1; fi
 
-# profile: the GPU probes of mlpo-profile (issue 5), a --quick profile of this machine.
-probe_disk="$PWD/out/device-check-tier"; probe_shm=/dev/shm/mlpo-device-check
-mkdir -p "$probe_disk" "$probe_shm"
-profile_size=()
-[ $dry = 1 ] && profile_size=(--tier-size 16MiB --host-size 16MiB --reps 1 --streams 1)
-run_stage profile 75 "$build/cli/mlpo-profile" --quick "${profile_size[@]}" --tier "disk=$probe_disk" --tier "shm=$probe_shm" \
-  --model llama2-7b --notes "GPU device check ($(hostname))" --out "$out/profile.json"
-rm -rf "$probe_disk" "$probe_shm"
+# profile: the GPU probes of mlpo-profile, a --quick profile of this machine, and the profiles tests.
+profile() {
+  eval "$LAUNCHER_DECL"
+  local status=0 disk="$ROOT/out/device-check-scratch/tier" shm=/dev/shm/mlpo-device-check size=() model=llama2-7b
+  mkdir -p "$disk" "$shm"
+  [ "$DRY" = 1 ] && size=(--tier-size 16MiB --host-size 16MiB --reps 1 --streams 1) model=tiny
+  run mlpo-profile --quick "${size[@]}" --tier "disk=$disk" --tier "shm=$shm" --model "$model" \
+    --notes "GPU device check ($(hostname))" --out "$WORK/profile.json" || status=1
+  rm -rf "$disk" "$shm"
+  if [ "$DRY" = 1 ]; then
+    gtest profiles-tests profiles_tests --gtest_filter='-*Slow*' || status=1
+  else
+    gtest profiles-tests profiles_tests || status=1
+  fi
+  return $status
+}
+export -f profile
+
+# sanitizer: memcheck over the op tests (both attention paths), racecheck over attention.
+sanitizer() {
+  local status=0 s="$SANITIZER"
+  "$s" --tool memcheck --error-exitcode 3 "$BIN/cuda_tests" --gtest_filter='Ops.*' --gtest_brief=1 || status=1
+  "$s" --tool racecheck --error-exitcode 3 "$BIN/cuda_tests" --gtest_filter='Ops.Attention*:Ops.GemmAttention*' \
+    --gtest_brief=1 || status=1
+  return $status
+}
+export -f sanitizer
+export SANITIZER="$sanitizer"
+
+gpu_skip=""
+[ $dry = 1 ] && gpu_skip="dry run: no GPU needed, none used"
+nccl_skip="$gpu_skip"
+[ -z "$nccl_skip" ] && [ $cpu_dry = 1 ] && nccl_skip="--cpu-dry-run: NCCL needs a GPU"
+[ -z "$nccl_skip" ] && [ -z "$nccl_dir" ] && nccl_skip="no libnccl.so.2 on this machine"
+[ -z "$nccl_skip" ] && [ -n "$bin" ] && [ ! -e "$bin/comm_nccl_tests" ] && nccl_skip="comm_nccl_tests not built (no NCCL at build time)"
+cuda_skip="$gpu_skip"
+[ -z "$cuda_skip" ] && [ $cpu_dry = 1 ] && cuda_skip="--cpu-dry-run: the CUDA tests need a GPU"
+sanitizer_skip="$cuda_skip"
+[ -z "$sanitizer_skip" ] && [ -z "$sanitizer" ] && sanitizer_skip="no compute-sanitizer on this machine"
+[ -z "$sanitizer_skip" ] && [ ${#launcher[@]} -gt 0 ] && sanitizer_skip="the bundle runs through its own loader"
+
+note "plan: cuda-tests (box 100 s), train-small (90 s), mfu (90 s), offload (75 s), nccl (40 s), profile (60 s), sanitizer (optional, 120 s)"
+stage cuda-tests 100 required "$cuda_skip" bash -c cuda_tests
+grep -E "^(cuda-tests|kernels-ops-tests)\.xml:|^alone:" "$work/cuda-tests.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
+stage train-small 90 required "$gpu_skip" bash -c train_small
+grep -E "loss curves|worst step|^train-small |: (PASS|FAIL)" "$work/train-small.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
+stage mfu 90 required "$gpu_skip" bash -c mfu
+grep -E "^(gemm|fused) |^throughput|^forward|^init|^device" "$work/mfu.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
+stage offload 75 required "$gpu_skip" bash -c offload
+grep -E "^offload .* step|^device:|needs" "$work/offload.log" 2>/dev/null | head -4 | sed 's/^/  /' | tee -a "$summary"
+stage nccl 40 required "$nccl_skip" bash -c nccl
+stage profile 60 required "$gpu_skip" bash -c profile
+stage sanitizer 120 optional "$sanitizer_skip" bash -c sanitizer
+grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$work/sanitizer.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
+
 if [ $dry = 1 ]; then
-  run_stage profiles-tests 40 "$build/tests/profiles/profiles_tests" --gtest_brief=1 --gtest_filter='-*Slow*'
-else
-  run_stage profiles-tests 40 "$build/tests/profiles/profiles_tests"
+  note "total $(elapsed): dry run, every stage SKIPPED; the plumbing worked"
+  exit 0
 fi
-
-note "total $(elapsed) of ${budget}s; $( [ $failed = 0 ] && echo PASSED || echo 'NOT PASSED (a stage failed or was skipped)')"
+note "total $(elapsed) of ${budget}s; $([ $failed = 0 ] && echo PASSED || echo 'NOT PASSED (a stage failed or was skipped)')"
 exit $failed
