@@ -16,9 +16,10 @@ namespace mlpo {
 
 enum class AttentionPath : std::uint8_t { gemm, fused };
 
-// The default: fused, the reference, until the device check (scripts/device-check.sh) has passed
-// the GEMM path on a GPU against the CPU twin.
-inline constexpr AttentionPath kDefaultAttentionPath = AttentionPath::fused;
+// The default: gemm, since the device check (scripts/device-check.sh) passed it on an H200 against
+// the CPU twin and the fused kernels, 6-17x faster than they (docs/benchmarks.md, "The GPU device
+// check").
+inline constexpr AttentionPath kDefaultAttentionPath = AttentionPath::gemm;
 
 inline const char* attention_path_name(AttentionPath p) {
   return p == AttentionPath::gemm ? "gemm" : "fused";

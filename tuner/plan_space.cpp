@@ -5,6 +5,7 @@
 #include <functional>
 #include <tuple>
 
+#include "core/attention_blocking.hpp"
 #include "core/error.hpp"
 #include "core/rates.hpp"
 #include "core/units.hpp"
@@ -172,9 +173,12 @@ GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload) {
                   (zero3 || offload ? 0.0 : 4.0 * (1 << 20));
   if (!zero3)
     m.activations += 2 * std::max({embedding, head, layer}) * kBf16Bytes;  // the gradient handover's staging
-  // The CUDA backend's bound (CudaBackend::scratch_bound): GEMM workspace, reduction chunks,
-  // attention rows; 64 MiB covers the fixed parts.
-  m.workspace = 64.0 * (1 << 20) + attention_rows * 4;
+  // The CUDA backend's bound (CudaBackend::scratch_bound) with its default attention path, the
+  // GEMM path: its head-major copies, accumulators and one block of scores
+  // (core/attention_blocking.hpp); 64 MiB covers the fixed parts (cuBLASLt workspace, reduction
+  // chunks, the embedding backward's sort).
+  const AttentionDims dims{a.shape.micro_batch, a.shape.seq_len, s.heads, s.kv_heads, s.hidden / s.heads};
+  m.workspace = 64.0 * (1 << 20) + static_cast<double>(attention_workspace_bytes(dims, kBf16Bytes));
   return m;
 }
 

@@ -22,6 +22,8 @@
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/ops.hpp"
 
 namespace {
 
@@ -114,6 +116,54 @@ Outputs run_path(mlpo::AttentionPath path, const Inputs& in, int reps) {
   return o;
 }
 
+// The GEMM path's time split: its products alone (the same GEMMs, on the scratch a real call just
+// filled) against the whole op; the rest is the row kernels and the head-major copies.
+void gemm_breakdown(const Inputs& in, int reps, const Outputs& whole) {
+  using mlpo::DType;
+  mlpo::gpu::Stream stream;
+  mlpo::gpu::DeviceScratch scratch;
+  mlpo::gpu::Gemm gemm;
+  const mlpo::gpu::OpContext ctx{stream.get(), scratch};
+  std::vector<void*> owned;
+  auto device = [&](const std::vector<mlpo::bf16>* host, std::int64_t n) {
+    void* p = nullptr;
+    mlpo::gpu::check(cudaMalloc(&p, static_cast<std::size_t>(n) * 2), "cudaMalloc");
+    owned.push_back(p);
+    if (host)
+      mlpo::gpu::check(cudaMemcpy(p, host->data(), host->size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+    return p;
+  };
+  const std::int64_t nq = in.B * in.T * in.Hq * in.D, nkv = in.B * in.T * in.Hkv * in.D;
+  const mlpo::Tensor q(device(&in.q, nq), DType::bf16, {in.B, in.T, in.Hq, in.D}),
+      k(device(&in.k, nkv), DType::bf16, {in.B, in.T, in.Hkv, in.D}),
+      v(device(&in.v, nkv), DType::bf16, {in.B, in.T, in.Hkv, in.D}),
+      dout(device(&in.dout, nq), DType::bf16, {in.B, in.T, in.Hq, in.D}),
+      out(device(nullptr, nq), DType::bf16, {in.B, in.T, in.Hq, in.D}),
+      dq(device(nullptr, nq), DType::bf16, {in.B, in.T, in.Hq, in.D}),
+      dk(device(nullptr, nkv), DType::bf16, {in.B, in.T, in.Hkv, in.D}),
+      dv(device(nullptr, nkv), DType::bf16, {in.B, in.T, in.Hkv, in.D}),
+      lse(device(nullptr, 2 * in.B * in.Hq * in.T), DType::f32, {in.B, in.Hq, in.T});
+  mlpo::gpu::attention_forward_gemm(ctx, gemm, out, lse, q, k, v);
+  mlpo::gpu::attention_backward_gemm(ctx, gemm, dq, dk, dv, dout, q, k, v, out, lse);
+  const mlpo::AttentionDims dims{in.B, in.T, in.Hq, in.Hkv, in.D};
+  double ms[2];
+  for (int backward = 0; backward < 2; ++backward) {
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r)
+      t.push_back(event_ms(stream.get(), [&] {
+        mlpo::gpu::attention_gemm_products(ctx, gemm, dims, DType::bf16, backward == 1);
+      }));
+    ms[backward] = median(t);
+  }
+  const mlpo::AttentionBlocking b = mlpo::attention_blocking(dims);
+  std::printf(
+      "gemm  split: products alone forward %.3f ms (%.0f %%), backward %.3f ms (%.0f %%); "
+      "row kernels and copies the rest (blocks of %lld rows, %lld pairs a call)\n",
+      ms[0], 100.0 * ms[0] / whole.forward_ms, ms[1], 100.0 * ms[1] / whole.backward_ms,
+      static_cast<long long>(b.rows), static_cast<long long>(b.pairs));
+  for (void* p : owned) cudaFree(p);
+}
+
 // max |a - b| / max |b|
 double relative_difference(const std::vector<mlpo::bf16>& a, const std::vector<mlpo::bf16>& b) {
   double diff = 0, scale = 0;
@@ -170,6 +220,7 @@ int main(int argc, char** argv) try {
         std::printf(" %s %.1e", names[i], relative_difference(o.tensors[i], results.front().tensors[i]));
     }
     std::printf("\n");
+    if (p == "gemm") gemm_breakdown(in, reps, results.back());
   }
   return 0;
 } catch (const mlpo::Error& e) {

@@ -66,6 +66,10 @@ void attention_forward_gemm(const OpContext& ctx, Gemm& gemm, Tensor out, Tensor
                             Tensor v);
 void attention_backward_gemm(const OpContext& ctx, Gemm& gemm, Tensor dq, Tensor dk, Tensor dv, Tensor dout,
                              Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse);
+// Only the GEMMs of the forward (or backward) above, on whatever ctx.scratch holds from the last
+// call: for cuda_attention_bench's split of the path's time into products and the rest.
+void attention_gemm_products(const OpContext& ctx, Gemm& gemm, const AttentionDims& dims, DType type,
+                             bool backward);
 
 // ops_swiglu.cu
 void swiglu_forward(const OpContext& ctx, Tensor out, Tensor gate, Tensor up);
