@@ -41,10 +41,12 @@ TEST(DeviceCheckDryRun, WritesExactlyTheSummaryAndTheArchiveWithEveryStageSkippe
   for (const auto& e : fs::directory_iterator(out)) files.insert(e.path().filename().string());
   EXPECT_EQ(files, (std::set<std::string>{"summary.txt", "device-check.tar.gz"}));
   const std::string summary = read(out / "summary.txt");
-  for (const char* line : {"preflight: GPU:", "preflight: libcublasLt.so.13:", "preflight: compute-sanitizer:"})
+  for (const char* line :
+       {"preflight: GPU:", "preflight: libcublasLt.so.13:", "preflight: compute-sanitizer:"})
     EXPECT_NE(summary.find(line), std::string::npos) << line << " missing from\n" << summary;
   for (const char* stage : {"cuda-tests", "train-small", "mfu", "offload", "nccl", "profile", "sanitizer"})
-    EXPECT_NE(summary.find(std::string("stage ") + stage), std::string::npos) << stage << " missing from\n" << summary;
+    EXPECT_NE(summary.find(std::string("stage ") + stage), std::string::npos) << stage << " missing from\n"
+                                                                              << summary;
   EXPECT_EQ(summary.find("PASSED"), std::string::npos) << "a dry run passed a stage:\n" << summary;
   EXPECT_EQ(summary.find("FAILED"), std::string::npos) << summary;
   EXPECT_NE(summary.find("dry run, every stage SKIPPED"), std::string::npos) << summary;
