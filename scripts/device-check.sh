@@ -501,7 +501,7 @@ grep -E "loss curves|worst step|^train-small |: (PASS|FAIL)" "$work/train-small.
 stage mfu 90 required "$gpu_skip" bash -c mfu
 grep -E "^(gemm|fused) |^throughput|^forward|^init|^device" "$work/mfu.log" 2>/dev/null | sed 's/^/  /' | tee -a "$summary"
 stage offload 75 required "$gpu_skip" bash -c offload
-grep -E "^offload .* step|^device:|needs" "$work/offload.log" 2>/dev/null | head -4 | sed 's/^/  /' | tee -a "$summary"
+grep -E "^offload .* step|^device:|needs" "$work/offload.log" 2>/dev/null | head -6 | sed 's/^/  /' | tee -a "$summary"
 stage nccl 40 required "$nccl_skip" bash -c nccl
 stage profile 90 required "$gpu_skip" bash -c profile
 [ -s "$work/profile.json" ] && python3 - "$work/profile.json" <<'PY' | tee -a "$summary"

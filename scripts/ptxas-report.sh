@@ -30,7 +30,8 @@ for line in report:
     m = re.search(r"Compiling entry function '([^']+)'", line)
     if m:
         name = subprocess.run(["c++filt", m.group(1)], capture_output=True, text=True).stdout.strip()
-        name = re.sub(r"mlpo::gpu::(\(anonymous namespace\)::)?", "", name)
+        name = name.replace("(anonymous namespace)::", "")
+        name = re.sub(r"^void |mlpo::(gpu|comm)::|mlpo::", "", name)
         name = re.sub(r"\(.*\)$", "", name)  # drop the parameter list
         kernel = dict(name=name[:58])
         continue

@@ -1,7 +1,7 @@
 // Causal grouped-query attention on the tensor cores: the products QK^T, PV and the four of
 // the backward are strided-batched GEMMs through cuBLASLt (bf16 operands, fp32 accumulation),
 // with small kernels in between for the masked softmax and its backward. The same function as
-// the fused kernels of ops_attention.cu (the reference, kept selectable: AttentionKernels) and
+// the fused kernels of ops_attention.cu (the reference, kept selectable: AttentionPath) and
 // as the CPU twin, which this path mirrors: blocks of query rows against the keys they may see,
 // products as GEMMs, the softmax as plain loops (kernels/cpu/ops_attention.cpp).
 //
@@ -40,7 +40,7 @@ namespace mlpo::gpu {
 namespace {
 
 constexpr int kPermuteThreads = 256;
-constexpr int kRowThreads = 256;
+constexpr int kRowThreads = 128;
 
 // dst[b][hk][t][i] = src[b][t][hk][i] (to_head_major) or the inverse, converting the type.
 template <class To, class From, bool ToHeadMajor>
@@ -80,113 +80,53 @@ struct BlockCall {
   }
 };
 
-// The row kernels: one warp per score row, 8 rows a block. A lane owns 4 consecutive elements
-// of every 128 (16-byte loads: rows are 8-element aligned, and the last chunk's overhang stays
-// inside the row's padding), so a row is read in two passes: statistics, then the outputs.
-constexpr int kRowsPerBlock = kRowThreads / 32;
-
-__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
-  const float4 x = *reinterpret_cast<const float4*>(p);
-  v[0] = x.x;
-  v[1] = x.y;
-  v[2] = x.z;
-  v[3] = x.w;
-}
-
-template <class T>
-__device__ __forceinline__ void store4(T* p, const float (&v)[4]);
-template <>
-__device__ __forceinline__ void store4<float>(float* p, const float (&v)[4]) {
-  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-}
-template <>
-__device__ __forceinline__ void store4<bf16>(bf16* p, const float (&v)[4]) {
-  const auto pair = [](float a, float b) {
-    return static_cast<std::uint32_t>(store<bf16>(a).bits) |
-           (static_cast<std::uint32_t>(store<bf16>(b).bits) << 16);
-  };
-  *reinterpret_cast<uint2*>(p) = make_uint2(pair(v[0], v[1]), pair(v[2], v[3]));
-}
-
-// P = softmax(S * scale) over keys j <= t, zero for t < j < r1; lse = max + log(sum). The first
-// pass keeps each lane's running max and its sum rescaled to it (one rescale per chunk of 4),
-// then the warp combines them.
+// One block per score row: P = softmax(S * scale) over keys j <= t, zero for t < j < r1;
+// lse = max + log(sum).
 template <class T>
 __global__ void __launch_bounds__(kRowThreads)
-    softmax_forward_kernel(T* P, float* lse, const float* S, BlockCall c, std::int64_t rows) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % 32;
+    softmax_forward_kernel(T* P, float* lse, const float* S, BlockCall c) {
+  __shared__ float shared[32];
+  const std::int64_t row = blockIdx.x;
   const RowPlace at = c.place(row);
   const float* s = S + row * c.ld;
-  const std::int64_t last = at.t;  // keys 0..t are visible
-  float m = -INFINITY, l = 0.0f;
-  for (std::int64_t j = 4 * lane; j <= last; j += 128) {
-    float v[4];
-    load4(s + j, v);
-    float chunk_max = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[i] = j + i <= last ? v[i] * c.scale : -INFINITY;
-      chunk_max = fmaxf(chunk_max, v[i]);
-    }
-    const float m_new = fmaxf(m, chunk_max);
-    l *= expf(m - m_new);  // m = -inf the first time: l is 0 and stays 0
-#pragma unroll
-    for (int i = 0; i < 4; ++i) l += expf(v[i] - m_new);  // masked: exp(-inf) = 0
-    m = m_new;
-  }
-  const float max = warp_max(m);
-  const float sum = warp_sum(m == -INFINITY ? 0.0f : l * expf(m - max));
-  const float inv = 1.0f / sum;
   T* p = P + row * c.ld;
-  for (std::int64_t j = 4 * lane; j < c.r1; j += 128) {
-    float v[4];
-    load4(s + j, v);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = j + i <= last ? expf(v[i] * c.scale - max) * inv : 0.0f;
-    store4(p + j, v);
-  }
-  if (lane == 0) lse[at.lse] = max + logf(sum);
+  const std::int64_t last = at.t;  // keys 0..t are visible
+  float max = -INFINITY;
+  for (std::int64_t j = threadIdx.x; j <= last; j += blockDim.x) max = fmaxf(max, s[j] * c.scale);
+  max = block_max(max, shared);
+  float sum = 0.0f;
+  for (std::int64_t j = threadIdx.x; j <= last; j += blockDim.x) sum += expf(s[j] * c.scale - max);
+  sum = block_sum(sum, shared);
+  const float inv = 1.0f / sum;
+  for (std::int64_t j = threadIdx.x; j < c.r1; j += blockDim.x)
+    p[j] = store<T>(j <= last ? expf(s[j] * c.scale - max) * inv : 0.0f);
+  if (threadIdx.x == 0) lse[at.lse] = max + logf(sum);
 }
 
-// p = exp(S * scale - lse), delta = sum_j p dP over the row, then P = p and
+// One block per score row: p = exp(S * scale - lse), delta = sum_j p dP, then P = p and
 // dS = p (dP - delta) * scale, zero above the diagonal.
 template <class T>
 __global__ void __launch_bounds__(kRowThreads)
-    softmax_backward_kernel(T* P, T* dS, const float* S, const float* dP, const float* lse, BlockCall c,
-                            std::int64_t rows) {
-  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % 32;
+    softmax_backward_kernel(T* P, T* dS, const float* S, const float* dP, const float* lse, BlockCall c) {
+  __shared__ float shared[32];
+  const std::int64_t row = blockIdx.x;
   const RowPlace at = c.place(row);
   const float* s = S + row * c.ld;
   const float* dp = dP + row * c.ld;
   const float row_lse = lse[at.lse];
   const std::int64_t last = at.t;
   float delta = 0.0f;
-  for (std::int64_t j = 4 * lane; j <= last; j += 128) {
-    float sv[4], dv[4];
-    load4(s + j, sv);
-    load4(dp + j, dv);
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (j + i <= last) delta += expf(sv[i] * c.scale - row_lse) * dv[i];
-  }
-  delta = warp_sum(delta);
-  for (std::int64_t j = 4 * lane; j < c.r1; j += 128) {
-    float sv[4], dv[4];
-    load4(s + j, sv);
-    load4(dp + j, dv);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const bool visible = j + i <= last;  // past r1 the loads read the row's padding: never used
-      const float p = visible ? expf(sv[i] * c.scale - row_lse) : 0.0f;
-      dv[i] = visible ? p * (dv[i] - delta) * c.scale : 0.0f;
-      sv[i] = p;
+  for (std::int64_t j = threadIdx.x; j <= last; j += blockDim.x)
+    delta += expf(s[j] * c.scale - row_lse) * dp[j];
+  delta = block_sum(delta, shared);
+  for (std::int64_t j = threadIdx.x; j < c.r1; j += blockDim.x) {
+    float p = 0.0f, ds = 0.0f;
+    if (j <= last) {
+      p = expf(s[j] * c.scale - row_lse);
+      ds = p * (dp[j] - delta) * c.scale;
     }
-    store4(P + row * c.ld + j, sv);
-    store4(dS + row * c.ld + j, dv);
+    P[row * c.ld + j] = store<T>(p);
+    dS[row * c.ld + j] = store<T>(ds);
   }
 }
 
@@ -319,10 +259,9 @@ void attention_forward_gemm(const OpContext& ctx, Gemm& gemm, Tensor out, Tensor
     for_each_block(d, ctx.attention_score_elements, [&](const BlockCall& c, std::int64_t pairs) {
       const Products products{gemm, ctx.stream, t, e, d, c, pairs};
       products.scores(buf.S, buf.q, buf.k);
-      const std::int64_t rows = pairs * products.score_rows();
       softmax_forward_kernel<T>
-          <<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), kRowThreads, 0, ctx.stream>>>(
-              static_cast<T*>(buf.P), static_cast<float*>(lse.data), buf.S, c, rows);
+          <<<static_cast<unsigned>(pairs * products.score_rows()), kRowThreads, 0, ctx.stream>>>(
+              static_cast<T*>(buf.P), static_cast<float*>(lse.data), buf.S, c);
       products.rows_times_kv(buf.out, buf.P, buf.v);
     });
     permute<T, T, false>(ctx, static_cast<T*>(out.data), static_cast<const T*>(buf.out), d, d.Hkv,
@@ -354,11 +293,10 @@ void attention_backward_gemm(const OpContext& ctx, Gemm& gemm, Tensor dq, Tensor
       const Products products{gemm, ctx.stream, t, e, d, c, pairs};
       products.scores(buf.S, buf.q, buf.k);
       products.scores(buf.dP, buf.dout, buf.v);  // dP = dO V^T
-      const std::int64_t rows = pairs * products.score_rows();
       softmax_backward_kernel<T>
-          <<<static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock), kRowThreads, 0, ctx.stream>>>(
+          <<<static_cast<unsigned>(pairs * products.score_rows()), kRowThreads, 0, ctx.stream>>>(
               static_cast<T*>(buf.P), static_cast<T*>(buf.dS), buf.S, buf.dP,
-              static_cast<const float*>(lse.data), c, rows);
+              static_cast<const float*>(lse.data), c);
       products.accumulate_kv(buf.dv, buf.P, buf.dout);
       products.accumulate_kv(buf.dk, buf.dS, buf.q);
       products.rows_times_kv(buf.out, buf.dS, buf.k);  // dQ, head-major

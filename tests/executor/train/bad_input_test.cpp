@@ -72,6 +72,18 @@ TEST_F(BadInput, MissingDataFile) {
                   "nope.bin");
 }
 
+TEST_F(BadInput, AttentionPathOnTheCpuBackendNamesTheFix) {
+  expect_rejected(run({"--attention", "gemm", "--checkpoint-dir", dir_ / "ckpt", "--resume"}),
+                  "--attention gemm: chooses the GPU's attention kernels");
+  EXPECT_NE(output_.find("--backend cuda"), std::string::npos) << output_;
+}
+
+TEST_F(BadInput, UnknownAttentionPath) {
+  EXPECT_EQ(run({"--attention", "flash", "--backend", "cuda"}), 2) << output_;
+  EXPECT_NE(output_.find("--attention"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("gemm"), std::string::npos) << output_;
+}
+
 TEST_F(BadInput, TokensOutsideTheModelsVocab) {
   const std::vector<std::uint16_t> tokens = {1,  2,  3,  999, 4,  5,  6,  7,  8,  9,
                                              10, 11, 12, 13,  14, 15, 16, 17, 18, 19};
