@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,14 @@ int main(int argc, char** argv) {
   std::string comm_size = "32MiB", comm_child;
   app.add_option("--comm-size", comm_size, "full buffer of the --comm probe's collectives (default 32MiB)")
       ->check(cli::byte_size());
+  std::string between_nodes;
+  app.add_option("--comm-between-nodes", between_nodes,
+                 "also measure the collectives between nodes (comm.inter_node): LAUNCHER is the command "
+                 "that starts ranks on several nodes, given -np --comm-nodes --map-by node (e.g. "
+                 "\"scripts/testbed.sh mpirun\", or \"mpirun --hostfile hosts\"; docs/testbed.md)");
+  app.add_option("--comm-nodes", request.inter_node_options.ranks,
+                 "nodes (one rank each) of --comm-between-nodes (default 2)")
+      ->check(cli::whole_in(2, 1024));
   app.add_option("--comm-probe-child", comm_child, "internal: the --comm probe's ranks write FILE")
       ->group("");
   app.add_option("--notes", request.notes,
@@ -91,6 +100,10 @@ int main(int argc, char** argv) {
   return cli::run(app, argc, argv, [&] {
     request.comm_options.buffer_bytes = static_cast<std::int64_t>(parse_bytes(comm_size, "--comm-size"));
     if (request.repetitions > 0) request.comm_options.repetitions = request.repetitions;
+    std::istringstream words(between_nodes);
+    for (std::string w; words >> w;) request.inter_node_options.launcher.push_back(w);
+    request.inter_node_options.buffer_bytes = request.comm_options.buffer_bytes;
+    request.inter_node_options.repetitions = request.comm_options.repetitions;
     if (!comm_child.empty()) return profiles::run_comm_probe_child(comm_child, request.comm_options);
     for (const std::string& text : tier_texts) request.tiers.push_back(profiles::parse_tier_spec(text));
     const bool default_tier = request.tiers.empty();

@@ -195,8 +195,8 @@ struct CollectiveRates {
 
 // How the ranks exchange weights and gradients. host_mpi: MPI over host buffers between the
 // ranks of one node (what `mlpo-run` uses; `mlpo-profile --comm` measures it). nccl: device
-// buffers inside a node; inter_node: between nodes. The last two are given by the user (or a
-// future probe); any of them may be absent.
+// buffers inside a node (given by the user); inter_node: between nodes (`mlpo-profile
+// --comm-between-nodes LAUNCHER` measures it, or the user gives it); any of them may be absent.
 struct CommProfile {
   CollectiveRates host_mpi;
   CollectiveRates nccl;

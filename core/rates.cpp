@@ -103,7 +103,8 @@ void set_collective_rates(const CommProfile& comm, Rates& r) {
   if (!comm.inter_node.measured) {
     r.warnings.push_back(
         "profile has no comm.inter_node figures: collectives between nodes are not modelled (taken at the "
-        "node's host MPI rate); give comm.inter_node in the profile (docs/profile.md)");
+        "node's host MPI rate); measure them with mlpo-profile --comm-between-nodes LAUNCHER, or give "
+        "comm.inter_node in the profile (docs/profile.md)");
     return;
   }
   r.all_gather_bps = std::min(r.all_gather_bps, comm.inter_node.all_gather_gbps.median * 1e9);

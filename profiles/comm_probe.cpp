@@ -4,8 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -153,7 +156,8 @@ int run_with_timeout(const std::vector<std::string>& argv, const fs::path& log, 
   if (pid == 0) {
     ::setpgid(0, 0);  // its own group, so a timeout ends mpirun and its ranks together
     if (std::FILE* f = std::freopen(log.c_str(), "w", stdout)) ::dup2(::fileno(f), 2);
-    ::execv(args[0], args.data());
+    ::execvp(args[0], args.data());  // a launcher given as a bare name ("bash ...") is looked up in PATH
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
@@ -182,6 +186,41 @@ int run_comm_probe_child(const std::string& out, const CommProbeOptions& options
   });
 }
 
+namespace {
+
+// Launches the child mode as `launcher` (or mpirun) says and reads its figures back; `what`
+// names the figures in warnings ("comm.host_mpi", "comm.inter_node").
+CollectiveRates launch_probe(const CommProbeOptions& o, const std::vector<std::string>& launcher,
+                             const std::string& what, const io::WarningSink& warn) {
+  const fs::path dir = fs::temp_directory_path() / ("mlpo-comm-probe-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "rates.json", log = dir / "mpirun.log";
+  std::vector<std::string> argv = launcher;
+  argv.push_back("-np");
+  argv.push_back(std::to_string(o.ranks));
+  argv.push_back(o.program.empty() ? fs::read_symlink("/proc/self/exe").string() : o.program);
+  for (const std::string& a :
+       {std::string("--comm-probe-child"), out.string(), std::string("--comm-size"),
+        std::to_string(o.buffer_bytes), std::string("--reps"), std::to_string(o.repetitions)})
+    argv.push_back(a);
+  const int status = run_with_timeout(argv, log, o.timeout_s);
+  CollectiveRates c;
+  if (status == 0 && fs::exists(out)) {
+    c = collective_rates_from_json(read_json_file(out.string(), "comm probe figures"), what);
+  } else {
+    warn("--comm: " +
+         std::string(status < 0
+                         ? argv.front() + " took longer than " + std::to_string(int(o.timeout_s)) + " s"
+                         : argv.front() + " exited with status " + std::to_string(status)) +
+         " (" + last_line_of(log) + "): " + what + " not measured (left out)");
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  return c;
+}
+
+}  // namespace
+
 CollectiveRates probe_host_mpi(const CommProbeOptions& o, const ProgressSink& progress,
                                const io::WarningSink& warn) {
   const std::string mpirun = find_in_path("mpirun");
@@ -194,31 +233,24 @@ CollectiveRates probe_host_mpi(const CommProbeOptions& o, const ProgressSink& pr
     return {};
   }
   report(progress, "comm: host MPI all-gather / reduce-scatter, " + std::to_string(o.ranks) + " ranks");
-  const fs::path dir = fs::temp_directory_path() / ("mlpo-comm-probe-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path out = dir / "rates.json", log = dir / "mpirun.log";
-  std::vector<std::string> argv{mpirun};
-  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
-  for (const char* a : {"--oversubscribe", "--bind-to", "none", "-np"}) argv.push_back(a);
-  argv.push_back(std::to_string(o.ranks));
-  argv.push_back(o.program.empty() ? fs::read_symlink("/proc/self/exe").string() : o.program);
-  for (const std::string& a :
-       {std::string("--comm-probe-child"), out.string(), std::string("--comm-size"),
-        std::to_string(o.buffer_bytes), std::string("--reps"), std::to_string(o.repetitions)})
-    argv.push_back(a);
-  const int status = run_with_timeout(argv, log, o.timeout_s);
-  CollectiveRates c;
-  if (status == 0 && fs::exists(out)) {
-    c = collective_rates_from_json(read_json_file(out.string(), "comm probe figures"), "comm.host_mpi");
-  } else {
-    warn("--comm: " +
-         std::string(status < 0 ? "mpirun took longer than " + std::to_string(int(o.timeout_s)) + " s"
-                                : "mpirun exited with status " + std::to_string(status)) +
-         " (" + last_line_of(log) + "): host MPI collectives not measured (comm.host_mpi left out)");
+  std::vector<std::string> launcher{mpirun};
+  if (::geteuid() == 0) launcher.push_back("--allow-run-as-root");
+  for (const char* a : {"--oversubscribe", "--bind-to", "none"}) launcher.push_back(a);
+  return launch_probe(o, launcher, "comm.host_mpi", warn);
+}
+
+CollectiveRates probe_inter_node(const CommProbeOptions& o, const ProgressSink& progress,
+                                 const io::WarningSink& warn) {
+  MLPO_CHECK(!o.launcher.empty(), "probe_inter_node without a launcher");
+  if (!comm::have_mpi()) {
+    warn("--comm-between-nodes: this build has no MPI (-DMLPO_MPI=OFF): comm.inter_node not measured");
+    return {};
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  return c;
+  report(progress, "comm: MPI all-gather / reduce-scatter between nodes, " + std::to_string(o.ranks) +
+                       " ranks one per node, launched by " + o.launcher.front());
+  std::vector<std::string> launcher = o.launcher;
+  for (const char* a : {"--map-by", "node", "--bind-to", "none"}) launcher.push_back(a);
+  return launch_probe(o, launcher, "comm.inter_node", warn);
 }
 
 }  // namespace mlpo::profiles

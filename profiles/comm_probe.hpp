@@ -14,9 +14,13 @@
 // the launch fails or takes longer than `timeout_s`, it returns unmeasured figures and says
 // why through `warn` (the models then leave the collectives out, with their own warning).
 // Costs a few seconds (2 ranks, 32 MiB, 5 repetitions: 5-10 s on the loaded 2-vCPU dev VM).
+// Between nodes, probe_inter_node runs the same child mode with one rank per node through a
+// launcher that reaches the nodes (the testbed's `scripts/testbed.sh mpirun`, or an mpirun with
+// a hostfile); the figures describe the slowest path between two nodes (comm.inter_node).
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/profile.hpp"
 #include "executor/io/tier.hpp"
@@ -26,6 +30,10 @@ namespace mlpo::profiles {
 
 struct CommProbeOptions {
   int ranks = 2;
+  // Between nodes (comm.inter_node): the command that launches ranks on several nodes, in words
+  // (e.g. {"scripts/testbed.sh", "mpirun"}, or {"mpirun", "--hostfile", "hosts"}); it is given
+  // `-np <ranks> --map-by node PROGRAM ...`. Empty: mpirun from PATH, all ranks on this node.
+  std::vector<std::string> launcher;
   std::int64_t buffer_bytes = std::int64_t{32} << 20;  // a layer-sized message
   int repetitions = 5;
   double timeout_s = 60;
@@ -40,5 +48,10 @@ int run_comm_probe_child(const std::string& out, const CommProbeOptions& options
 // In mlpo-profile: launches the child mode under mpirun and returns what it measured.
 CollectiveRates probe_host_mpi(const CommProbeOptions& options, const ProgressSink& progress,
                                const io::WarningSink& warn);
+
+// The same collectives between nodes (`mlpo-profile --comm-between-nodes LAUNCHER`): one rank per
+// node, launched by options.launcher; the figures of comm.inter_node.
+CollectiveRates probe_inter_node(const CommProbeOptions& options, const ProgressSink& progress,
+                                 const io::WarningSink& warn);
 
 }  // namespace mlpo::profiles

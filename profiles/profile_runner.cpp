@@ -57,6 +57,8 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
   if (request.seq_len < 0) throw Error("--seq-len must be positive");
   if (request.comm && request.comm_options.ranks < 2)
     throw Error("--comm-ranks must be at least 2 (collectives need several ranks)");
+  if (!request.inter_node_options.launcher.empty() && request.inter_node_options.ranks < 2)
+    throw Error("--comm-nodes must be at least 2 (collectives between nodes need two nodes)");
 
   PreparedProfile p;
   p.request = request;
@@ -128,6 +130,8 @@ Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus
 
   if (prepared.request.comm)
     profile.comm.host_mpi = probe_host_mpi(prepared.request.comm_options, progress, warn);
+  if (!prepared.request.inter_node_options.launcher.empty())
+    profile.comm.inter_node = probe_inter_node(prepared.request.inter_node_options, progress, warn);
 
   std::string notes = std::string(prepared.request.quick ? "--quick" : "default (thorough)") +
                       " profile; load average " + load_start + " at start, " + load_average() + " at end (" +

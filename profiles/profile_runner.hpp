@@ -44,6 +44,9 @@ struct ProfileRequest {
   // --comm: also measure the host MPI collectives (comm_probe.hpp) under mpirun.
   bool comm = false;
   CommProbeOptions comm_options;
+  // --comm-between-nodes LAUNCHER: also comm.inter_node, one rank per node through the launcher
+  // (inter_node_options.launcher non-empty; its ranks = the nodes to span).
+  CommProbeOptions inter_node_options;
 };
 
 struct PreparedProfile {

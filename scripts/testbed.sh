@@ -124,11 +124,21 @@ load_state() {
 
 node_list() { seq 1 "$NODES" | sed 's/^/n/'; }
 
+dead_nodes() {  # the nodes whose namespace holder is gone (killed, or the machine restarted)
+  local node
+  for node in $(node_list); do
+    kill -0 "$(cat "$state/$node.pid" 2>/dev/null || echo 0)" 2>/dev/null || echo "$node"
+  done
+  return 0
+}
+
 # ---- entering a node -------------------------------------------------------------------------
 enter() {  # enter NODE CMD...: CMD in the node's namespaces and the testbed's cgroup
   local node="$1"
   shift
   [ -f "$state/$node.pid" ] || die "no node '$node' (the nodes are $(node_list | xargs))"
+  kill -0 "$(cat "$state/$node.pid")" 2>/dev/null ||
+    die "node $node's namespace holder is gone (killed, or the machine restarted): scripts/testbed.sh --name $name down, then up"
   # Through the holder's /proc entries, which every mount namespace sees (the agent, called from
   # inside n1, enters n2 the same way).
   exec nsenter -t "$(cat "$state/$node.pid")" --net --mount --uts -- \
@@ -341,6 +351,12 @@ status() {
     return 1
   fi
   load_state
+  local dead
+  dead="$(dead_nodes | xargs)"
+  if [ -n "$dead" ]; then
+    say "broken: the namespace holders of $dead are gone (killed, or the machine restarted); scripts/testbed.sh --name $name down removes what remains, then up"
+    return 1
+  fi
   say "up: $NODES nodes, links $LINK, NVMe read $NVME_READ write $NVME_WRITE B/s per node, remote read $REMOTE_READ write $REMOTE_WRITE B/s in all"
   [ "${1:-}" = --counters ] && counters
   return 0

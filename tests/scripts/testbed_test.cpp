@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/profile.hpp"
 #include "tests/executor/io/temp_dir.hpp"
 
 namespace mlpo::testing {
@@ -133,6 +134,33 @@ TEST_F(Testbed, TwoRanksOnTwoNodesGiveOneProcessesWeightsThroughTheLinksAndEvery
   ASSERT_EQ(sh(testbed("down"), d / "down.log"), 0) << read(d / "down.log");
   EXPECT_EQ(sh(testbed("status"), d / "after.log"), 0) << read(d / "after.log");
   EXPECT_NE(read(d / "after.log").find("nothing left behind"), std::string::npos) << read(d / "after.log");
+}
+
+// mlpo-profile --comm-between-nodes measures comm.inter_node through the shaped link: the figure
+// is a real transfer between the nodes (measured, bounded by the link's 1 Gbit/s = 0.125 GB/s;
+// an unshaped veth pair moves gigabytes per second), not a typed-in number.
+TEST_F(Testbed, TheCommProbeBetweenNodesMeasuresTheShapedLink) {
+  const fs::path d = dir_.path();
+  ASSERT_EQ(sh(testbed("up --nodes 2 --link 1gbit --nvme-size 256M --remote-size 256M --shm-size 64M"),
+               d / "up.log"),
+            0)
+      << read(d / "up.log");
+  fs::create_directories(d / "scratch");
+  ASSERT_EQ(sh(std::string(MLPO_PROFILE_BIN) + " --quick --tier scratch=" + (d / "scratch").string() +
+                   " --tier-size 8MiB --host-size 8MiB --reps 3 --model tiny --comm-size 8MiB "
+                   "--comm-between-nodes \"" +
+                   testbed("mpirun") + "\" --out " + (d / "profile.json").string(),
+               d / "profile.log"),
+            0)
+      << read(d / "profile.log");
+  const Profile p = load_profile((d / "profile.json").string());
+  ASSERT_TRUE(p.comm.inter_node.measured) << read(d / "profile.log");
+  EXPECT_EQ(p.comm.inter_node.ranks, 2);
+  const double link_gbps = 1e9 / 8 / 1e9;
+  for (const Measurement& m : {p.comm.inter_node.all_gather_gbps, p.comm.inter_node.reduce_scatter_gbps}) {
+    EXPECT_GT(m.median, 0.2 * link_gbps) << read(d / "profile.log");
+    EXPECT_LT(m.median, 1.1 * link_gbps) << "faster than the shaped link: the traffic did not cross it";
+  }
 }
 
 TEST_F(Testbed, AFailedUpTearsDownWhatItMade) {
