@@ -10,7 +10,7 @@
 # Runs add to the profiles already in --out (tiers-1.json, tiers-2.json, ...), so the runs can be
 # spread over time by hand (`--runs 1` now, again in 30 minutes: keep the machine idle while a
 # run measures); the report covers all of them. --runs 0 --links "" reports only.
-# Brings up a testbed named `bench` (2 nodes, NVMe 400M:300M, remote 300M:200M, unless one of
+# Brings up a testbed named `bench` (2 nodes, NVMe 300M:250M, remote 250M:250M, unless one of
 # that name is up: then its settings are used) and takes it down at the end if it made it.
 # Profiles run on n1 with --model tiny and small host buffers: only the tier and comm figures
 # are used. Prints one table per point; the profiles stay in --out (default out/bench-testbed).
@@ -32,9 +32,9 @@ profile=build/release/cli/mlpo-profile
 [ -x "$profile" ] || { echo "bench-testbed: build first (scripts/build.sh release)" >&2; exit 2; }
 tb=(scripts/testbed.sh --name bench)
 made=0
-if ! "${tb[@]}" status > /dev/null 2>&1; then
+if ! { [ -f /run/mlpo-bench/env ] && "${tb[@]}" status > /dev/null 2>&1; }; then
   "${tb[@]}" down > /dev/null  # the traces of a broken one (the machine restarted under it)
-  "${tb[@]}" up --nodes 2 --nvme 400M:300M --remote 300M:200M --nvme-size 8G --remote-size 16G
+  "${tb[@]}" up --nodes 2 --nvme 300M:250M --remote 250M:250M --nvme-size 12G --remote-size 16G
   made=1
 fi
 [ $made = 1 ] && trap '"${tb[@]}" down' EXIT
