@@ -1,4 +1,5 @@
 #include "core/thread_pool.hpp"
+#include "core/usable_cores.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -7,7 +8,7 @@
 namespace mlpo {
 
 ThreadPool::ThreadPool(unsigned threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  if (threads == 0) threads = usable_cores();
   ranges_.resize(threads);
   for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }

@@ -17,7 +17,7 @@ namespace mlpo {
 
 class ThreadPool {
  public:
-  // threads == 0 means std::thread::hardware_concurrency().
+  // threads == 0 means usable_cores(): the CPUs this process may run on.
   explicit ThreadPool(unsigned threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

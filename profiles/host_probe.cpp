@@ -32,6 +32,7 @@
 #include "profiles/gemm_shapes.hpp"
 #include "profiles/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
+#include "core/usable_cores.hpp"
 
 namespace mlpo::profiles {
 
@@ -216,7 +217,7 @@ ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& 
 
 HostProfile read_host_facts() {
   HostProfile h;
-  h.cores = std::max<long>(1, ::sysconf(_SC_NPROCESSORS_ONLN));
+  h.cores = usable_cores();  // the CPUs this process may use (a cpuset or taskset)
   h.memory_bytes = meminfo_bytes("MemTotal").value_or(0);
   h.available_bytes = std::min(host_memory_available().value_or(0), h.memory_bytes);
   h.numa_nodes = numa_nodes();

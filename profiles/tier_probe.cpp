@@ -36,6 +36,7 @@
 #include "profiles/host_probe.hpp"
 #include "profiles/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
+#include "core/usable_cores.hpp"
 
 namespace mlpo::profiles {
 
@@ -391,7 +392,7 @@ class AdamLoad {
         v_(kElements, 0.0f),
         grad_(kElements, float_to_bf16(1e-3f)),
         out_(kElements),
-        pool_(std::max(1u, std::thread::hardware_concurrency())) {
+        pool_(usable_cores()) {
     for (std::size_t s = 0; s < kElements / kSubgroup; ++s)
       integrity_.add_subgroup(static_cast<std::int64_t>(s), static_cast<std::int64_t>(kSubgroup));
   }

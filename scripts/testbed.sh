@@ -25,6 +25,9 @@
 #   --remote-size SIZE   the shared tier (default 8G)
 #   --shm-size SIZE      each node's /dev/shm (default 2G)
 #   --slots N            MPI slots per node in the hostfile (default 2)
+#   --cpus-per-node N    give each node N CPUs of its own (a cpuset: n1 the first N, n2 the next N,
+#                        ...; needs nodes x N <= the machine's CPUs); 0 = every node shares all
+#                        CPUs (default 0)
 #   --dir DIR            where the loop devices' backing files go (default /var/tmp)
 # Every command takes --name NAME first (default tb), so several testbeds (CI's) can coexist.
 #
@@ -46,6 +49,7 @@ prefix="mlpo-$name"
 state="/run/$prefix"
 mnt="/mnt/$prefix"
 cgroup="/sys/fs/cgroup/blkio/$prefix"
+cpusets="/sys/fs/cgroup/cpuset/$prefix"  # one child per node when nodes have CPUs of their own
 subnet="10.213.0"
 
 die() { echo "testbed: $*" >&2; exit 2; }
@@ -111,6 +115,7 @@ leftovers() {  # every trace of a testbed of this name
   losetup -nO NAME,BACK-FILE 2>/dev/null | grep -E "/$prefix/img/" | sed 's/^/loop /' || true
   awk -v p="/$prefix" 'index($2 "/", p "/") {print "mount " $2}' /proc/mounts
   [ -d "$cgroup" ] && echo "cgroup $cgroup"
+  [ -d "$cpusets" ] && echo "cgroup $cpusets"
   [ -d "$state" ] && echo "state $state"
   holders | sed 's/^/holder /'
   return 0
@@ -141,8 +146,10 @@ enter() {  # enter NODE CMD...: CMD in the node's namespaces and the testbed's c
     die "node $node's namespace holder is gone (killed, or the machine restarted): scripts/testbed.sh --name $name down, then up"
   # Through the holder's /proc entries, which every mount namespace sees (the agent, called from
   # inside n1, enters n2 the same way).
+  local cpus=":"  # and the node's cpuset, when it has CPUs of its own
+  [ "${CPUS_PER_NODE:-0}" -gt 0 ] && cpus="echo \$\$ > $cpusets/$node/cgroup.procs"
   exec nsenter -t "$(cat "$state/$node.pid")" --net --mount --uts -- \
-    sh -c "echo \$\$ > $cgroup/cgroup.procs && exec \"\$@\"" sh "$@"
+    sh -c "echo \$\$ > $cgroup/cgroup.procs && $cpus && exec \"\$@\"" sh "$@"
 }
 
 wait_for_node() {  # until the holder has its hostname and mounts
@@ -203,6 +210,7 @@ make_node() {  # make_node I: namespaces, link, NVMe and holder of node nI
 
 up() {
   local nodes=2 link=1gbit nvme=400M:300M nvme_size=4G remote=300M:200M remote_size=8G shm_size=2G slots=2
+  local cpus_per_node=0
   local dir=/var/tmp
   while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || die "up: '$1' needs a value"
@@ -215,6 +223,7 @@ up() {
       --remote-size) remote_size="$2" ;;
       --shm-size) shm_size="$2" ;;
       --slots) slots="$2" ;;
+      --cpus-per-node) cpus_per_node="$2" ;;
       --dir) dir="$2" ;;
       *) die "up: unknown option '$1' (see the header of scripts/testbed.sh)" ;;
     esac
@@ -222,6 +231,11 @@ up() {
   done
   [[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 1 ] && [ "$nodes" -le 16 ] || die "--nodes $nodes: 1 to 16"
   [[ "$slots" =~ ^[0-9]+$ ]] && [ "$slots" -ge 1 ] || die "--slots $slots: at least 1"
+  [[ "$cpus_per_node" =~ ^[0-9]+$ ]] || die "--cpus-per-node $cpus_per_node: a whole number (0 = share all CPUs)"
+  [ $((nodes * cpus_per_node)) -le "$(nproc --all)" ] ||
+    die "--cpus-per-node $cpus_per_node: $nodes nodes x $cpus_per_node CPUs > the machine's $(nproc --all); give fewer (0 = share all)"
+  [ "$cpus_per_node" = 0 ] || [ -e /sys/fs/cgroup/cpuset/cpuset.cpus ] ||
+    die "--cpus-per-node: no cgroup-v1 cpuset controller at /sys/fs/cgroup/cpuset; leave it out (nodes share the CPUs)"
   size_check "$nvme_size"
   size_check "$remote_size"
   size_check "$shm_size"
@@ -250,6 +264,7 @@ up() {
   cat > "$state/env" <<EOF
 NODES=$nodes
 SLOTS=$slots
+CPUS_PER_NODE=$cpus_per_node
 LINK=$link_rate
 NVME_READ=$nvme_read
 NVME_WRITE=$nvme_write
@@ -267,6 +282,16 @@ EOF
   # rule is one token bucket shared by all of them (the v1 controller is not hierarchical, so a
   # parent's cap would not bind its children: one cgroup is what makes the cap aggregate).
   mkdir -p "$cgroup"
+  if [ "$cpus_per_node" -gt 0 ]; then  # node i: CPUs (i-1)*N .. i*N-1, all memory nodes
+    mkdir -p "$cpusets"
+    cat /sys/fs/cgroup/cpuset/cpuset.mems > "$cpusets/cpuset.mems"
+    echo "0-$((nodes * cpus_per_node - 1))" > "$cpusets/cpuset.cpus"
+    for i in $(seq 1 "$nodes"); do
+      mkdir -p "$cpusets/n$i"
+      cat "$cpusets/cpuset.mems" > "$cpusets/n$i/cpuset.mems"
+      echo "$(((i - 1) * cpus_per_node))-$((i * cpus_per_node - 1))" > "$cpusets/n$i/cpuset.cpus"
+    done
+  fi
   make_disk remote "$remote_size" "$mnt/remote" "$remote_read" "$remote_write"
   chmod 1777 "$mnt/remote"
 
@@ -286,7 +311,9 @@ EOF
   chmod +x "$state/agent"
   for i in $(seq 1 "$nodes"); do echo "n$i slots=$slots"; done > "$state/hostfile"
   trap - EXIT INT TERM
-  say "up: $nodes nodes on $subnet.0/24, links $link_rate, NVMe $nvme per node at $mnt/nvme, remote $remote for all at $mnt/remote, /dev/shm $shm_size per node"
+  local cpus="all CPUs shared"
+  [ "$cpus_per_node" -gt 0 ] && cpus="$cpus_per_node CPU(s) per node"
+  say "up: $nodes nodes on $subnet.0/24, links $link_rate, NVMe $nvme per node at $mnt/nvme, remote $remote for all at $mnt/remote, /dev/shm $shm_size per node, $cpus"
 }
 
 # ---- down ------------------------------------------------------------------------------------
@@ -310,6 +337,10 @@ down() {
   done
   if [ -d "$cgroup" ]; then
     rmdir "$cgroup" 2>/dev/null || { sleep 1; rmdir "$cgroup"; } || errors=1
+  fi
+  if [ -d "$cpusets" ]; then
+    for c in "$cpusets"/n*/; do [ -d "$c" ] && { rmdir "$c" 2>/dev/null || { sleep 1; rmdir "$c"; } || errors=1; }; done
+    rmdir "$cpusets" 2>/dev/null || errors=1
   fi
   [ -f "$state/env" ] && base="$(sed -n 's/^BASE=//p' "$state/env")"
   [ -n "$base" ] && [ -d "$base" ] && rm -rf "$base"
@@ -357,7 +388,9 @@ status() {
     say "broken: the namespace holders of $dead are gone (killed, or the machine restarted); scripts/testbed.sh --name $name down removes what remains, then up"
     return 1
   fi
-  say "up: $NODES nodes, links $LINK, NVMe read $NVME_READ write $NVME_WRITE B/s per node, remote read $REMOTE_READ write $REMOTE_WRITE B/s in all"
+  local cpus="all CPUs shared"
+  [ "${CPUS_PER_NODE:-0}" -gt 0 ] && cpus="$CPUS_PER_NODE CPU(s) per node"
+  say "up: $NODES nodes, links $LINK, NVMe read $NVME_READ write $NVME_WRITE B/s per node, remote read $REMOTE_READ write $REMOTE_WRITE B/s in all, $cpus"
   [ "${1:-}" = --counters ] && counters
   return 0
 }

@@ -45,6 +45,7 @@
 #include "kernels/cpu/adamw.hpp"
 #include "kernels/cpu/convert.hpp"
 #include "executor/offload/checked_adamw.hpp"
+#include "core/usable_cores.hpp"
 
 namespace mlpo {
 namespace {
@@ -134,7 +135,7 @@ int run(const Options& opt) {
   const std::uint64_t copy_bytes = round_up(parse_bytes(opt.memcpy_bytes, "--memcpy-bytes"), 4096);
   std::vector<unsigned> threads = opt.threads;
   if (threads.empty())
-    for (unsigned t = 1; t <= std::max(1u, std::thread::hardware_concurrency()); ++t) threads.push_back(t);
+    for (unsigned t = 1; t <= usable_cores(); ++t) threads.push_back(t);
   std::vector<SimdIsa> isas;
   if (opt.isa == "all") {
     for (SimdIsa i : {SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512})
@@ -148,8 +149,7 @@ int run(const Options& opt) {
   for (SimdIsa i : {SimdIsa::avx2, SimdIsa::avx512})
     if (simd_isa_supported(i)) have += ", " + std::string(to_string(i));
   std::printf("cpu: %s (%u hardware threads; SIMD variants: scalar%s; best: %s)\n", cpu_model().c_str(),
-              std::thread::hardware_concurrency(), have.c_str(),
-              std::string(to_string(best_simd_isa())).c_str());
+              usable_cores(), have.c_str(), std::string(to_string(best_simd_isa())).c_str());
   const std::size_t n = opt.elements;
   std::printf(
       "memcpy/nt-copy/in-place over %s; AdamW over %zu elements (%s of p, m, v, plus gradients and "

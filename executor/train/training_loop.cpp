@@ -49,6 +49,7 @@
 #include "executor/train/training_host_memory.hpp"
 #include "executor/train/weight_decay_scope.hpp"
 #include "kernels/cpu/convert.hpp"
+#include "core/usable_cores.hpp"
 
 namespace mlpo::train {
 
@@ -696,8 +697,7 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   RunInputs in = check_inputs(o, job, input_note, note);
   // The compute device, and whether the run fits in its memory: both before anything is written.
   ThreadPool threads(o.threads);
-  const unsigned blas_threads =
-      o.blas_threads ? o.blas_threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned blas_threads = o.blas_threads ? o.blas_threads : usable_cores();
   ComputeBackend device = open_backend(in.backend_choice, threads, blas_threads, comm.local_rank());
   const TrainingFootprint footprint{o.micro_batch, o.grad_accum, comm.size(), o.param_offload};
   if (const auto line = check_training_memory(device, in.shape, footprint, o.gpu_memory_limit))

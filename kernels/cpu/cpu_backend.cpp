@@ -8,14 +8,14 @@
 #include <thread>
 
 #include "core/units.hpp"
+#include "core/usable_cores.hpp"
 
 namespace mlpo {
 
 CpuBackend::CpuBackend(ThreadPool& pool, CpuBackendOptions options)
     : pool_(pool),
       options_(options),
-      blas_threads_(options.blas_threads ? options.blas_threads
-                                         : std::max(1u, std::thread::hardware_concurrency())) {
+      blas_threads_(options.blas_threads ? options.blas_threads : usable_cores()) {
   // All parallelism is the ThreadPool's: GEMMs are single-threaded OpenBLAS calls on its threads
   // (kernels/cpu/blas_gemm.hpp), so OpenBLAS's own threads never compete with it for cores.
   openblas_set_num_threads(1);

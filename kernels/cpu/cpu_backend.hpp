@@ -22,7 +22,7 @@ namespace mlpo {
 
 struct CpuBackendOptions {
   // Column blocks each linear-layer GEMM is cut into, run on the ThreadPool (so at most the
-  // pool's size run at once); 0 means std::thread::hardware_concurrency(). Independent of the
+  // pool's size run at once); 0 means usable_cores() (core/usable_cores.hpp). Independent of the
   // ThreadPool so that changing the pool never changes a GEMM result.
   unsigned blas_threads = 0;
   // blas (OpenBLAS sgemm/dgemm) or reference (plain loops; slow, for tests).
