@@ -267,9 +267,11 @@ void add_update_only_flags(CLI::App& app, UpdateOnlyFlags& f, std::string& mode)
   app.add_option("--params", f.params_text,
                  "Update-only: total parameters over all ranks (e.g. 1e9, 500M, 1B)")
       ->check(mlpo::cli::count_at_least(1));
-  mlpo::cli::add_checked(app, "--ranks", u.ranks,
-                         "Update-only: rank processes on this node, sharing the tiers",
-                         mlpo::cli::whole_in(1, 256));
+  mlpo::cli::add_checked(
+      app, "--ranks", u.ranks,
+      "Update-only: rank processes to fork on this node, sharing the tiers (under mpirun/srun: one rank per "
+      "launched process; leave it out)",
+      mlpo::cli::whole_in(1, 256));
   mlpo::cli::add_checked(app, "--mode", mode,
                          "mlp: the plan as written; baseline: its ZeRO-3-offload baseline (first tier, fp32 "
                          "gradients flushed, ascending, no cache, no limit)",
@@ -398,9 +400,10 @@ mlpo::update_only::UpdateOnlyOptions update_only_options(const StepFlags& s, con
   return u;
 }
 
-int run_update_only(const StepFlags& s, const mlpo::update_only::UpdateOnlyOptions& u) {
+// One rank's (or the whole local group's) update-only run; `rank0` logs and prints.
+int update_only_ranked(const StepFlags& s, const mlpo::update_only::UpdateOnlyOptions& u, bool rank0) {
   const bool tty = ::isatty(STDOUT_FILENO) && !s.quiet;
-  mlpo::train::RunLog log(s.log_path, false);
+  mlpo::train::RunLog log(rank0 ? s.log_path : std::string(), false);
   auto result = mlpo::update_only::run_update_only(u, [&](const mlpo::Json& rec) {
     log.write(rec);
     if (s.quiet) return;
@@ -414,9 +417,22 @@ int run_update_only(const StepFlags& s, const mlpo::update_only::UpdateOnlyOptio
     std::printf("\n");
     if (tty) std::fflush(stdout);
   });
+  if (!rank0) return 0;
   std::printf("summary: %s\n", result.summary.dump().c_str());
   if (u.state_hash) std::printf("state-sha256: %s\n", result.state_sha256.c_str());
   return 0;
+}
+
+// Under a launcher (mpirun, srun) this process is one rank and rank 0 writes the log and prints;
+// any rank's error ends the job with its message (run_ranked).
+int run_update_only(const StepFlags& s, mlpo::update_only::UpdateOnlyOptions u) {
+  std::unique_ptr<mlpo::comm::Communicator> comm;
+  if (mlpo::comm::launch_env().multi_rank()) {
+    comm = mlpo::comm::open_communicator(mlpo::comm::launch_env(), mlpo::comm::CommBackend::mpi);
+    u.comm = comm.get();
+  }
+  auto body = [&] { return update_only_ranked(s, u, !comm || comm->rank() == 0); };
+  return comm && comm->size() > 1 ? mlpo::comm::run_ranked(*comm, body) : body();
 }
 
 // The training options from the flags (every check before anything is opened).
@@ -578,9 +594,6 @@ int main(int argc, char** argv) {
     if (mode == kPrepareData) return run_prepare_data(prepare_flags);
     if (mode == kReport) return run_report(report_flags);
     if (mode == kUpdateOnly) {
-      if (mlpo::comm::launch_env().multi_rank())
-        throw mlpo::Error(
-            "--update-only starts its rank processes itself (--ranks R); run it without mpirun/srun");
       return run_update_only(step_flags,
                              update_only_options(step_flags, update_only_flags, training_flags.options));
     }

@@ -140,7 +140,7 @@ mlpo::cli::FlagModes flag_modes() {
                                   {"--update-only", kSearch | kSimulate},
                                   {"--jobs", kSearch},
                                   {"--simulate-top", kSearch},
-                                  {"--remote-backbone-gbps", kSearch | kSimulate},
+                                  {"--remote-backbone-gbps", kSearch | kValidate | kSimulate},
                                   {"--quiet", kSearch | kSimulate},
                                   {"--validate", kValidate},
                                   {"--plan", kValidate},
@@ -175,7 +175,7 @@ int run_validate(const TuneFlags& f) {
   const mlpo::Plan plan = mlpo::load_plan(f.plan_path);
   const mlpo::ModelSpec spec = mlpo::load_model(f.model.empty() ? plan.model_name : f.model);
   const auto report =
-      mlpo::tune::validate_run(f.validate_path, plan, mlpo::load_profile(f.profile_path), spec);
+      mlpo::tune::validate_run(f.validate_path, plan, mlpo::load_profile(f.profile_path), spec, f.backbone);
   if (f.json) {
     std::printf("%s\n", mlpo::tune::to_json(report).dump(2).c_str());
   } else {

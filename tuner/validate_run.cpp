@@ -102,7 +102,7 @@ std::optional<std::string> steal_warning(const std::optional<double>& run,
 }  // namespace
 
 ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile,
-                              const ModelSpec& model) {
+                              const ModelSpec& model, double remote_backbone_gbps) {
   ValidationReport r;
   r.measured = read_run_log(log_path);
   const Accounting a = account(model, plan.cluster);
@@ -115,6 +115,7 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
   r.update_only = r.measured.forward_s == 0;
   sim::SimulationOptions options;
   options.update_only = r.update_only;
+  options.remote_backbone_gbps = remote_backbone_gbps;
   // One rank fetching weights per part: the run used --param-offload (ZeRO-3 ranks gather).
   options.param_offload = plan.cluster.ranks() == 1 && r.measured.weight_fetch_bytes > 0;
   r.predicted = sim::simulate(a, profile, plan, options);

@@ -74,9 +74,11 @@ struct ValidationReport {
 inline constexpr double kStealWarnShare = 0.03;
 
 // Simulates `plan` on `profile` (update only when the log's forward and backward are 0) and
-// compares. `model` must be the plan's model (its parameter count is checked).
+// compares. `model` must be the plan's model (its parameter count is checked). The run's remote
+// tiers shared a backbone of `remote_backbone_gbps` GB/s per direction among its nodes (0: none),
+// as `mlpo-tune --remote-backbone-gbps` models it.
 ValidationReport validate_run(const std::string& log_path, const Plan& plan, const Profile& profile,
-                              const ModelSpec& model);
+                              const ModelSpec& model, double remote_backbone_gbps = 0);
 
 std::string format_report(const ValidationReport& report);
 // The same report for scripts (`--validate --json`): the rows with predicted, measured and

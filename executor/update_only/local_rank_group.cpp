@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 
@@ -46,6 +47,12 @@ LocalRankGroup::~LocalRankGroup() {
 
 void LocalRankGroup::barrier() {
   if (ranks_ > 1) pthread_barrier_wait(barrier_);
+}
+
+std::span<const double> LocalRankGroup::share_chunk_sums(std::span<const double> mine, std::int64_t first) {
+  std::copy(mine.begin(), mine.end(), sums_ + first);
+  barrier();
+  return {sums_, static_cast<std::size_t>(chunks_)};
 }
 
 }  // namespace mlpo::update_only

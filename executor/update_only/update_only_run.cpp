@@ -26,8 +26,11 @@
 #include "executor/offload/state_store.hpp"
 #include "executor/offload/tier_run_directories.hpp"
 #include "executor/offload/update_pipeline.hpp"
+#include "executor/comm/communicator.hpp"
+#include "executor/update_only/launched_rank_group.hpp"
 #include "executor/update_only/local_rank_group.hpp"
 #include "executor/update_only/synthetic_gradients.hpp"
+#include "core/usable_cores.hpp"
 
 namespace mlpo::update_only {
 
@@ -71,7 +74,7 @@ void digest_rank_state(UpdatePipeline& pipeline, const RankShard& shard, std::sp
 }
 
 // One rank's whole run. Runs in the rank's process.
-void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, LocalRankGroup& group,
+void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, RankGroup& group,
               unsigned threads) {
   const RankShard shard = shard_for(o.params, o.ranks, rank);
   const Plan& plan = o.plan;
@@ -91,9 +94,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
     const std::optional<CpuTicks> cpu0 = read_cpu_ticks();
     synthetic_gradients(o.seed, step, shard.global_begin, grads, pool_threads);
     auto sums = chunk_square_sums(grads, pool_threads);
-    std::copy(sums.begin(), sums.end(), group.chunk_sums().begin() + first_chunk);
-    group.barrier();
-    const double norm = global_norm(group.chunk_sums());
+    const double norm = global_norm(group.share_chunk_sums(sums, first_chunk));
     group.barrier();  // everyone has read the sums before the next step overwrites them
     if (fp32_grads) rec.gradient_flush_s = pipeline.flush_gradients(grads);  // returns its seconds
     rec.backward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - b0).count();
@@ -127,15 +128,14 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Loca
   if (o.state_hash) digest_rank_state(pipeline, shard, group.chunk_digests());
 }
 
-Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t step,
-                 const std::vector<std::string>& tier_names,
+Json step_record(RankGroup& group, std::int64_t step, const std::vector<std::string>& tier_names,
                  const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate) {
   Json j;
   j["step"] = step + 1;
   double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0, steal = -1;
   std::int64_t hits = 0, reads = 0, writes = 0, elements = 0;
   Json rank_update_s = Json::array();  // each rank's own update time: the step waits for the slowest
-  for (int r = 0; r < o.ranks; ++r) {
+  for (int r = 0; r < group.ranks(); ++r) {
     const auto& rec = group.record(r, step);
     rank_update_s.push_back(rec.update_s);
     update_s = std::max(update_s, rec.update_s);
@@ -153,7 +153,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   j["forward_s"] = 0.0;
   j["backward_s"] = backward_s;
   j["update_s"] = update_s;
-  if (o.ranks > 1) j["rank_update_s"] = rank_update_s;
+  if (group.ranks() > 1) j["rank_update_s"] = rank_update_s;
   j["gradient_flush_s"] = flush_s;
   j["adam_s"] = adam_s;
   j["prefetch_stall_s"] = stall;
@@ -168,7 +168,7 @@ Json step_record(const UpdateOnlyOptions& o, LocalRankGroup& group, std::int64_t
   for (std::size_t t = 0; t < tier_names.size(); ++t) {
     std::uint64_t rb = 0, wb = 0, device_rb = 0, device_wb = 0;
     double busy = 0, wait = 0, device_busy = -1;
-    for (int r = 0; r < o.ranks; ++r) {
+    for (int r = 0; r < group.ranks(); ++r) {
       const auto& rec = group.record(r, step);
       rb += rec.read_bytes[t];
       wb += rec.write_bytes[t];
@@ -296,52 +296,16 @@ void run_ranks(const UpdateOnlyOptions& o, const std::string& run, LocalRankGrou
   }
 }
 
-}  // namespace
-
-UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
-                                 const std::function<void(const Json&)>& on_step) {
-  check_options(o);
-  validate(o.plan);
-  std::vector<std::string> tier_names;
-  std::vector<std::optional<TierRates>> tier_rates;  // per file tier; none for one updated in place
-  double adam_rate = 0;
-  for (const auto& t : o.plan.tiers) {
-    if (t.kind == TierKind::memory) continue;
-    if (static_cast<int>(tier_names.size()) == kMaxStatTiers)
-      throw Error("tiers: at most " + std::to_string(kMaxStatTiers) + " file tiers are supported");
-    tier_names.push_back(t.name);
-    if (!std::filesystem::is_directory(t.path))
-      throw Error("tier '" + t.name + "' (" + t.path +
-                  "): directory does not exist; create it or fix the plan's path");
-    if (o.profile && updated_in_place(t.kind)) {
-      tier_rates.emplace_back();
-    } else if (o.profile) {
-      const TierProfile* tp = o.profile->find_tier(t.name);
-      if (!tp)
-        throw Error("--profile has no tier named '" + t.name +
-                    "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
-      tier_rates.push_back(tier_rates_of(*tp));
-    }
-  }
-  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(o.ranks));
-  if (o.profile)
-    adam_rate = node_adam_elements_per_s(o.profile->host.adam_elements_per_s, static_cast<double>(cores),
-                                         static_cast<double>(o.ranks), static_cast<double>(threads));
-
-  // Its tier directories, removed at the end; those of killed runs on this host, at the start.
-  const std::string run = o.run_name.empty() ? default_run_name("update") : o.run_name;
-  TierRunDirectories run_dirs(o.plan, run);
-  const std::int64_t chunks = (o.params + kNormChunk - 1) / kNormChunk;
-  LocalRankGroup group(o.ranks, chunks, o.steps);
-
-  run_ranks(o, run, group, threads);
-
+// The log records and the summary from every rank's records (in the first rank's process).
+UpdateOnlyResult summarize(const UpdateOnlyOptions& o, RankGroup& group,
+                           const std::vector<std::string>& tier_names,
+                           const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate,
+                           const std::function<void(const Json&)>& on_step) {
   UpdateOnlyResult result;
   double sum_update = 0, sum_flush = 0, sum_bound = 0, sum_ideal = 0;
   std::int64_t counted = 0;
   for (std::int64_t s = 0; s < o.steps; ++s) {
-    Json rec = step_record(o, group, s, tier_names, tier_rates, adam_rate);
+    Json rec = step_record(group, s, tier_names, tier_rates, adam_rate);
     if (on_step) on_step(rec);
     if (s > 0 || o.steps == 1) {
       sum_update += rec["update_s"].get<double>();
@@ -361,6 +325,7 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
                         {"mean_update_s", sum_update / static_cast<double>(counted)},
                         {"mean_gradient_flush_s", sum_flush / static_cast<double>(counted)},
                         {"steps_averaged", counted}};
+  if (o.comm && o.comm->size() > 1) result.summary["nodes"] = o.comm->nodes();
   if (sum_bound > 0) {
     result.summary["mean_bound_s"] = sum_bound / static_cast<double>(counted);
     result.summary["mean_ideal_bound_s"] = sum_ideal / static_cast<double>(counted);
@@ -372,6 +337,74 @@ UpdateOnlyResult run_update_only(const UpdateOnlyOptions& o,
     result.summary["state_sha256"] = result.state_sha256;
   }
   return result;
+}
+
+// The launched world when there is one (several ranks): one rank per process, and --ranks
+// must be left out or agree.
+comm::Communicator* launched_world(const UpdateOnlyOptions& o) {
+  if (!o.comm || o.comm->size() == 1) return nullptr;
+  if (o.ranks != 1 && o.ranks != o.comm->size())
+    throw Error("--ranks " + std::to_string(o.ranks) + ": the launcher started " +
+                std::to_string(o.comm->size()) + " ranks, one per process; drop --ranks (or launch " +
+                std::to_string(o.ranks) + ")");
+  return o.comm;
+}
+
+}  // namespace
+
+UpdateOnlyResult run_update_only(const UpdateOnlyOptions& given,
+                                 const std::function<void(const Json&)>& on_step) {
+  UpdateOnlyOptions o = given;
+  comm::Communicator* world = launched_world(o);
+  if (world) o.ranks = world->size();
+  check_options(o);
+  validate(o.plan);
+  std::vector<std::string> tier_names;
+  std::vector<std::optional<TierRates>> tier_rates;  // per file tier; none for one updated in place
+  for (const auto& t : o.plan.tiers) {
+    if (t.kind == TierKind::memory) continue;
+    if (static_cast<int>(tier_names.size()) == kMaxStatTiers)
+      throw Error("tiers: at most " + std::to_string(kMaxStatTiers) + " file tiers are supported");
+    tier_names.push_back(t.name);
+    if (!std::filesystem::is_directory(t.path))
+      throw Error("tier '" + t.name + "' (" + t.path +
+                  "): directory does not exist; create it or fix the plan's path");
+    if (o.profile && updated_in_place(t.kind)) {
+      tier_rates.emplace_back();
+    } else if (o.profile) {
+      const TierProfile* tp = o.profile->find_tier(t.name);
+      if (!tp)
+        throw Error("--profile has no tier named '" + t.name +
+                    "' (profile the tier with mlpo-profile --tier " + t.name + "=" + t.path + ")");
+      tier_rates.push_back(tier_rates_of(*tp));
+    }
+  }
+  // The ranks on this node share its cores; launched ranks may span nodes, each with its own.
+  const unsigned cores = usable_cores();
+  const int node_ranks = world ? world->local_size() : o.ranks;
+  const unsigned threads = o.threads ? o.threads : std::max(1u, cores / static_cast<unsigned>(node_ranks));
+  double adam_rate = 0;
+  if (o.profile)
+    adam_rate = node_adam_elements_per_s(o.profile->host.adam_elements_per_s, static_cast<double>(cores),
+                                         static_cast<double>(node_ranks), static_cast<double>(threads)) *
+                (world ? world->nodes() : 1);
+
+  // Its tier directories, removed at the end; those of killed runs on this host, at the start.
+  // Launched ranks each have their own (the default name carries host and pid).
+  std::string run = o.run_name.empty() ? default_run_name("update") : o.run_name;
+  if (world && !o.run_name.empty()) run += "-rank" + std::to_string(world->rank());
+  TierRunDirectories run_dirs(o.plan, run);
+  const std::int64_t chunks = (o.params + kNormChunk - 1) / kNormChunk;
+  if (world) {
+    LaunchedRankGroup group(*world, chunks, o.steps);
+    run_rank(o, run, world->rank(), group, threads);
+    group.collect();
+    if (world->rank() != 0) return {};
+    return summarize(o, group, tier_names, tier_rates, adam_rate, on_step);
+  }
+  LocalRankGroup group(o.ranks, chunks, o.steps);
+  run_ranks(o, run, group, threads);
+  return summarize(o, group, tier_names, tier_rates, adam_rate, on_step);
 }
 
 }  // namespace mlpo::update_only

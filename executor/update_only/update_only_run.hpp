@@ -29,6 +29,10 @@
 #include "core/profile.hpp"
 #include "kernels/cpu/adamw.hpp"
 
+namespace mlpo::comm {
+class Communicator;
+}
+
 namespace mlpo::update_only {
 
 struct UpdateOnlyOptions {
@@ -43,6 +47,10 @@ struct UpdateOnlyOptions {
   unsigned threads = 0;        // AdamW threads per rank; 0 = cores / ranks
   bool state_hash = false;
   std::string run_name;  // default: update-<host>-<pid> (TierRunDirectories)
+  // Ranks a launcher started (mpirun, srun): with a world of several, this process is one
+  // rank of it (--ranks left out or equal to the world's size) and only rank 0 gets the log
+  // records and the summary. Null or a world of one: `ranks` are forked here.
+  comm::Communicator* comm = nullptr;
 };
 
 struct UpdateOnlyResult {
@@ -51,7 +59,8 @@ struct UpdateOnlyResult {
   std::string state_sha256;  // when state_hash
 };
 
-// Runs it. `on_step` (may be empty) sees each step's record as soon as it is complete.
+// Runs it. `on_step` (may be empty) sees each step's record as soon as it is complete (launched
+// ranks: on rank 0 only; the others return an empty result).
 // Throws mlpo::Error on invalid options (AdamW values that are not finite or out of range,
 // named by their flags; a tier missing from the profile), a tier
 // error, or a rank that failed (naming the rank).
