@@ -143,11 +143,13 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
     if (r.measured.exchange_cpu_s && an.exchange_core_s > 0)
       r.rows.push_back({"exchange_cpu_s", an.exchange_core_s, *r.measured.exchange_cpu_s});
   }
+  // The log sums every rank's bytes; the prediction is one node's (every node moves the same).
+  const double nodes = static_cast<double>(std::max<std::int64_t>(1, plan.cluster.nodes));
   for (const MeasuredTier& t : r.measured.tiers) {
     for (const auto& pt : p.tiers) {
       if (pt.name != t.name) continue;
-      r.rows.push_back({"tier " + t.name + " read_bytes", pt.read_bytes, t.read_bytes});
-      r.rows.push_back({"tier " + t.name + " write_bytes", pt.write_bytes, t.write_bytes});
+      r.rows.push_back({"tier " + t.name + " read_bytes", pt.read_bytes, t.read_bytes / nodes});
+      r.rows.push_back({"tier " + t.name + " write_bytes", pt.write_bytes, t.write_bytes / nodes});
       r.rows.push_back({"tier " + t.name + " busy_s", pt.busy_s, t.busy_s});
     }
   }

@@ -34,6 +34,8 @@ std::string hex32(std::uint32_t v) {
 
 const char* op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
 
+int direction(IoOp op) { return op == IoOp::read ? 0 : 1; }
+
 }  // namespace
 
 TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
@@ -45,8 +47,8 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
     const int err = errno;
     throw Error("tier '" + tier_.name + "': cannot create an eventfd: " + errno_text(err));
   }
-  ops_.resize(tier_.queue_depth);
-  for (unsigned i = tier_.queue_depth; i-- > 0;) free_ops_.push_back(i);
+  ops_.resize(2 * static_cast<std::size_t>(tier_.queue_depth));  // queue_depth per direction
+  for (auto i = static_cast<unsigned>(ops_.size()); i-- > 0;) free_ops_.push_back(i);
 
   // The ring is created on the I/O thread, the only thread that ever touches it.
   std::promise<void> started;
@@ -55,7 +57,7 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
     request_short_slice_for_this_thread();  // wakes per completion: ahead of AdamW's threads
     std::optional<IoRing> ring;
     try {
-      ring.emplace(tier_.queue_depth + 1, "tier '" + tier_.name + "' (" + tier_.path.string() + ")");
+      ring.emplace(2 * tier_.queue_depth + 1, "tier '" + tier_.name + "' (" + tier_.path.string() + ")");
       if (pool_ != nullptr) {
         std::string error;
         fixed_buffers_ = ring->register_buffers(pool_->region(), error);
@@ -174,13 +176,13 @@ void TierIo::run(IoRing& ring) {
     {
       std::lock_guard lock(queue_mutex_);
       while (!incoming_.empty()) {
-        pending_.push_back(std::move(incoming_.front()));
+        pending_[direction(incoming_.front()->op)].push_back(std::move(incoming_.front()));
         incoming_.pop_front();
       }
       stop = stopping_;
     }
     hand_out(ring);
-    if (stop && pending_.empty() && in_flight_ == 0) break;
+    if (stop && pending_[0].empty() && pending_[1].empty() && in_flight_ == 0) break;
 
     const int rc = io_uring_submit_and_wait(ring.get(), 1);
     MLPO_CHECK(rc >= 0 || rc == -EINTR || rc == -EAGAIN || rc == -EBUSY,
@@ -202,33 +204,46 @@ void TierIo::run(IoRing& ring) {
   }
 }
 
+// Whether direction `d` has a block to hand out and room for it (drops requests fully handed out).
+bool TierIo::can_hand_out(int d) {
+  auto& pending = pending_[d];
+  while (!pending.empty() && pending.front()->next_chunk >= pending.front()->padded) pending.pop_front();
+  return !pending.empty() && in_flight_of_[d] < tier_.queue_depth;
+}
+
 void TierIo::hand_out(IoRing& ring) {
-  while (!free_ops_.empty() && !pending_.empty()) {
-    detail::RequestState& req = *pending_.front();
-    if (req.next_chunk >= req.padded) {  // fully handed out, or failed
-      pending_.pop_front();
-      continue;
-    }
-    const unsigned index = free_ops_.back();
-    free_ops_.pop_back();
-    Operation& op = ops_[index];
-    const std::uint64_t len = std::min<std::uint64_t>(tier_.block_size, req.padded - req.next_chunk);
-    op.request = pending_.front();
-    op.file_offset = req.offset + req.next_chunk;
-    op.buffer = req.buffer + req.next_chunk;
-    op.length = static_cast<std::uint32_t>(len);
-    op.done = 0;
-    op.fixed = ring.fixed_index(op.buffer, len);
-    const std::uint64_t start = req.next_chunk;
-    req.next_chunk += len;
-    ++req.in_flight;
-    if (in_flight_++ == 0) busy_since_ns_ = now_ns();
-    const bool checksum = req.check_crc && req.op == IoOp::write;
-    if (checksum) checksum_block(req, start);
-    prepare(ring, index);
-    // Let the device start on this block while the next one is checksummed.
-    if (checksum) io_uring_submit(ring.get());
+  for (;;) {
+    int d = next_direction_;
+    if (!can_hand_out(d)) d = 1 - d;
+    if (!can_hand_out(d)) return;
+    next_direction_ = 1 - d;
+    hand_out_block(ring, d);
   }
+}
+
+void TierIo::hand_out_block(IoRing& ring, int d) {
+  auto& pending = pending_[d];
+  detail::RequestState& req = *pending.front();
+  const unsigned index = free_ops_.back();
+  free_ops_.pop_back();
+  Operation& op = ops_[index];
+  const std::uint64_t len = std::min<std::uint64_t>(tier_.block_size, req.padded - req.next_chunk);
+  op.request = pending.front();
+  op.file_offset = req.offset + req.next_chunk;
+  op.buffer = req.buffer + req.next_chunk;
+  op.length = static_cast<std::uint32_t>(len);
+  op.done = 0;
+  op.fixed = ring.fixed_index(op.buffer, len);
+  const std::uint64_t start = req.next_chunk;
+  req.next_chunk += len;
+  ++req.in_flight;
+  ++in_flight_of_[d];
+  if (in_flight_++ == 0) busy_since_ns_ = now_ns();
+  const bool checksum = req.check_crc && req.op == IoOp::write;
+  if (checksum) checksum_block(req, start);
+  prepare(ring, index);
+  // Let the device start on this block while the next one is checksummed.
+  if (checksum) io_uring_submit(ring.get());
 }
 
 void TierIo::checksum_block(detail::RequestState& req, std::uint64_t start) {
@@ -250,7 +265,7 @@ std::uint32_t TierIo::extent_crc(const detail::RequestState& req) const {
 void TierIo::prepare(IoRing& ring, unsigned index) {
   Operation& op = ops_[index];
   io_uring_sqe* sqe = io_uring_get_sqe(ring.get());
-  if (sqe == nullptr) {  // cannot happen with queue_depth + 1 entries, but be safe
+  if (sqe == nullptr) {  // cannot happen with 2 x queue_depth + 1 entries, but be safe
     io_uring_submit(ring.get());
     sqe = io_uring_get_sqe(ring.get());
     MLPO_CHECK(sqe != nullptr, "io_uring submission queue full");
@@ -356,6 +371,7 @@ void TierIo::finish_operation(unsigned index) {
   std::shared_ptr<detail::RequestState> request = std::move(op.request);
   op.request.reset();
   free_ops_.push_back(index);
+  --in_flight_of_[direction(request->op)];
   if (--in_flight_ == 0) counters_.add_busy_ns(now_ns() - busy_since_ns_);
   if (--request->in_flight == 0 && request->next_chunk >= request->padded) finish_request(*request);
 }
