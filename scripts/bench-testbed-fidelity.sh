@@ -6,7 +6,12 @@
 # backbone = the testbed's remote cap); then the tuner's own pick, measured the same way.
 #
 #   scripts/bench-testbed-fidelity.sh --profile out/bench-testbed/tiers-1.json
-#       [--model 1b] [--steps 3] [--out out/bench-testbed-fidelity] [--only NAME,NAME...]
+#       [--model 1b] [--steps 3] [--out out/bench-testbed-fidelity] [--only NAME,NAME...] [--concurrency]
+#
+# --concurrency measures instead the shared remote tier's concurrency limit (issue 35, point 5):
+# nvme 0.6 + remote 0.4 with k = 1, 2, 4 and no limit on the remote tier, whose slots (lock files
+# on the shared file system) count the ranks of both nodes together. --only re-measures the
+# named plans (p1..p7, tuned, k1, k2, k4, k0) and keeps the others' rows.
 #
 # The testbed `bench` must be up (scripts/bench-testbed.sh brings it up and profiles its tiers;
 # the profile is one of its tiers-N.json). Prints one markdown row per plan: predicted and
@@ -14,7 +19,7 @@
 # fastest plan. Keep the machine idle while it runs (~25 min at the default caps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=1b; steps=3; profile=""; out=out/bench-testbed-fidelity; only=""
+model=1b; steps=3; profile=""; out=out/bench-testbed-fidelity; only=""; concurrency=0
 subgroup=16777216
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -23,7 +28,8 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --concurrency) concurrency=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "bench-testbed-fidelity: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -55,7 +61,7 @@ where = {"nvme": (nvme, "nvme"), "remote": (remote, "remote"), "shm": (shm, "hos
 plan = {"schema": "mlpo.plan/1", "model": {"name": model, "params": int(params)},
         "cluster": {"nodes": int(nodes), "gpus_per_node": int(rpn)}, "mode": mode,
         "subgroup_elements": int(subgroup), "tiers": [], "host_cache_subgroups": int(cache), "buffers": 4,
-        "prefetch_depth": 1 if mode == "baseline" else 2, "order": order, "slot_scope": scope,
+        "prefetch_depth": 1 if mode == "baseline" else 2, "order": order, "io": {"slot_scope": scope},
         "gradients": "flush-fp32" if mode == "baseline" else "delayed"}
 for t in tiers:
     name, fraction, k = t.split(":")
@@ -70,7 +76,7 @@ PY
 measure() {  # measure LABEL PLAN
   local label=$1 p=$2 name log
   name=$(basename "$p" .plan.json)
-  if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then return 0; fi
+  if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then return 0; fi  # kept from an earlier run
   log="$out/$name.jsonl"
   rm -f "$log"
   echo "== $label ($(date -u +%T))" >&2
@@ -84,15 +90,35 @@ v = json.load(open(sys.argv[1]))
 row = next(r for r in v["rows"] if r["quantity"] == "update_s")
 pred, meas = row["predicted"], row["measured"]
 print(f"| {sys.argv[2]} | {pred:.2f} | {meas:.2f} | {(pred - meas) / meas * 100:+.1f} % |", flush=True)
-with open(sys.argv[3], "a") as rows:
-    rows.write(f"{sys.argv[4]} {meas} {pred}\n")
+# One line per plan: a plan measured again (--only) replaces its line.
+try:
+    rows = [l for l in open(sys.argv[3]) if l.split()[0] != sys.argv[4]]
+except FileNotFoundError:
+    rows = []
+rows.append(f"{sys.argv[4]} {meas} {pred}\n")
+open(sys.argv[3], "w").writelines(rows)
 PY
 }
 
 echo "bench-testbed-fidelity: $model ($params params), $nodes nodes x $ranks_per_node ranks, $steps steps; caps nvme $NVME_READ:$NVME_WRITE per node, remote $REMOTE_READ:$REMOTE_WRITE shared (backbone $backbone GB/s), link $LINK; commit $(git rev-parse --short HEAD); $(date -u +%FT%TZ); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-rm -f "$out/measured.txt"
+[ -n "$only" ] || rm -f "$out/measured.txt"
 echo "| plan ($model, $nodes nodes x $ranks_per_node ranks) | predicted update s | measured update s | error |"
 echo "|---|---|---|---|"
+if [ "$concurrency" = 1 ]; then
+  for k in 1 2 4 0; do
+    measure "nvme 0.6 + remote 0.4 (k=$k on remote, slots shared by both nodes), alternating" \
+      "$(plan "k$k" mlp 0 alternating combined nvme:0.6:0 "remote:0.4:$k")"
+  done
+  python3 - "$out" <<'PY'
+import json, sys
+for k in (1, 2, 4, 0):
+    steps = [json.loads(l) for l in open(f"{sys.argv[1]}/k{k}.jsonl") if l.strip()][1:]
+    t = next(t for t in steps[-1]["tiers"] if t["name"] == "remote")
+    wait = sum(next(t for t in s["tiers"] if t["name"] == "remote")["slot_wait_s"] for s in steps) / len(steps)
+    print(f"k={k or 'none'}: remote slot wait {wait:.1f} s per step (all ranks)")
+PY
+  exit 0
+fi
 measure "nvme, no cache, ascending" "$(plan p1 mlp 0 ascending combined nvme:1.0:0)"
 measure "nvme 0.6 + remote 0.4, no cache, ascending" "$(plan p2 mlp 0 ascending combined nvme:0.6:0 remote:0.4:0)"
 measure "nvme 0.55 + remote 0.3 + shm 0.15, cache 4, alternating" \
@@ -107,7 +133,7 @@ measure "baseline (nvme, fp32 gradients flushed, ascending)" "$(plan p7 baseline
 
 echo "== tuner's pick ($(date -u +%T))" >&2
 "$bin/mlpo-tune" --model "$model" --profile "$profile" --update-only --nodes "$nodes" --gpus-per-node "$ranks_per_node" \
-  --remote-backbone-gbps "$backbone" --host-memory-budget "${MLPO_FIDELITY_HOST_BUDGET:-2GiB}" --quiet \
+  --remote-backbone-gbps "$backbone" --host-memory-budget "${MLPO_FIDELITY_HOST_BUDGET:-6GiB}" --quiet \
   --out "$out/tuned.plan.json" > /dev/null
 # The tuner's pick with the testbed's paths (its profile names nvme and remote; a memory tier has no path).
 python3 - "$out/tuned.plan.json" <<'PY'

@@ -10,7 +10,7 @@
 # Runs add to the profiles already in --out (tiers-1.json, tiers-2.json, ...), so the runs can be
 # spread over time by hand (`--runs 1` now, again in 30 minutes: keep the machine idle while a
 # run measures); the report covers all of them. --runs 0 --links "" reports only.
-# Brings up a testbed named `bench` (2 nodes, NVMe 300M:250M, remote 250M:250M, unless one of
+# Brings up a testbed named `bench` (2 nodes of 1 CPU each, NVMe 300M:250M, remote 250M:250M, unless one of
 # that name is up: then its settings are used) and takes it down at the end if it made it.
 # Profiles run on n1 with --model tiny and small host buffers: only the tier and comm figures
 # are used. Prints one table per point; the profiles stay in --out (default out/bench-testbed).
@@ -34,7 +34,7 @@ tb=(scripts/testbed.sh --name bench)
 made=0
 if ! { [ -f /run/mlpo-bench/env ] && "${tb[@]}" status > /dev/null 2>&1; }; then
   "${tb[@]}" down > /dev/null  # the traces of a broken one (the machine restarted under it)
-  "${tb[@]}" up --nodes 2 --nvme 300M:250M --remote 250M:250M --nvme-size 12G --remote-size 16G
+  "${tb[@]}" up --nodes 2 --nvme 300M:250M --remote 250M:250M --nvme-size 12G --remote-size 16G --cpus-per-node 1
   made=1
 fi
 [ $made = 1 ] && trap '"${tb[@]}" down' EXIT
@@ -91,6 +91,17 @@ for tier in ("nvme", "remote"):
             print(f"  {tier:7} {curve:14} {s:>7} {cap:6.3f}  " + "  ".join(f"{v:6.3f}" for v in vals)
                   + f"   {min(ratios):.3f}..{max(ratios):.3f}   {100 * spread:4.1f} %")
 print(f"  lowest figure / cap {worst_ratio:.3f}; largest spread between runs {100 * worst_spread:.1f} %")
+# Per tier and curve, the best stream count's figure (what the tuner's peak rates are): against the
+# cap and between runs.
+print("  best stream count per curve:")
+for tier in ("nvme", "remote"):
+    for curve, key, direction in (("write", "write_gbps", "write"), ("read", "read_gbps", "read"),
+                                  ("mixed write", "mixed_write_gbps", "write"), ("mixed read", "mixed_read_gbps", "read")):
+        cap = caps[(tier, direction)] / 1e9
+        best = [max(pt["value"]["median"] for pt in next(t for t in p["tiers"] if t["name"] == tier)[key])
+                for p in profiles]
+        print(f"  {tier:7} {curve:14} {'best':>7} {cap:6.3f}  " + "  ".join(f"{v:6.3f}" for v in best)
+              + f"   {min(best) / cap:.3f}..{max(best) / cap:.3f}   {100 * (max(best) / min(best) - 1):4.1f} %")
 print("\n2. comm.inter_node against the link (one rank per node, 32 MiB buffers, median of 5)")
 for link in links:
     c = json.load(open(f"{out}/link-{link}.json"))["comm"]["inter_node"]
