@@ -6,12 +6,20 @@
 # backbone = the testbed's remote cap); then the tuner's own pick, measured the same way.
 #
 #   scripts/bench-testbed-fidelity.sh --profile out/bench-testbed/tiers-1.json
-#       [--model 1b] [--steps 3] [--out out/bench-testbed-fidelity] [--only NAME,NAME...] [--concurrency]
+#       [--model 1b] [--steps 3] [--out out/bench-testbed-fidelity] [--only NAME,NAME...]
+#       [--concurrency | --headline]
 #
 # --concurrency measures instead the shared remote tier's concurrency limit (issue 35, point 5):
 # nvme 0.6 + remote 0.4 with k = 1, 2, 4 and no limit on the remote tier, whose slots (lock files
 # on the shared file system) count the ranks of both nodes together. --only re-measures the
 # named plans (p1..p7, tuned, k1, k2, k4, k0) and keeps the others' rows.
+#
+# --headline measures instead full MLP mode against the baseline (issue 35, point 6), one after
+# the other in the same run: the baseline on the node's NVMe alone (fp32 gradients flushed, no
+# cache, ascending), and MLP over NVMe and the shared tier in the ratio of their write rates per
+# node (the remote tier's share is its cap over the nodes), a host cache of ~15 % of a rank's
+# subgroups, alternating order, delayed gradients. The speedup is the baseline's update + flush
+# over MLP's update, measured and predicted (mlpo-tune --validate's update_and_flush_s row).
 #
 # The testbed `bench` must be up (scripts/bench-testbed.sh brings it up and profiles its tiers;
 # the profile is one of its tiers-N.json). Prints one markdown row per plan: predicted and
@@ -19,7 +27,7 @@
 # fastest plan. Keep the machine idle while it runs (~25 min at the default caps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=1b; steps=3; profile=""; out=out/bench-testbed-fidelity; only=""; concurrency=0
+model=1b; steps=3; profile=""; out=out/bench-testbed-fidelity; only=""; concurrency=0; headline=0
 subgroup=16777216
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +37,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --concurrency) concurrency=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --headline) headline=1; shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "bench-testbed-fidelity: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -116,6 +125,33 @@ for k in (1, 2, 4, 0):
     t = next(t for t in steps[-1]["tiers"] if t["name"] == "remote")
     wait = sum(next(t for t in s["tiers"] if t["name"] == "remote")["slot_wait_s"] for s in steps) / len(steps)
     print(f"k={k or 'none'}: remote slot wait {wait:.1f} s per step (all ranks)")
+PY
+  exit 0
+fi
+if [ "$headline" = 1 ]; then
+  # MLP's tier fractions by write rate per node, its cache ~15 % of a rank's subgroups.
+  read -r f_nvme f_remote cache share < <(python3 -c "
+nvme, remote = $NVME_WRITE, $REMOTE_WRITE / $nodes
+per_rank = -(-$params // ($nodes * $ranks_per_node))
+subgroups = -(-per_rank // $subgroup)
+cache = round(0.15 * subgroups)
+print(round(nvme / (nvme + remote), 2), round(1 - round(nvme / (nvme + remote), 2), 2), cache, round(cache / subgroups, 3))")
+  echo "headline: MLP fractions nvme $f_nvme remote $f_remote, cache $cache subgroups ($share of a rank's)" >&2
+  measure "baseline (nvme, fp32 gradients flushed, no cache, ascending)" \
+    "$(plan h-base baseline 0 ascending combined nvme:1.0:0)"
+  measure "MLP (nvme $f_nvme + remote $f_remote, cache $cache, alternating)" \
+    "$(plan h-mlp mlp "$cache" alternating combined "nvme:$f_nvme:0" "remote:$f_remote:0")"
+  python3 - "$out" <<'PY'
+import json, sys
+def rows(name):
+    return {r["quantity"]: r for r in json.load(open(f"{sys.argv[1]}/{name}.validate.json"))["rows"]}
+base, mlp = rows("h-base"), rows("h-mlp")
+b, m = base["update_and_flush_s"], mlp["update_s"]
+print(f"\nbaseline update + flush: predicted {b['predicted']:.2f} s, measured {b['measured']:.2f} s "
+      f"(flush {base['gradient_flush_s']['predicted']:.2f} / {base['gradient_flush_s']['measured']:.2f} s)")
+pred, meas = b["predicted"] / m["predicted"], b["measured"] / m["measured"]
+print(f"speedup of MLP over the baseline: predicted {pred:.2f}x, measured {meas:.2f}x, "
+      f"error {(pred - meas) / meas * 100:+.1f} %")
 PY
   exit 0
 fi

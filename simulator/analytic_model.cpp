@@ -128,7 +128,15 @@ TierTerm tier_term(const Setting& s, std::size_t i) {
   term.read_streams = s.R;
   term.write_streams = s.R;
   bool overlap = true;  // reads and writes in flight at once
-  if (const double k = static_cast<double>(s.plan.tiers[i].concurrency_limit); k > 0) {
+  double k = static_cast<double>(s.plan.tiers[i].concurrency_limit);
+  // A remote tier's slots are the cluster's (their lock files live on the shared file system):
+  // a node holds k / nodes of them on average, and under one it holds one that share of the time.
+  double duty = 1;
+  if (tr.remote && k > 0) {
+    k /= s.nodes;
+    if (k < 1) duty = k, k = 1;
+  }
+  if (k > 0) {
     const auto reads = static_cast<double>(s.w.reads[i]), writes = static_cast<double>(s.w.writes[i]);
     if (s.plan.slot_scope == SlotScope::separate) {
       if (s.R > k) {
@@ -151,6 +159,9 @@ TierTerm tier_term(const Setting& s, std::size_t i) {
     term.seconds = overlap ? tr.overlapped_seconds(term.read_bytes, term.write_bytes, term.read_streams,
                                                    term.write_streams, share)
                            : term.read_bytes / term.read_bps + term.write_bytes / term.write_bps;
+  term.seconds /= duty;
+  term.read_bps *= duty;
+  term.write_bps *= duty;
   return term;
 }
 

@@ -15,11 +15,14 @@
 #include "simulator/platform.hpp"
 #include "simulator/simulation_process.hpp"
 #include "simulator/simulation_rates.hpp"
+#include "simulator/slot_pool.hpp"
 #include "simulator/workload.hpp"
 
 namespace mlpo::sim {
 
 namespace {
+
+constexpr double kRankSkew_s = 10e-6;  // prefetch_actor
 
 // Runs `flops` on `host` and waits. (In SimGrid 3.32 Host::execute runs on the calling
 // actor's host, whatever host it is called on.)
@@ -65,8 +68,8 @@ struct ExchangeOp {
 
 // Node-wide state of one tier: its concurrency slots and, on node 0, what it did.
 struct NodeTier {
-  sg4::SemaphorePtr read_slot;   // null: no limit
-  sg4::SemaphorePtr write_slot;  // the same semaphore as read_slot when scope is combined
+  std::shared_ptr<SlotPool> read_slot;   // null: no limit
+  std::shared_ptr<SlotPool> write_slot;  // the same pool as read_slot when scope is combined
   double busy_since = 0;
   double busy_s = 0;
   double read_bytes = 0;
@@ -164,7 +167,7 @@ class IterationModel {
 
 void IterationModel::transfer(const Rank& rank, std::size_t tier, double bytes, bool is_read) {
   NodeTier& nt = node_tiers_[static_cast<std::size_t>(rank.node)][tier];
-  const sg4::SemaphorePtr& slot = is_read ? nt.read_slot : nt.write_slot;
+  const std::shared_ptr<SlotPool>& slot = is_read ? nt.read_slot : nt.write_slot;
   const std::string lane = "tier " + rates_.tiers[tier].name;
   const double asked = sg4::Engine::get_clock();
   if (slot) slot->acquire();
@@ -318,13 +321,20 @@ void IterationModel::run_pass(Rank& rank, sg4::Host* gpu, const std::vector<Pass
 
 void IterationModel::prefetch_actor(Rank& rank) {
   rank.start_update->acquire();
+  // Ranks start their reads kRankSkew_s apart, in rank order: the executor's never start at
+  // one instant, and identical ranks started together would stay in a lockstep no run shows
+  // (under a combined slot limit below the node's streams, every rank's reads would take the
+  // slots together, then every rank's writes). Any skew breaks it: 10 us and 1 ms predict the
+  // testbed's plans within 1 % of each other (docs/simulator.md).
+  sg4::this_actor::sleep_for(kRankSkew_s * static_cast<double>(rank.node * w_.ranks_per_node + rank.local));
   for (std::size_t i = 0; i < w_.steps.size(); ++i) {
     const UpdateStep& s = w_.steps[i];
     if (s.resident || s.hit) continue;
     rank.window->acquire();
     rank.buffers->acquire();
     rank.reads[static_cast<std::size_t>(s.tier)].push(
-        {static_cast<std::int64_t>(i), static_cast<double>(s.elements) * w_.read_bytes_per_element});
+        {static_cast<std::int64_t>(i),
+         static_cast<double>(w_.extent_elements()) * w_.read_bytes_per_element});
   }
 }
 
@@ -446,7 +456,12 @@ SimulationResult IterationModel::run() {
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
 
-  const std::int64_t nodes = options_.full_cluster ? rates_.nodes : 1;
+  // A limit on a remote tier counts every node's transfers (its lock files live on the shared
+  // file system): which node waits for which shows only when every node is simulated.
+  bool shared_slots = false;
+  for (std::size_t t = 0; t < plan_.tiers.size(); ++t)
+    shared_slots |= rates_.tiers[t].remote && plan_.tiers[t].concurrency_limit > 0;
+  const std::int64_t nodes = options_.full_cluster || (shared_slots && rates_.nodes > 1) ? rates_.nodes : 1;
   result_.simulated_nodes = nodes;
   result_.warnings = rates_.warnings;
   platform_ = build_platform(rates_, nodes);
@@ -467,9 +482,17 @@ void IterationModel::build_node_tiers(std::int64_t nodes) {
     for (std::size_t t = 0; t < tiers; ++t) {
       const auto k = static_cast<unsigned>(plan_.tiers[t].concurrency_limit);
       if (k == 0) continue;
-      per_tier[t].read_slot = sg4::Semaphore::create(k);
-      per_tier[t].write_slot =
-          plan_.slot_scope == SlotScope::combined ? per_tier[t].read_slot : sg4::Semaphore::create(k);
+      if (rates_.tiers[t].remote && n > 0) {  // the cluster's slots: node 0's pools
+        per_tier[t].read_slot = node_tiers_[0][t].read_slot;
+        per_tier[t].write_slot = node_tiers_[0][t].write_slot;
+        continue;
+      }
+      // Each pool draws its waiters from its own seed: the same plan simulates the same.
+      const auto seed = static_cast<std::uint32_t>(2 * (n * static_cast<std::int64_t>(tiers) + t) + 1);
+      per_tier[t].read_slot = std::make_shared<SlotPool>(k, seed);
+      per_tier[t].write_slot = plan_.slot_scope == SlotScope::combined
+                                   ? per_tier[t].read_slot
+                                   : std::make_shared<SlotPool>(k, seed + 1);
     }
     node_tiers_.push_back(std::move(per_tier));
   }

@@ -111,16 +111,16 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
     if (written) {
       step.write_subgroup = *written;
       step.write_tier = w.placement[static_cast<std::size_t>(*written)];
-      step.write_elements = w.subgroup_size(*written);
+      step.write_elements = w.extent_elements();
       w.write_elements[static_cast<std::size_t>(step.write_tier)] += static_cast<double>(step.write_elements);
       ++w.writes[static_cast<std::size_t>(step.write_tier)];
     }
     if (!step.resident && !step.hit) {
-      w.read_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
+      w.read_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(w.extent_elements());
       ++w.reads[static_cast<std::size_t>(step.tier)];
     }
     if (flush && !step.resident)
-      w.flush_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(step.elements);
+      w.flush_elements[static_cast<std::size_t>(step.tier)] += static_cast<double>(w.extent_elements());
     w.cache_hits += step.hit ? 1 : 0;
     w.steps.push_back(step);
   }

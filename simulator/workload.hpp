@@ -14,6 +14,7 @@
 // `host_cache_subgroups` subgroups that iteration updated (never written, as in the executor).
 // Order, hits and evictions come from the executor's own model, core/update_order.hpp.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,13 +44,13 @@ struct LayerWork {
 // none for a resident subgroup).
 struct UpdateStep {
   std::int64_t subgroup = 0;
-  int tier = 0;  // index into plan.tiers
-  std::int64_t elements = 0;
+  int tier = 0;                      // index into plan.tiers
+  std::int64_t elements = 0;         // Adam's work
   bool resident = false;             // on a tier updated in place: no read, no write
   bool hit = false;                  // in the host cache: no read
   std::int64_t write_subgroup = -1;  // -1: nothing written after this step
   int write_tier = 0;
-  std::int64_t write_elements = 0;
+  std::int64_t write_elements = 0;  // moved: the written subgroup's whole extent
 };
 
 struct Workload {
@@ -64,7 +65,7 @@ struct Workload {
   std::vector<int> placement;     // tier index of every subgroup
   std::vector<UpdateStep> steps;  // this iteration's update, in order
   std::int64_t cache_hits = 0;    // steps served from the host cache (resident ones are not hits)
-  // Per tier (plan order), from the steps: elements read (misses) and written back in the
+  // Per tier (plan order), from the steps: extent elements read (misses) and written back in the
   // update, and elements whose fp32 gradients backward writes there (flush-fp32; each
   // subgroup's to its own tier). All zero on a tier updated in place.
   std::vector<bool> in_place;
@@ -80,6 +81,9 @@ struct Workload {
   double forward_flops() const;  // per rank, all micro-steps
   double backward_flops() const;
   std::int64_t subgroup_size(std::int64_t subgroup) const;  // the last one may be short
+  // Elements a subgroup moves on a tier: the executor reads and writes whole extents
+  // (executor/offload/subgroup_layout.hpp), the short last subgroup's too.
+  std::int64_t extent_elements() const { return std::min(subgroup_elements, params_per_rank); }
   // Threads one rank's update pipeline starts and joins: a reader per tier it reads from and
   // a writer per tier it writes back to (executor/offload/pipeline_readers.hpp, _writers.hpp).
   std::int64_t pipeline_threads() const;

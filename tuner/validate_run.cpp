@@ -38,7 +38,8 @@ MeasuredRun read_run_log(const std::string& path) {
     // Optional fields: averaged where every step has them, none otherwise.
     for (auto [key, sum] : {std::pair{"adam_s", &m.adam_s}, std::pair{"gather_wait_s", &m.gather_wait_s},
                             std::pair{"gradient_copy_wait_s", &m.gradient_copy_wait_s},
-                            std::pair{"exchange_cpu_s", &m.exchange_cpu_s}}) {
+                            std::pair{"exchange_cpu_s", &m.exchange_cpu_s},
+                            std::pair{"gradient_flush_s", &m.gradient_flush_s}}) {
       if (!s.contains(key))
         sum->reset();
       else if (*sum)
@@ -134,6 +135,18 @@ ValidationReport validate_run(const std::string& log_path, const Plan& plan, con
         {"iteration_s", p.iteration_s, r.measured.forward_s + r.measured.backward_s + r.measured.update_s});
   r.rows.push_back({"prefetch_stall_s", p.stall_s, r.measured.prefetch_stall_s});
   if (r.measured.adam_s) r.rows.push_back({"adam_s", p.adam_s, *r.measured.adam_s});
+  // An update-only baseline flushes its fp32 gradients before the update (logged apart):
+  // predicted by the analytic model's backward, whose last term it is. Update plus flush is
+  // the step's optimizer-state I/O, the figure a baseline is compared by.
+  if (r.update_only && plan.gradients == GradientPolicy::flush_fp32 && r.measured.gradient_flush_s &&
+      *r.measured.gradient_flush_s > 0) {
+    sim::SimulationOptions with_backward = options;
+    with_backward.update_only = false;
+    const double flush_s = sim::analyze(a, profile, plan, with_backward).grad_flush_s;
+    r.rows.push_back({"gradient_flush_s", flush_s, *r.measured.gradient_flush_s});
+    r.rows.push_back(
+        {"update_and_flush_s", p.update_s + flush_s, r.measured.update_s + *r.measured.gradient_flush_s});
+  }
   // ZeRO-3: the exchange schedule's waits and (CPU backend) the collectives' core seconds,
   // from the analytic model, which breaks them out.
   if (!r.update_only && a.shape.ranks() > 1 && r.measured.gather_wait_s && r.measured.gradient_copy_wait_s) {

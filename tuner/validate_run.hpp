@@ -45,6 +45,9 @@ struct MeasuredRun {
   std::optional<double> gather_wait_s = 0.0;
   std::optional<double> gradient_copy_wait_s = 0.0;
   std::optional<double> exchange_cpu_s = 0.0;
+  // mlpo-run --update-only of a flush-fp32 plan (optional field; none when a step lacks it):
+  // the slowest rank's fp32 gradient flush, which the update-only prediction leaves out.
+  std::optional<double> gradient_flush_s = 0.0;
   std::vector<MeasuredTier> tiers;
 };
 

@@ -2,6 +2,7 @@
 // (bandwidth bounds, monotonicity, agreement between models, contention, symmetry).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/adam_split.hpp"
@@ -24,6 +25,13 @@ const SimulationOptions kUpdateOnly{.update_only = true};
 
 Accounting accounting(const char* model, std::int64_t nodes, std::int64_t ranks) {
   return account(find_preset(model), ClusterShape{nodes, ranks, 1, 0, 1});
+}
+
+// Elements one rank moves per pass over its subgroups: whole extents, the short last
+// subgroup's too, as the executor reads and writes them.
+double extent_elements(const Accounting& a, const Plan& plan) {
+  const std::int64_t s = std::min(plan.subgroup_elements, a.params_per_rank);
+  return static_cast<double>((a.params_per_rank + s - 1) / s * s);
 }
 
 // The I/O-bound profile with measured read+write overlap on every tier: with reads and
@@ -56,8 +64,8 @@ TEST(SimGridModel, OneTierUpdateTakesBytesOverBandwidthWhenIoBound) {
   const double bytes = 24.0 * static_cast<double>(a.params_per_rank);
   EXPECT_NEAR(r.prediction.update_s / (bytes / 2e9), 1.0, 0.05);
   ASSERT_EQ(r.prediction.tiers.size(), 1u);
-  EXPECT_NEAR(r.prediction.tiers[0].read_bytes, 12.0 * static_cast<double>(a.params_per_rank), 1.0);
-  EXPECT_NEAR(r.prediction.tiers[0].write_bytes, 12.0 * static_cast<double>(a.params_per_rank), 1.0);
+  EXPECT_NEAR(r.prediction.tiers[0].read_bytes, 12.0 * extent_elements(a, plan), 1.0);
+  EXPECT_NEAR(r.prediction.tiers[0].write_bytes, 12.0 * extent_elements(a, plan), 1.0);
   EXPECT_GT(r.tiers[0].busy_fraction, 0.9);
 }
 
@@ -121,6 +129,42 @@ TEST(Models, MixedCurvesOfATimeSharingDeviceGiveTheTimeSharingPrediction) {
   EXPECT_NEAR(analyze(a, measured, plan, kUpdateOnly).prediction.update_s /
                   analyze(a, shared, plan, kUpdateOnly).prediction.update_s,
               1.0, 0.03);
+}
+
+TEST(SimGridModel, RanksOfANodeFallOutOfStepUnderACombinedSlotLimit) {
+  // Two ranks, a reader and a writer each, under k = 2 slots shared by reads and writes, on a
+  // tier whose reads and writes overlap fully. Started in lockstep, every rank's reads would
+  // take the slots together, then every rank's writes: twice the unlimited update. The
+  // executor's ranks are never in step; skewed by a few microseconds, neither are the model's,
+  // and reads and writes mostly share the slots (1.3x the unlimited update; 2.0x in lockstep).
+  const Accounting a = accounting("1b", 1, 2);
+  const Profile p = overlapping_profile(1.0, 1.0);
+  const Plan unlimited = plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "nvme", 1.0)});
+  const Plan limited = plan_for("1b", a.params.total, 1, 2, {plan_tier(p, "nvme", 1.0, 2)});
+  const auto r = simulate_all(a, p, {unlimited, limited}, kUpdateOnly, 2);
+  EXPECT_LT(r[1].prediction.update_s, 1.5 * r[0].prediction.update_s);
+  EXPECT_GE(r[1].prediction.update_s, 0.99 * r[0].prediction.update_s);
+}
+
+TEST(Models, ALimitOnTheRemoteTierCountsTheTransfersOfEveryNode) {
+  // The remote tier's slot files live on the shared file system: k = 1 there lets one
+  // transfer of the whole cluster run at a time. Two nodes of one rank each, without a
+  // backbone cap (each node's own link is the bound, its reads and writes time-sharing it), so
+  // one slot for both takes twice as long as no limit: SimGrid simulates both nodes (the slots
+  // are shared), the analytic model gives each node the slot half the time.
+  const Accounting a = accounting("1b", 2, 1);
+  const Profile p = io_bound_profile();
+  const Plan one = plan_for("1b", a.params.total, 2, 1, {plan_tier(p, "pfs", 1.0, 1)});
+  const Plan none = plan_for("1b", a.params.total, 2, 1, {plan_tier(p, "pfs", 1.0)});
+  const auto r = simulate_all(a, p, {one, none}, kUpdateOnly, 2);
+  EXPECT_EQ(r[0].simulated_nodes, 2);
+  EXPECT_NEAR(r[0].prediction.update_s / r[1].prediction.update_s, 2.0, 0.1);
+  EXPECT_NEAR(analyze(a, p, one, kUpdateOnly).prediction.update_s /
+                  analyze(a, p, none, kUpdateOnly).prediction.update_s,
+              2.0, 0.1);
+  // A node-local tier's limit stays the node's own: one simulated node.
+  const Plan local = plan_for("1b", a.params.total, 2, 1, {plan_tier(p, "nvme", 1.0, 1)});
+  EXPECT_EQ(simulate(a, p, local, kUpdateOnly).simulated_nodes, 1);
 }
 
 TEST(Models, ProfileWithoutMixedFiguresFallsBackWithOneWarningLine) {
@@ -208,8 +252,8 @@ TEST(Models, BaselineIsSlowerThanTheMlpPlanWhenIoBound) {
   EXPECT_GT(r[1].prediction.iteration_s, r[0].prediction.iteration_s);
   EXPECT_GT(analyze(a, p, base, {}).prediction.iteration_s, analyze(a, p, mlp, {}).prediction.iteration_s);
   // Baseline moves 28 B/param: 16 read + 12 written, plus 4 flushed during backward.
-  EXPECT_NEAR(r[1].prediction.tiers[0].read_bytes, 2 * 16.0 * static_cast<double>(a.params_per_rank), 2.0);
-  EXPECT_NEAR(r[1].prediction.tiers[0].write_bytes, 2 * 16.0 * static_cast<double>(a.params_per_rank), 2.0);
+  EXPECT_NEAR(r[1].prediction.tiers[0].read_bytes, 2 * 16.0 * extent_elements(a, base), 2.0);
+  EXPECT_NEAR(r[1].prediction.tiers[0].write_bytes, 2 * 16.0 * extent_elements(a, base), 2.0);
 }
 
 TEST(Models, HostTierMovesNoBytesAndIsNoSlowerThanStreamingIt) {
@@ -509,10 +553,10 @@ TEST(Models, ATierAndAdamSlowEachOtherOnlyWhileBothRun) {
   // and the bound of both slowed the whole update, D / 0.5.
   const Accounting a = accounting("1b", 1, 1);
   const double P = static_cast<double>(a.params_per_rank);
-  const double D = 12 * P / 8e9, A = P / 2.2e9;
+  const double D = 12 * P / 8e9, A = P / 2.2e9;  // (D: the disk moves whole extents, see below)
   const Profile idle = interfering_profile(1, 1), busy = interfering_profile(0.5, 0.8);
   const Plan plan = plan_for("1b", a.params.total, 1, 1, {plan_tier(busy, "nvme", 1.0)});
-  const double shared = D + A / 0.8 * 0.5;
+  const double shared = D * extent_elements(a, plan) / P + A / 0.8 * 0.5;
   const AnalyticBreakdown an = analyze(a, busy, plan, kUpdateOnly);
   // (Within 0.1 %: the last, shorter subgroup keeps fewer threads busy, core/adam_split.hpp.)
   EXPECT_NEAR(an.tiers[0].seconds / shared, 1.0, 2e-3);

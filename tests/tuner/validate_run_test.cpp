@@ -198,7 +198,8 @@ TEST(ValidateRun, HoldsAZeroRunsCollectiveWaitsAndExchangeCpuAgainstTheAnalyticM
 TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {
   // mlpo-run --update-only logs making the gradients (and the baseline's flush) as backward;
   // without a forward phase the run is still update-only, and the baseline's predicted tier
-  // bytes are the update's alone: 16 B read and 12 B written per element.
+  // bytes are the update's alone: 16 B read and 12 B written per element of every subgroup's
+  // whole extent (the short last one's too, as the executor moves it).
   const Profile profile = mlpo::testing::io_bound_profile();
   const ModelSpec spec = find_preset("small");
   const Accounting a = account(spec, ClusterShape{});
@@ -211,10 +212,45 @@ TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {
   const ValidationReport r = validate_run(path, plan, profile, spec);
   EXPECT_TRUE(r.update_only);
   ASSERT_EQ(r.predicted.prediction.tiers.size(), 1u);
-  const double elements = static_cast<double>(a.params_per_rank);
+  const auto subgroups = (a.params_per_rank + plan.subgroup_elements - 1) / plan.subgroup_elements;
+  const double elements = static_cast<double>(subgroups * plan.subgroup_elements);
   EXPECT_NEAR(r.predicted.prediction.tiers[0].read_bytes / elements, 16.0, 0.01);
   EXPECT_NEAR(r.predicted.prediction.tiers[0].write_bytes / elements, 12.0, 0.01);
   EXPECT_EQ(r.predicted.prediction.backward_s, 0);
+}
+
+TEST(ValidateRun, UpdateOnlyBaselineHoldsItsGradientFlushAgainstTheAnalyticFlush) {
+  // The baseline's fp32 flush (gradient_flush_s in the log) against the analytic model's
+  // backward flush term, and update + flush, the figure a baseline is compared by; a plan
+  // that delays its gradients gets neither row.
+  const Profile profile = mlpo::testing::io_bound_profile();
+  const ModelSpec spec = find_preset("small");
+  const Accounting a = account(spec, ClusterShape{});
+  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
+                                      {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  plan.subgroup_elements = 1 << 16;
+  const Plan baseline = mlpo::testing::baseline_of(plan, plan.tiers[0]);
+  auto flushed = [](int n, double flush_s) {
+    return with_field(step(n, 2.0, 0, 3.0), "gradient_flush_s", flush_s);
+  };
+  const std::string path = write_log("run-flush.jsonl", {flushed(0, 9), flushed(1, 0.5), flushed(2, 0.7)});
+  const ValidationReport r = validate_run(path, baseline, profile, spec);
+  auto row = [](const ValidationReport& v, const std::string& q) {
+    return std::find_if(v.rows.begin(), v.rows.end(), [&](const Comparison& c) { return c.quantity == q; });
+  };
+  const auto flush = row(r, "gradient_flush_s");
+  ASSERT_NE(flush, r.rows.end());
+  EXPECT_NEAR(flush->measured, 0.6, 1e-9);
+  // All of the rank's fp32 gradients (4 B each) written to the one tier.
+  const double expected = static_cast<double>(a.params_per_rank) * 4 / 2e9;  // nvme writes 2 GB/s
+  EXPECT_NEAR(flush->predicted / expected, 1.0, 0.05);
+  const auto both = row(r, "update_and_flush_s");
+  ASSERT_NE(both, r.rows.end());
+  EXPECT_NEAR(both->measured, 2.6, 1e-9);
+  EXPECT_NEAR(both->predicted, r.predicted.prediction.update_s + flush->predicted, 1e-9);
+  const ValidationReport delayed = validate_run(path, plan, profile, spec);
+  EXPECT_EQ(row(delayed, "gradient_flush_s"), delayed.rows.end());
+  EXPECT_EQ(row(delayed, "update_and_flush_s"), delayed.rows.end());
 }
 
 TEST(ValidateRun, PlanForAnotherModelIsAnError) {
