@@ -120,12 +120,13 @@ void Search::setting(TierSetting st) {
   const std::int64_t R = a_.shape.gpus_per_node;
   std::vector<std::vector<std::int64_t>> values;
   for (std::size_t i = 0; i < st.members.size(); ++i) {
-    values.push_back(limit_values(r_.profile, st.members[i], R));
+    values.push_back(limit_values(r_.profile, st.members[i], a_.shape));
     // Start from the limit at which the tier alone delivers most.
     const TierProfile& tp = r_.profile.tiers[st.members[i]];
     double most = -1;
     for (std::int64_t k : values.back()) {
-      const double bw = updated_in_place(tp.kind) ? 0.0 : tier_update_bps(tp, R, k);
+      const double bw =
+          updated_in_place(tp.kind) ? 0.0 : tier_update_bps(tp, R, node_limit(tp, k, a_.shape.nodes));
       if (bw > most) {
         most = bw;
         st.limits[i] = k;
@@ -185,7 +186,7 @@ void Search::neighbours(const Plan& plan) {
   const TierSetting st = setting_of(plan, r_.profile);
   const Inner in = inner_of(plan);
   for (std::size_t i = 0; i < st.members.size(); ++i) {
-    for (std::int64_t k : limit_values(r_.profile, st.members[i], a_.shape.gpus_per_node)) {
+    for (std::int64_t k : limit_values(r_.profile, st.members[i], a_.shape)) {
       if (k == plan.tiers[i].concurrency_limit) continue;
       TierSetting trial = st;
       trial.limits[i] = k;
@@ -297,7 +298,7 @@ double grid_space(const Accounting& a, const TuneRequest& r) {
   }
   double limits = 1;  // the product over tiers of (1 + choices): subsets with their limit combinations
   for (std::size_t t = 0; t < r.profile.tiers.size(); ++t)
-    limits *= 1.0 + static_cast<double>(limit_values(r.profile, t, a.shape.gpus_per_node).size());
+    limits *= 1.0 + static_cast<double>(limit_values(r.profile, t, a.shape).size());
   return (limits - 1) * 2 * inner;
 }
 

@@ -229,16 +229,21 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
   return std::nullopt;
 }
 
-std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier,
-                                       std::int64_t ranks_per_node) {
+std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, const ClusterShape& shape) {
   // 1..R, or none (0). Each rank has a reader and a writer on a tier, so even k = R holds
   // some of them back; with R = 1, k = 1 makes the rank's reads and writes take turns. A tier
   // updated in place has no transfers to limit: none only.
   if (updated_in_place(profile.tiers[tier].kind)) return {0};
+  const std::int64_t per_slot = profile.tiers[tier].kind == TierKind::remote ? shape.nodes : 1;
   std::vector<std::int64_t> out;
-  for (std::int64_t k = 1; k <= ranks_per_node; ++k) out.push_back(k);
+  for (std::int64_t k = 1; k <= shape.gpus_per_node; ++k) out.push_back(k * per_slot);
   out.push_back(0);
   return out;
+}
+
+std::int64_t node_limit(const TierProfile& tier, std::int64_t k, std::int64_t nodes) {
+  if (tier.kind != TierKind::remote || k <= 0) return k;
+  return std::max<std::int64_t>(1, k / std::max<std::int64_t>(1, nodes));
 }
 
 std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a) {
@@ -311,7 +316,8 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
     MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
     // At the plan's I/O setting when the tier was measured at it (as rates_of models it).
     const std::optional<TierProfile> at = tp->at_io_setting(p.io_block_size, p.io_queue_depth);
-    bw.push_back(update_bps(request.profile, at ? *at : *tp, R, p.tiers[i].concurrency_limit));
+    bw.push_back(update_bps(request.profile, at ? *at : *tp, R,
+                            node_limit(*tp, p.tiers[i].concurrency_limit, a.shape.nodes)));
     p.tiers[i].fraction = 1.0;
     full_bytes.push_back(tier_bytes_needed(a, p, i));
     cap.push_back(
@@ -356,7 +362,6 @@ std::vector<Plan> grid_variants(const Accounting& a, const TuneRequest& request,
 
 std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& request) {
   const Profile& profile = request.profile;
-  const std::int64_t R = a.shape.gpus_per_node;
   const std::size_t T = profile.tiers.size();
   std::vector<Plan> out;
   for (std::uint32_t subset = 1; subset < (1u << T); ++subset) {
@@ -365,7 +370,7 @@ std::vector<Plan> candidate_plans(const Accounting& a, const TuneRequest& reques
       if (subset & (1u << t)) setting.members.push_back(t);
     // Every combination of limits over the member tiers.
     std::vector<std::vector<std::int64_t>> values;
-    for (std::size_t t : setting.members) values.push_back(limit_values(profile, t, R));
+    for (std::size_t t : setting.members) values.push_back(limit_values(profile, t, a.shape));
     std::vector<std::size_t> choice(setting.members.size(), 0);
     setting.limits.assign(setting.members.size(), 0);
     for (bool more = true; more;) {

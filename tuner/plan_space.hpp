@@ -103,8 +103,11 @@ struct TierSetting {
 };
 
 // The limits a profile tier may take: 1..ranks per node and none (0); none only for a tier
-// updated in place.
-std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, std::int64_t ranks_per_node);
+// updated in place. A remote tier's slots are the cluster's (its lock files live on the
+// shared file system): nodes x (1..ranks per node), the same slots per node on average.
+std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier, const ClusterShape& shape);
+// A tier's limit as one node sees it: a remote tier's k shared by the nodes (at least 1).
+std::int64_t node_limit(const TierProfile& tier, std::int64_t k, std::int64_t nodes);
 // The grid's subgroup sizes: 4, 16, 64, 256 Mi elements keeping >= 8 subgroups per rank.
 std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a);
 // The I/O settings (block size, queue depth) the profile measured on every streamed tier of

@@ -6,6 +6,7 @@
 #include "core/model_spec.hpp"
 #include "tests/support/sample_inputs.hpp"
 #include "tuner/candidate_search.hpp"
+#include "tuner/plan_space.hpp"
 
 namespace mlpo::tune {
 namespace {
@@ -46,6 +47,21 @@ std::vector<TuneRequest> small_cases() {
   small_nvme.tiers[1].free_bytes = small_nvme.tiers[1].capacity_bytes = std::int64_t{5} << 30;
   out.push_back(request_for(small_nvme, 2, 8));
   return out;
+}
+
+TEST(LimitValues, ARemoteTiersLimitsCountTheSlotsOfEveryNode) {
+  // 2 nodes x 3 ranks: a node-local tier takes 1..3 and none; the remote tier, whose slot
+  // files every node shares, the same per node: 2, 4, 6 and none. A tier updated in place:
+  // none only. One node sees a remote k as k / nodes, at least 1.
+  const Profile p = mlpo::testing::io_bound_profile();  // shm (host), nvme, pfs (remote)
+  const ClusterShape shape{2, 3, 1, 0, 1};
+  EXPECT_EQ(limit_values(p, 1, shape), (std::vector<std::int64_t>{1, 2, 3, 0}));
+  EXPECT_EQ(limit_values(p, 2, shape), (std::vector<std::int64_t>{2, 4, 6, 0}));
+  EXPECT_EQ(limit_values(p, 0, shape), (std::vector<std::int64_t>{0}));
+  EXPECT_EQ(node_limit(p.tiers[2], 4, 2), 2);
+  EXPECT_EQ(node_limit(p.tiers[2], 1, 2), 1);
+  EXPECT_EQ(node_limit(p.tiers[2], 0, 2), 0);
+  EXPECT_EQ(node_limit(p.tiers[1], 4, 2), 4);
 }
 
 TEST(CandidateSearch, FindsTheExhaustiveSearchsBestPlanOnSmallCases) {
