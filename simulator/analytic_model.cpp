@@ -99,9 +99,10 @@ void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakd
   }
   // Each streamed subgroup's fp32 gradients go to its own tier, the R ranks' at once, after
   // backward (the executor's flush_gradients, once the gradient norm is known): the slowest
-  // tier's flush adds to the phase (resident subgroups keep theirs in memory).
+  // tier's flush adds to the phase (resident subgroups keep theirs in memory). Update-only, the
+  // term is still given (mlpo-run --update-only logs the flush apart), outside any phase.
   std::string flush_tier;
-  for (std::size_t i = 0; i < s.plan.tiers.size() && !update_only; ++i) {
+  for (std::size_t i = 0; i < s.plan.tiers.size(); ++i) {
     if (s.w.flush_elements[i] <= 0) continue;
     const TierRates& t = rates.tiers[i];
     const double seconds = s.R * s.w.flush_elements[i] * kFp32GradBytes /
@@ -109,7 +110,7 @@ void predict_forward_backward(const Setting& s, bool update_only, AnalyticBreakd
     if (seconds > out.grad_flush_s) flush_tier = t.name;
     out.grad_flush_s = std::max(out.grad_flush_s, seconds);
   }
-  if (out.grad_flush_s > 0)
+  if (out.grad_flush_s > 0 && !update_only)
     bwd = Bound{bwd.seconds + out.grad_flush_s, bwd.what + ", then the fp32 gradient flush to " + flush_tier};
   out.forward_bound = fwd.seconds > 0 ? fwd.what : "nothing (not predicted)";
   out.backward_bound = bwd.seconds > 0 ? bwd.what : "nothing (not predicted)";

@@ -48,7 +48,8 @@ struct AnalyticBreakdown {
   double collective_wait_s = 0;
   double exchange_core_s = 0;
   double grad_d2h_s = 0;        // bf16 gradients to host over PCIe
-  double grad_flush_s = 0;      // fp32 gradients to storage (flush-fp32 only; the slowest tier's)
+  double grad_flush_s = 0;      // fp32 gradients to storage (flush-fp32 only; the slowest tier's;
+                                // update-only too, where it is no phase's)
   double grad_norm_s = 0;       // the gradient norm's pass after backward (node's ranks at once)
   double adam_s = 0;            // the node's CPU, shared by its ranks; busy time, slowed while tiers stream
   double h2d_s = 0;             // bf16 weights back to the GPU
