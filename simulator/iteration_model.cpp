@@ -616,20 +616,40 @@ SimulationResult simulation_result_from_json(const Json& j) {
   return r;
 }
 
+namespace {
+
+// One simulation as a child-process job; the references must outlive run_in_children.
+std::function<Json()> simulation_job(const Accounting& accounting, const Profile& profile, const Plan& plan,
+                                     const SimulationOptions& options) {
+  return [&accounting, &profile, &plan, &options] {
+    const Workload w = make_workload(accounting, plan);
+    IterationModel model(w, simulation_rates(profile, plan, options, accounting), plan, options);
+    return to_json(model.run());
+  };
+}
+
+std::vector<SimulationResult> run_simulations(const std::vector<std::function<Json()>>& work, int jobs) {
+  std::vector<SimulationResult> results;
+  for (const Json& j : run_in_children(work, jobs)) results.push_back(simulation_result_from_json(j));
+  return results;
+}
+
+}  // namespace
+
 std::vector<SimulationResult> simulate_all(const Accounting& accounting, const Profile& profile,
                                            const std::vector<Plan>& plans, const SimulationOptions& options,
                                            int jobs) {
   std::vector<std::function<Json()>> work;
-  for (const Plan& plan : plans) {
-    work.push_back([&accounting, &profile, &plan, &options] {
-      const Workload w = make_workload(accounting, plan);
-      IterationModel model(w, simulation_rates(profile, plan, options, accounting), plan, options);
-      return to_json(model.run());
-    });
-  }
-  std::vector<SimulationResult> results;
-  for (const Json& j : run_in_children(work, jobs)) results.push_back(simulation_result_from_json(j));
-  return results;
+  for (const Plan& plan : plans) work.push_back(simulation_job(accounting, profile, plan, options));
+  return run_simulations(work, jobs);
+}
+
+std::vector<SimulationResult> simulate_on_each(const Accounting& accounting,
+                                               const std::vector<Profile>& profiles, const Plan& plan,
+                                               const SimulationOptions& options, int jobs) {
+  std::vector<std::function<Json()>> work;
+  for (const Profile& profile : profiles) work.push_back(simulation_job(accounting, profile, plan, options));
+  return run_simulations(work, jobs);
 }
 
 SimulationResult simulate(const Accounting& accounting, const Profile& profile, const Plan& plan,

@@ -69,4 +69,10 @@ std::vector<SimulationResult> simulate_all(const Accounting& accounting, const P
                                            const std::vector<Plan>& plans, const SimulationOptions& options,
                                            int jobs);
 
+// Simulates one plan on each of several profiles (the same machine with one figure changed:
+// mlpo-tune --sensitivity), `jobs` child processes at a time; results in `profiles` order.
+std::vector<SimulationResult> simulate_on_each(const Accounting& accounting,
+                                               const std::vector<Profile>& profiles, const Plan& plan,
+                                               const SimulationOptions& options, int jobs);
+
 }  // namespace mlpo::sim

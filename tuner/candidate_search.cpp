@@ -99,6 +99,9 @@ class Search {
     if (!fill_fractions(a_, r_, p)) return kNone;
     return score(p);
   }
+  // The largest host cache (in subgroups, at most `subgroups`) with which the setting's plan
+  // with `in`'s other choices still fits; `in.cache` when none larger does.
+  std::int64_t largest_cache(const TierSetting& st, Inner in, std::int64_t subgroups);
   void setting(TierSetting st);
   void refine(Plan plan);
   void neighbours(const Plan& plan);
@@ -114,6 +117,22 @@ class Search {
   BestPlans refined_;  // the finer search's
   bool refining_ = false;
 };
+
+std::int64_t Search::largest_cache(const TierSetting& st, Inner in, std::int64_t subgroups) {
+  auto fits = [&](std::int64_t cache) {
+    Plan p = tier_setting_plan(a_, r_, st);
+    in.cache = cache;
+    apply(in, p);
+    return fill_fractions(a_, r_, p) && !check_fits(a_, p, r_);
+  };
+  std::int64_t lo = in.cache, hi = subgroups;  // fits(lo) is assumed; find the last c that fits
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
 
 // Block coordinate descent over one tier subset and gradient policy (see the header).
 void Search::setting(TierSetting st) {
@@ -243,6 +262,7 @@ void Search::refine(Plan plan) {
     }
     const std::int64_t n = subgroups(cur.subgroup_elements);
     std::vector<std::int64_t> caches = near(cur.cache, 0, n, 1);
+    caches.push_back(largest_cache(st, cur, n));
     for (std::int64_t c : {std::int64_t{0}, (n + 63) / 64, (n + 31) / 32, (n + 15) / 16, (n + 7) / 8,
                            (n + 3) / 4, (n + 1) / 2, n})
       if (c != cur.cache) caches.push_back(c);
@@ -256,6 +276,12 @@ void Search::refine(Plan plan) {
       t.buffers = b;
       t.prefetch = d;
       trials.push_back(t);
+      // Fewer buffers leave host memory that the cache can take: the joint move, which one
+      // choice at a time cannot make (the larger cache alone does not fit).
+      if (b < cur.buffers) {
+        t.cache = largest_cache(st, t, n);
+        if (t.cache > cur.cache) trials.push_back(t);
+      }
     }
     for (OrderPolicy o : {OrderPolicy::alternating, OrderPolicy::ascending}) {
       Inner t = cur;

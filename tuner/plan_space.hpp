@@ -31,6 +31,7 @@ struct TuneRequest {
   int simulate_top = 8;                 // analytic survivors ranked with SimGrid
   int jobs = 2;                         // SimGrid child processes at a time
   bool timeline = false;                // record the chosen plan's timeline
+  bool ablations = true;                // simulate the chosen plan with each principle off
   sim::SimulationOptions options;       // update_only, remote backbone
   std::string baseline_tier;   // the baseline's tier; empty: node-local NVMe, else the fastest streamed
   bool param_offload = false;  // one rank: weights as `mlpo-run --param-offload` holds them

@@ -139,8 +139,10 @@ TuneResult tune(const TuneRequest& in) {
   // 3. Ablations: the chosen plan with each principle off (tuner/ablations.hpp), and its
   // timeline if asked.
   const Plan& best = result.chosen.plan;
-  progress("simulating the chosen plan with each principle switched off");
-  result.ablations = simulate_ablations(a, request, best, result.simulated);
+  if (request.ablations) {
+    progress("simulating the chosen plan with each principle switched off");
+    result.ablations = simulate_ablations(a, request, best, result.simulated);
+  }
   if (request.timeline) {
     sim::SimulationOptions with_timeline = request.options;
     with_timeline.timeline = true;
