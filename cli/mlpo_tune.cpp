@@ -16,11 +16,14 @@
 #include "core/model_spec.hpp"
 #include "core/path_checks.hpp"
 #include "core/units.hpp"
+#include "tuner/deepspeed_config.hpp"
 #include "tuner/explain.hpp"
+#include "tuner/sensitivity.hpp"
 #include "tuner/search.hpp"
 #include "tuner/simulate_plan.hpp"
 #include "tuner/timeline_svg.hpp"
 #include "tuner/validate_run.hpp"
+#include "tuner/what_if.hpp"
 
 namespace {
 
@@ -41,6 +44,16 @@ constexpr const char* kDescription =
     "  mlpo-tune --simulate plan.json --profile P [shape] [--json] [--timeline t.svg]\n"
     "      predicts exactly that plan (any subgroup size, cache, buffers, limits): per phase with its\n"
     "      bound resource, per tier, and whether it fits; shape flags override the plan's cluster.\n"
+    "  mlpo-tune --model M --profile P [shape] --what-if EDIT [--what-if EDIT ...] [--out-profile F]\n"
+    "      another machine, planned: applies the edits to the profile and shape (tier.nvme.read_gbps*2,\n"
+    "      tier+=nvme2:like=nvme, host.memory=512GiB, nodes=16, comm.inter_node.gbps=25; the list is\n"
+    "      under --what-if below), tunes both machines, prints each best plan and its phases.\n"
+    "  mlpo-tune --model M --profile P [shape] --sensitivity [--change PCT] [--tornado t.svg]\n"
+    "      what bounds this run: the chosen plan's prediction with each measured resource moved down\n"
+    "      and up by PCT % (default 25), the plan kept and the machine re-tuned, ranked.\n"
+    "  mlpo-tune --model M --profile P [shape] --emit deepspeed [--out ds_config.json]\n"
+    "      the closest DeepSpeed ZeRO-3 offload configuration for this machine and its prediction,\n"
+    "      next to MLPO's own plan.\n"
     "Numbers are checked against the ranges --help shows (INT:[1,1048576] ...), and a flag the mode does\n"
     "not read (--plan without --validate, --explain with --describe) is an error.\n"
     "See docs/simulator.md for the models and the search space.";
@@ -48,15 +61,35 @@ constexpr const char* kDescription =
 // What the command line sets. Which mode reads which flag: the FlagModes table below.
 struct TuneFlags {
   std::string model, profile_path, out_path, timeline_path, validate_path, plan_path, budget_text,
-      simulate_path, baseline_tier;
+      simulate_path, baseline_tier, out_profile, tornado_path, emit;
+  std::vector<std::string> what_if;
   bool describe = false, json = false, explain = false, update_only = false, quiet = false,
-       param_offload = false;
+       param_offload = false, sensitivity = false;
   int top = 3, jobs = 2, simulate_top = 8;
-  double backbone = 0;
+  double backbone = 0, change_pct = 25;
   mlpo::ClusterShape shape;
 };
 
-enum Mode : unsigned { kSearch = 1, kDescribe = 2, kValidate = 4, kSimulate = 8 };
+enum Mode : unsigned {
+  kSearch = 1,
+  kDescribe = 2,
+  kValidate = 4,
+  kSimulate = 8,
+  kWhatIf = 16,
+  kSensitivity = 32,
+  kEmit = 64
+};
+constexpr unsigned kPlanning = kSearch | kWhatIf | kSensitivity | kEmit;  // modes that tune
+
+// The --what-if targets with their units, for --help.
+std::string what_if_help() {
+  std::string out =
+      "Another machine: EDIT is TARGET=VALUE (a rate: the curve's peak), TARGET*FACTOR, "
+      "tier+=NAME:like=TIER[,path=DIR] or tier-=NAME; repeatable, applied in order. Targets:";
+  for (const auto& t : mlpo::tune::edit_targets())
+    out += "\n  " + t.pattern + (t.unit.empty() ? "" : " [" + t.unit + "]") + ": " + t.meaning;
+  return out;
+}
 
 void add_flags(CLI::App& app, TuneFlags& f) {
   app.add_option(
@@ -113,6 +146,17 @@ void add_flags(CLI::App& app, TuneFlags& f) {
                "per layer) and, on the CPU backend, time each part's weight copy (--validate reads it from "
                "the log's weight_fetch_bytes)");
   app.add_flag("--quiet", f.quiet, "Print only errors and warnings");
+  app.add_option("--what-if", f.what_if, what_if_help())->expected(1)->take_all();
+  app.add_option("--out-profile", f.out_profile, "With --what-if: write the edited profile here");
+  app.add_flag("--sensitivity", f.sensitivity,
+               "Rank what bounds the chosen plan: each measured resource moved down and up by --change");
+  app.add_option("--change", f.change_pct, "With --sensitivity: how far each resource moves, percent")
+      ->check(mlpo::cli::real_in({1, 99, false}));
+  app.add_option("--tornado", f.tornado_path, "With --sensitivity: write an SVG tornado chart here");
+  app.add_option("--emit", f.emit,
+                 "Write another stack's configuration for this machine: deepspeed (a ZeRO-3 ds_config.json "
+                 "to --out, else to stdout)")
+      ->check(CLI::IsMember({"deepspeed"}));
 }
 
 // Which mode reads which flag: one the chosen mode would ignore is an error naming the mode
@@ -121,38 +165,50 @@ mlpo::cli::FlagModes flag_modes() {
   return mlpo::cli::FlagModes({{kSearch, "the plan search"},
                                {kDescribe, "--describe"},
                                {kValidate, "--validate"},
-                               {kSimulate, "--simulate"}},
+                               {kSimulate, "--simulate"},
+                               {kWhatIf, "--what-if"},
+                               {kSensitivity, "--sensitivity"},
+                               {kEmit, "--emit"}},
                               {
-                                  {"--model", kSearch | kDescribe | kValidate | kSimulate},
-                                  {"--profile", kSearch | kValidate | kSimulate},
+                                  {"--model", kPlanning | kDescribe | kValidate | kSimulate},
+                                  {"--profile", kPlanning | kValidate | kSimulate},
                                   {"--describe", kDescribe},
-                                  {"--json", kSearch | kDescribe | kValidate | kSimulate},
-                                  {"--nodes", kSearch | kDescribe | kSimulate},
-                                  {"--gpus-per-node", kSearch | kDescribe | kSimulate},
-                                  {"--micro-batch", kSearch | kDescribe | kSimulate},
-                                  {"--seq-len", kSearch | kDescribe | kSimulate},
-                                  {"--grad-accum", kSearch | kDescribe | kSimulate},
-                                  {"--host-memory-budget", kSearch | kSimulate},
-                                  {"--out", kSearch},
+                                  {"--json", kPlanning | kDescribe | kValidate | kSimulate},
+                                  {"--nodes", kPlanning | kDescribe | kSimulate},
+                                  {"--gpus-per-node", kPlanning | kDescribe | kSimulate},
+                                  {"--micro-batch", kPlanning | kDescribe | kSimulate},
+                                  {"--seq-len", kPlanning | kDescribe | kSimulate},
+                                  {"--grad-accum", kPlanning | kDescribe | kSimulate},
+                                  {"--host-memory-budget", kPlanning | kSimulate},
+                                  {"--out", kSearch | kWhatIf | kEmit},
                                   {"--explain", kSearch},
                                   {"--timeline", kSearch | kSimulate},
                                   {"--top", kSearch},
-                                  {"--update-only", kSearch | kSimulate},
-                                  {"--jobs", kSearch},
-                                  {"--simulate-top", kSearch},
-                                  {"--remote-backbone-gbps", kSearch | kValidate | kSimulate},
-                                  {"--quiet", kSearch | kSimulate},
+                                  {"--update-only", kSearch | kSimulate | kWhatIf | kSensitivity},
+                                  {"--jobs", kPlanning},
+                                  {"--simulate-top", kPlanning},
+                                  {"--remote-backbone-gbps", kPlanning | kValidate | kSimulate},
+                                  {"--quiet", kPlanning | kSimulate},
                                   {"--validate", kValidate},
                                   {"--plan", kValidate},
                                   {"--simulate", kSimulate},
-                                  {"--baseline-tier", kSearch},
-                                  {"--param-offload", kSearch | kSimulate},
+                                  {"--baseline-tier", kPlanning},
+                                  {"--param-offload", kPlanning | kSimulate},
+                                  {"--what-if", kWhatIf},
+                                  {"--out-profile", kWhatIf},
+                                  {"--sensitivity", kSensitivity},
+                                  {"--change", kSensitivity},
+                                  {"--tornado", kSensitivity},
+                                  {"--emit", kEmit},
                               });
 }
 
 Mode mode_of(const TuneFlags& f) {
   return !f.validate_path.empty()   ? kValidate
          : !f.simulate_path.empty() ? kSimulate
+         : !f.what_if.empty()       ? kWhatIf
+         : f.sensitivity            ? kSensitivity
+         : !f.emit.empty()          ? kEmit
          : f.describe               ? kDescribe
                                     : kSearch;
 }
@@ -230,8 +286,8 @@ int run_describe(const mlpo::ModelSpec& spec, const TuneFlags& f) {
   return 0;
 }
 
-// The plan search: the fastest plan on the profile, written to --out.
-int run_search(const mlpo::ModelSpec& spec, const TuneFlags& f) {
+// The search's request: model, shape, profile and the search settings.
+mlpo::tune::TuneRequest tune_request(const mlpo::ModelSpec& spec, const TuneFlags& f) {
   if (f.profile_path.empty())
     throw mlpo::Error(
         "--profile is required to search plans (write one with mlpo-profile), or pass --describe");
@@ -254,6 +310,12 @@ int run_search(const mlpo::ModelSpec& spec, const TuneFlags& f) {
     request.progress = [](const std::string& what) {
       std::fprintf(stderr, "mlpo-tune: %s...\n", what.c_str());
     };
+  return request;
+}
+
+// The plan search: the fastest plan on the profile, written to --out.
+int run_search(const mlpo::ModelSpec& spec, const TuneFlags& f) {
+  const mlpo::tune::TuneRequest request = tune_request(spec, f);
   const mlpo::tune::TuneResult result = mlpo::tune::tune(request);
 
   print_warnings(result.warnings);
@@ -273,6 +335,68 @@ int run_search(const mlpo::ModelSpec& spec, const TuneFlags& f) {
   return 0;
 }
 
+// --what-if: the machine as profiled and with the edits, each tuned.
+int run_what_if(const mlpo::ModelSpec& spec, const TuneFlags& f) {
+  std::vector<mlpo::tune::ScenarioEdit> edits;
+  for (const auto& text : f.what_if) edits.push_back(mlpo::tune::parse_edit(text));
+  if (!f.out_profile.empty()) mlpo::check_output_file(f.out_profile, "--out-profile");
+  const mlpo::tune::WhatIf w = mlpo::tune::what_if(tune_request(spec, f), edits);
+  if (!f.out_profile.empty())
+    mlpo::write_file_atomic(f.out_profile, mlpo::to_json(w.edited.profile).dump(2) + "\n");
+  if (!f.out_path.empty() && w.after.result) mlpo::save_plan(w.after.result->chosen.plan, f.out_path);
+  if (f.json)
+    std::printf("%s\n", mlpo::tune::to_json(w).dump(2).c_str());
+  else if (!f.quiet)
+    std::printf("%s", mlpo::tune::format_what_if(w).c_str());
+  if (!f.quiet && !f.json) {
+    if (!f.out_profile.empty()) std::printf("edited profile written to %s\n", f.out_profile.c_str());
+    if (!f.out_path.empty() && w.after.result)
+      std::printf("plan (with the edits) written to %s\n", f.out_path.c_str());
+  }
+  return 0;
+}
+
+// --sensitivity: what bounds the chosen plan.
+int run_sensitivity(const mlpo::ModelSpec& spec, const TuneFlags& f) {
+  if (!f.tornado_path.empty()) mlpo::check_output_file(f.tornado_path, "--tornado");
+  const auto r = mlpo::tune::sensitivity(tune_request(spec, f), f.change_pct / 100);
+  if (!f.tornado_path.empty())
+    mlpo::write_file_atomic(
+        f.tornado_path,
+        mlpo::tune::tornado_svg(r, spec.name + ": what bounds the plan (" + f.profile_path + ")"));
+  if (f.json)
+    std::printf("%s\n", mlpo::tune::to_json(r).dump(2).c_str());
+  else if (!f.quiet)
+    std::printf("%s", mlpo::tune::format_sensitivity(r).c_str());
+  if (!f.quiet && !f.json && !f.tornado_path.empty())
+    std::printf("tornado chart written to %s\n", f.tornado_path.c_str());
+  return 0;
+}
+
+// --emit deepspeed: the closest DeepSpeed configuration and MLPO's plan beside it.
+int run_emit(const mlpo::ModelSpec& spec, const TuneFlags& f) {
+  mlpo::tune::TuneRequest request = tune_request(spec, f);
+  const mlpo::tune::DeepSpeedPlan ds = mlpo::tune::deepspeed_plan(request);
+  const std::string config = ds.config.dump(2) + "\n";
+  if (f.out_path.empty()) {
+    std::printf("%s", config.c_str());
+    return 0;
+  }
+  request.ablations = false;
+  const mlpo::tune::TuneResult mlpo_plan = mlpo::tune::tune(request);
+  mlpo::write_file_atomic(f.out_path, config);
+  if (f.json)
+    std::printf("%s\n", mlpo::Json{{"deepspeed_config", ds.config},
+                                   {"deepspeed_prediction", mlpo::to_json(ds.simulated.prediction)},
+                                   {"mlpo_plan", mlpo::to_json(mlpo_plan.chosen.plan)}}
+                            .dump(2)
+                            .c_str());
+  else if (!f.quiet)
+    std::printf("%sDeepSpeed configuration written to %s\n",
+                mlpo::tune::format_deepspeed(ds, &mlpo_plan).c_str(), f.out_path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -288,6 +412,9 @@ int main(int argc, char** argv) {
     if (mode == kSimulate) return run_simulate(app, flags);
     if (flags.model.empty()) throw mlpo::Error("--model is required (a preset name or an mlpo.model/1 file)");
     const mlpo::ModelSpec spec = mlpo::load_model(flags.model);
+    if (mode == kWhatIf) return run_what_if(spec, flags);
+    if (mode == kSensitivity) return run_sensitivity(spec, flags);
+    if (mode == kEmit) return run_emit(spec, flags);
     return mode == kDescribe ? run_describe(spec, flags) : run_search(spec, flags);
   });
 }

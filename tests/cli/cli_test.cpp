@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/json_io.hpp"
+#include "core/profile.hpp"
 
 namespace {
 
@@ -382,6 +383,14 @@ TEST(CliModes, FlagsTheModeIgnoresAreErrorsNamingTheMode) {
        "--nodes: not used by --validate"},
       {kTune + " --validate x.jsonl --plan " + plan.path() + " --profile " + plan.path() + " --describe",
        "--describe: not used by --validate"},
+      {kTune + " --model tiny --profile " + plan.path() + " --what-if nodes=2 --sensitivity",
+       "--sensitivity: not used by --what-if"},
+      {kTune + " --model tiny --profile " + plan.path() + " --sensitivity --top 2",
+       "--top: not used by --sensitivity"},
+      {kTune + " --model tiny --profile " + plan.path() + " --emit deepspeed --update-only",
+       "--update-only: not used by --emit"},
+      {kTune + " --model tiny --profile " + plan.path() + " --out-profile p.json",
+       "--out-profile: not used by the plan search"},
   };
   for (const IgnoredFlag& c : cases) {
     const Result r = run_bounded(c.command);
@@ -458,4 +467,52 @@ TEST(CliPaths, OutputThatIsADirectoryIsRefusedBeforeTheWork) {
     EXPECT_EQ(lines(r.out), 1) << r.out;
     EXPECT_NE(r.out.find(flag + " " + dir + ": is a directory"), std::string::npos) << r.out;
   }
+}
+
+// The planning modes: what-if prints both machines and writes the edited profile, a bad edit
+// is bad usage naming it, --emit deepspeed writes a ds_config.json, --sensitivity --json ranks.
+TEST(TunePlanning, WhatIfPrintsBothMachinesAndWritesTheEditedProfile) {
+  const std::string profile = ::testing::TempDir() + "/mlpo-cli-what-if-profile.json";
+  Result r =
+      run(kTune + " --model 1b --profile " + kExampleProfile +
+          " --gpus-per-node 2 --simulate-top 2 --what-if tier.nvme.read_gbps*2 --what-if host.memory=1TiB "
+          "--out-profile " +
+          profile);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("as profiled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("with the edits"), std::string::npos) << r.out;
+  const mlpo::Profile edited = mlpo::load_profile(profile);
+  EXPECT_EQ(edited.host.memory_bytes, std::int64_t{1} << 40);
+  std::remove(profile.c_str());
+}
+
+TEST(TunePlanning, ABadEditExitsTwoNamingItBeforeAnyWork) {
+  Result r = run(kTune + " --model 1b --profile " + kExampleProfile + " --what-if tier.nvme.speed*2");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("--what-if tier.nvme.speed*2: unknown tier field"), std::string::npos) << r.out;
+  Result e = run(kTune + " --model 1b --profile " + kExampleProfile + " --emit megatron");
+  EXPECT_EQ(e.status, 2) << e.out;
+}
+
+TEST(TunePlanning, EmitDeepSpeedWritesTheConfigAndBothPredictions) {
+  const std::string config = ::testing::TempDir() + "/mlpo-cli-ds-config.json";
+  Result r = run(kTune + " --model 1b --profile " + kExampleProfile +
+                 " --gpus-per-node 4 --simulate-top 2 --emit deepspeed --out " + config);
+  ASSERT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("MLPO's own plan on this machine"), std::string::npos) << r.out;
+  const mlpo::Json j = mlpo::read_json_file(config, "ds_config");
+  EXPECT_EQ(j.at("zero_optimization").at("stage"), 3);
+  EXPECT_EQ(j.at("zero_optimization").at("offload_optimizer").at("device"), "nvme");
+  std::remove(config.c_str());
+}
+
+TEST(TunePlanning, SensitivityJsonRanksTheResources) {
+  Result r = run(kTune + " --model 1b --profile " + kExampleProfile +
+                 " --gpus-per-node 2 --simulate-top 2 --sensitivity --change 10 --json");
+  ASSERT_EQ(r.status, 0) << r.out;
+  const mlpo::Json j = mlpo::Json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_DOUBLE_EQ(j.at("change").get<double>(), 0.1);
+  ASSERT_GT(j.at("resources").size(), 5u);
+  EXPECT_GE(j.at("resources")[0].at("impact").get<double>(), j.at("resources")[1].at("impact").get<double>());
 }
