@@ -126,8 +126,9 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   appendf(out,
           "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the "
           "finer search beat the grid, "
-          "%zu SimGrid runs, %s\n",
-          r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
+          "%zu SimGrid runs (%zu refinement moves taken), %s\n",
+          r.candidates, r.space, r.feasible, r.refined, r.simulated, r.simulated_moves,
+          format_seconds(r.seconds).c_str());
   return out;
 }
 
@@ -142,8 +143,9 @@ std::string search_summary(const TuneResult& r) {
             r.chosen.plan.baseline_prediction->iteration_s / p.iteration_s);
   appendf(out,
           "\nsearched %zu candidates of the grid's %.3g (%zu feasible, %zu from the finer search, %zu "
-          "simulated) in %s\n",
-          r.candidates, r.space, r.feasible, r.refined, r.simulated, format_seconds(r.seconds).c_str());
+          "simulated, %zu SimGrid moves taken) in %s\n",
+          r.candidates, r.space, r.feasible, r.refined, r.simulated, r.simulated_moves,
+          format_seconds(r.seconds).c_str());
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "tuner/candidate_search.hpp"
+#include "tuner/simulated_refine.hpp"
 
 namespace mlpo::tune {
 
@@ -60,7 +61,10 @@ void rank_survivors(const Accounting& a, const TuneRequest& request, const Candi
   if (baseline)
     result.baseline =
         RankedPlan{*baseline, sim::analyze(a, request.profile, *baseline, request.options), sims.back()};
-  result.chosen = ranked.front();
+  // Local moves judged by SimGrid (tuner/simulated_refine.hpp); the ranking's first becomes
+  // an alternative when a move beats it.
+  result.chosen = refine_simulated(a, request, ranked.front(), result.simulated, result.simulated_moves);
+  if (result.simulated_moves > 0) ranked.insert(ranked.begin(), result.chosen);
   for (std::size_t i = 1; i < ranked.size() && static_cast<int>(i) <= request.top_k; ++i)
     result.alternatives.push_back(ranked[i]);
 }
@@ -83,6 +87,7 @@ void annotate_plan(const TuneRequest& request, TuneResult& result) {
                          {"candidates", result.candidates},
                          {"space", result.space},
                          {"refined", result.refined},
+                         {"simulated_moves", result.simulated_moves},
                          {"feasible", result.feasible},
                          {"simulated", result.simulated}};
   if (result.baseline)

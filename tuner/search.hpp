@@ -29,12 +29,13 @@ struct TuneResult {
   std::vector<RankedPlan> alternatives;  // the next best simulated plans, best first
   std::optional<RankedPlan> baseline;
   std::vector<Ablation> ablations;
-  std::size_t candidates = 0;  // scored with the analytic model
-  std::size_t feasible = 0;    // of them, those that fit every constraint
-  double space = 0;            // the grid's exhaustive size (not enumerated)
-  std::size_t refined = 0;     // finer-search plans better than every grid plan
-  std::size_t simulated = 0;   // SimGrid runs
-  double seconds = 0;          // wall time of the search
+  std::size_t candidates = 0;       // scored with the analytic model
+  std::size_t feasible = 0;         // of them, those that fit every constraint
+  double space = 0;                 // the grid's exhaustive size (not enumerated)
+  std::size_t refined = 0;          // finer-search plans better than every grid plan
+  std::size_t simulated = 0;        // SimGrid runs
+  std::size_t simulated_moves = 0;  // moves the SimGrid refinement took (simulated_refine.hpp)
+  double seconds = 0;               // wall time of the search
   std::vector<std::string> warnings;
 };
 

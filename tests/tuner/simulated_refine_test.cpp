@@ -1,0 +1,85 @@
+// The SimGrid refinement: a plan that leaves host memory idle gets a larger cache and a faster
+// prediction; the result is never slower than the plan it starts from and always fits; a plan
+// whose state is all updated in place is left alone without a run.
+#include <gtest/gtest.h>
+
+#include "core/model_spec.hpp"
+#include "simulator/iteration_model.hpp"
+#include "tests/support/sample_inputs.hpp"
+#include "tuner/simulated_refine.hpp"
+
+namespace mlpo::tune {
+namespace {
+
+using mlpo::testing::io_bound_profile;
+
+TuneRequest request_on(const std::vector<std::string>& tiers, std::int64_t host_gib) {
+  const Profile all = io_bound_profile();
+  TuneRequest r;
+  r.model = find_preset("1b");
+  r.shape = ClusterShape{1, 2, 1, 0, 1};
+  r.profile = all;
+  r.profile.host.memory_bytes = r.profile.host.available_bytes = host_gib << 30;
+  r.profile.tiers.clear();
+  for (const auto& n : tiers) r.profile.tiers.push_back(*all.find_tier(n));
+  r.options.update_only = true;
+  return r;
+}
+
+RankedPlan ranked(const Accounting& a, const TuneRequest& r, const Plan& p) {
+  return RankedPlan{p, sim::analyze(a, r.profile, p, r.options), sim::simulate(a, r.profile, p, r.options)};
+}
+
+TEST(SimulatedRefine, GivesIdleHostMemoryToTheCacheAndIsFaster) {
+  const TuneRequest r = request_on({"nvme"}, 16);
+  const Accounting a = account(r.model, r.shape);
+  Plan p = mlpo::testing::plan_for("1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
+                                   {mlpo::testing::plan_tier(r.profile, "nvme", 1)});
+  ASSERT_TRUE(fill_fractions(a, r, p));
+  ASSERT_FALSE(check_fits(a, p, r));  // no cache: most of the 16 GiB idle
+  const RankedPlan start = ranked(a, r, p);
+  std::size_t simulated = 0, moves = 0;
+  const RankedPlan out = refine_simulated(a, r, start, simulated, moves);
+  EXPECT_GT(simulated, 0u);
+  EXPECT_GT(moves, 0u);
+  EXPECT_GT(out.plan.host_cache_subgroups, 0);
+  EXPECT_LT(out.simulated.prediction.update_s, 0.9 * start.simulated.prediction.update_s);
+  EXPECT_FALSE(check_fits(a, out.plan, r));
+  // What it reports is the plan's own simulation.
+  EXPECT_DOUBLE_EQ(sim::simulate(a, r.profile, out.plan, r.options).prediction.update_s,
+                   out.simulated.prediction.update_s);
+}
+
+TEST(SimulatedRefine, NeverReturnsASlowerPlanThanItStartsFrom) {
+  const TuneRequest r = request_on({"nvme", "pfs"}, 6);
+  const Accounting a = account(r.model, r.shape);
+  Plan p = mlpo::testing::plan_for(
+      "1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
+      {mlpo::testing::plan_tier(r.profile, "nvme", 0.5, 1), mlpo::testing::plan_tier(r.profile, "pfs", 0.5)});
+  ASSERT_TRUE(fill_fractions(a, r, p));
+  ASSERT_FALSE(check_fits(a, p, r));
+  const RankedPlan start = ranked(a, r, p);
+  std::size_t simulated = 0, moves = 0;
+  const RankedPlan out = refine_simulated(a, r, start, simulated, moves);
+  EXPECT_LE(out.simulated.prediction.update_s, start.simulated.prediction.update_s);
+  EXPECT_FALSE(check_fits(a, out.plan, r));
+  if (moves == 0) {
+    EXPECT_EQ(to_json(out.plan), to_json(start.plan));
+  }
+}
+
+TEST(SimulatedRefine, LeavesAPlanUpdatedInPlaceAloneWithoutARun) {
+  const TuneRequest r = request_on({"shm"}, 64);
+  const Accounting a = account(r.model, r.shape);
+  Plan p = mlpo::testing::plan_for("1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
+                                   {mlpo::testing::plan_tier(r.profile, "shm", 1)});
+  ASSERT_TRUE(fill_fractions(a, r, p));
+  std::size_t simulated = 0, moves = 0;
+  const RankedPlan out = refine_simulated(a, r, ranked(a, r, p), simulated, moves);
+  EXPECT_EQ(simulated, 0u);
+  EXPECT_EQ(moves, 0u);
+  EXPECT_EQ(to_json(out.plan), to_json(p));
+}
+
+}  // namespace
+}  // namespace mlpo::tune
