@@ -14,13 +14,16 @@ namespace {
 constexpr int kRounds = 3;
 constexpr double kGain = 1e-3;  // a move is taken when more than 0.1 % faster
 
-bool streams(const Plan& p) {
-  return std::any_of(p.tiers.begin(), p.tiers.end(),
-                     [](const PlanTier& t) { return !updated_in_place(t.kind); });
-}
-
 std::int64_t subgroups(const Accounting& a, const Plan& p) {
   return (a.params_per_rank + p.subgroup_elements - 1) / p.subgroup_elements;
+}
+
+// Whether the plan moves state in a steady iteration: a streamed tier and a cache that does
+// not hold every subgroup.
+bool streams(const Accounting& a, const Plan& p) {
+  return p.host_cache_subgroups < subgroups(a, p) &&
+         std::any_of(p.tiers.begin(), p.tiers.end(),
+                     [](const PlanTier& t) { return !updated_in_place(t.kind); });
 }
 
 // `p` with its fractions re-filled, when it then fits.
@@ -99,7 +102,7 @@ std::vector<Plan> moves(const Accounting& a, const TuneRequest& r, const Plan& c
 
 RankedPlan refine_simulated(const Accounting& a, const TuneRequest& request, RankedPlan best,
                             std::size_t& simulated, std::size_t& moves_taken) {
-  if (!streams(best.plan)) return best;
+  if (!streams(a, best.plan)) return best;
   for (int round = 0; round < kRounds; ++round) {
     const std::vector<Plan> trials = moves(a, request, best.plan);
     if (trials.empty()) break;

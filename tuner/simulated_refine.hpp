@@ -10,8 +10,8 @@
 //     that fits beside it;
 //   - each streamed tier's concurrency limit one step down and up (limit_values).
 // One batch of SimGrid runs a round (`jobs` children); the best move is taken when it is
-// more than 0.1 % faster, for at most 3 rounds. A plan without a streamed tier (its state
-// updated in place) has nothing to move: no run.
+// more than 0.1 % faster, for at most 3 rounds. A plan that moves no state in a steady
+// iteration (no streamed tier, or a cache of every subgroup) has nothing to move: no run.
 
 #include <cstddef>
 

@@ -1,6 +1,7 @@
 // The SimGrid refinement: a plan that leaves host memory idle gets a larger cache and a faster
 // prediction; the result is never slower than the plan it starts from and always fits; a plan
-// whose state is all updated in place is left alone without a run.
+// that moves no state (all of it updated in place, or every subgroup cached) is left alone
+// without a run.
 #include <gtest/gtest.h>
 
 #include "core/model_spec.hpp"
@@ -79,6 +80,19 @@ TEST(SimulatedRefine, LeavesAPlanUpdatedInPlaceAloneWithoutARun) {
   EXPECT_EQ(simulated, 0u);
   EXPECT_EQ(moves, 0u);
   EXPECT_EQ(to_json(out.plan), to_json(p));
+}
+
+TEST(SimulatedRefine, LeavesAPlanThatCachesEverySubgroupAloneWithoutARun) {
+  const TuneRequest r = request_on({"nvme"}, 64);
+  const Accounting a = account(r.model, r.shape);
+  Plan p = mlpo::testing::plan_for("1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
+                                   {mlpo::testing::plan_tier(r.profile, "nvme", 1)});
+  p.host_cache_subgroups = (a.params_per_rank + p.subgroup_elements - 1) / p.subgroup_elements;
+  ASSERT_TRUE(fill_fractions(a, r, p));
+  ASSERT_FALSE(check_fits(a, p, r));
+  std::size_t simulated = 0, moves = 0;
+  refine_simulated(a, r, ranked(a, r, p), simulated, moves);
+  EXPECT_EQ(simulated, 0u);
 }
 
 }  // namespace
