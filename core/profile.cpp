@@ -159,6 +159,11 @@ const TierProfile* Profile::find_tier(const std::string& name) const {
   return nullptr;
 }
 
+std::size_t Profile::tier_index(const std::string& name) const {
+  const TierProfile* t = find_tier(name);
+  return t ? static_cast<std::size_t>(t - tiers.data()) : tiers.size();
+}
+
 namespace {
 
 // A tier's (or one of its io_settings') block size, queue depth and curves.

@@ -214,6 +214,8 @@ struct Profile {
   CommProfile comm;  // optional in JSON ("comm"); absent paths are not modelled
 
   const TierProfile* find_tier(const std::string& name) const;
+  // The tier's index in `tiers`, or tiers.size() when there is none of that name.
+  std::size_t tier_index(const std::string& name) const;
 };
 
 // Parses and validates; errors name the field (`tiers[1].read_gbps[0].value: must be > 0`).

@@ -23,19 +23,13 @@ void check_supported(const TuneRequest& request) {
     throw Error("--emit deepspeed writes a training configuration: leave out --update-only");
 }
 
-std::size_t tier_index(const Profile& profile, const std::string& name) {
-  for (std::size_t i = 0; i < profile.tiers.size(); ++i)
-    if (profile.tiers[i].name == name) return i;
-  throw Error("--emit deepspeed: the profile has no tier " + name);
-}
-
 // Every (subgroup size, I/O setting) the baseline can take on its tier.
 std::vector<Plan> deepspeed_candidates(const Accounting& a, const TuneRequest& request) {
   std::vector<Plan> out;
   for (const std::int64_t sg : grid_subgroup_sizes(a)) {
     const std::optional<Plan> base = baseline_plan(a, request, sg);
     if (!base) continue;
-    const std::size_t t = tier_index(request.profile, base->tiers[0].name);
+    const std::size_t t = request.profile.tier_index(base->tiers[0].name);  // the baseline's: a profile tier
     auto settings = common_io_settings(request.profile, {t});
     if (settings.empty()) settings.push_back({base->io_block_size, base->io_queue_depth});
     for (const auto& [block, depth] : settings) {

@@ -54,12 +54,6 @@ bool with_largest_cache(const Accounting& a, const TuneRequest& r, Plan& p, bool
   return keep_fractions || refit(a, r, p);
 }
 
-std::size_t tier_index(const Profile& profile, const std::string& name) {
-  for (std::size_t i = 0; i < profile.tiers.size(); ++i)
-    if (profile.tiers[i].name == name) return i;
-  return profile.tiers.size();
-}
-
 // The moves of one round around `cur` (see the header), each fitting and distinct.
 std::vector<Plan> moves(const Accounting& a, const TuneRequest& r, const Plan& cur) {
   std::vector<Plan> out;
@@ -83,7 +77,7 @@ std::vector<Plan> moves(const Accounting& a, const TuneRequest& r, const Plan& c
   }
   for (std::size_t i = 0; i < cur.tiers.size(); ++i) {
     if (updated_in_place(cur.tiers[i].kind)) continue;
-    const std::size_t t = tier_index(r.profile, cur.tiers[i].name);
+    const std::size_t t = r.profile.tier_index(cur.tiers[i].name);
     if (t == r.profile.tiers.size()) continue;
     const std::vector<std::int64_t> values = limit_values(r.profile, t, a.shape);
     const auto at = std::find(values.begin(), values.end(), cur.tiers[i].concurrency_limit);
