@@ -119,6 +119,11 @@ CLI::Validator byte_size(std::uint64_t min, std::uint64_t multiple_of) {
   return CLI::Validator(
       [min, multiple_of](std::string& text) -> std::string {
         std::uint64_t bytes = 0;
+        // A bare number is refused: `--host-memory-budget 400` would be 400 bytes, never meant.
+        if (!text.empty() && text.find_first_not_of("0123456789.") == std::string::npos &&
+            text.find_first_not_of("0.") != std::string::npos)
+          return "needs a unit: '" + text + "' would be " + text + " bytes; write e.g. " + text + "GiB, " +
+                 text + "MiB or " + text + "B";
         try {
           bytes = parse_bytes(text, "");
         } catch (const Error& e) {

@@ -44,8 +44,9 @@ CLI::Validator whole_in(std::int64_t min, std::int64_t max);
 // Any decimal integer in [0, 2^64 - 1] (seeds).
 CLI::Validator unsigned_whole();
 
-// A byte size as parse_bytes reads it ("64K", "1.5GiB", "2GB") of at least `min` bytes and a
-// multiple of `multiple_of` (e.g. 4096 for O_DIRECT block sizes).
+// A byte size as parse_bytes reads it ("64K", "1.5GiB", "2GB", "4096B") of at least `min`
+// bytes and a multiple of `multiple_of` (e.g. 4096 for O_DIRECT block sizes). The unit is
+// required: a bare number ("400") is refused rather than read as bytes.
 CLI::Validator byte_size(std::uint64_t min = 1, std::uint64_t multiple_of = 1);
 // A count as parse_count reads it ("1e9", "500M", "1.5B") of at least `min`.
 CLI::Validator count_at_least(std::uint64_t min = 1);

@@ -16,7 +16,7 @@
 #include "core/profile.hpp"
 #include "core/units.hpp"
 #include "profiles/gpu_probe.hpp"
-#include "profiles/interrupt.hpp"
+#include "core/interrupt.hpp"
 #include "profiles/profile_runner.hpp"
 #include "profiles/summary_table.hpp"
 
@@ -36,29 +36,29 @@ int main(int argc, char** argv) {
   app.add_option(
       "--tier", tier_texts,
       "NAME=PATH[:KIND] of a tier directory (repeatable; KIND host|nvme|remote|other, detected when absent)");
-  app.add_flag("--quick", request.quick, "smaller sizes and fewer repetitions (under a minute)");
+  app.add_flag("--quick", request.quick, "Smaller sizes and fewer repetitions (under a minute)");
   app.add_option("--out", out,
-                 "profile file to write atomically (default profile.json; with --json only when given)");
-  app.add_flag("--json", json, "print the profile as JSON on stdout and nothing else");
-  app.add_option("--compare", compare, "an earlier profile: print every figure old vs new with the ratio");
+                 "Profile file to write atomically (default profile.json; with --json only when given)");
+  app.add_flag("--json", json, "Print the profile as JSON on stdout and nothing else");
+  app.add_option("--compare", compare, "An earlier profile: print every figure old vs new with the ratio");
   app.add_option(
       "--model", request.model,
-      "model preset or mlpo.model/1 file whose layer GEMMs and (without a GPU) CPU forward/backward "
+      "Model preset or mlpo.model/1 file whose layer GEMMs and (without a GPU) CPU forward/backward "
       "are timed, on three of its layers (default llama2-7b; give the model you will train)");
   app.add_option("--micro-batch", request.micro_batch,
-                 "sequences per micro-batch of the timed shapes (default 1; give the run's: the CPU rate "
+                 "Sequences per micro-batch of the timed shapes (default 1; give the run's: the CPU rate "
                  "grows with it)")
       ->check(cli::whole_in(1, 1 << 20));
   app.add_option("--seq-len", request.seq_len,
-                 "tokens per sequence of the timed shapes (default: the model's, capped at 512, --quick 128; "
+                 "Tokens per sequence of the timed shapes (default: the model's, capped at 512, --quick 128; "
                  "a value given is taken as it is)")
       ->check(cli::whole_in(1, 1 << 24));
   app.add_option(
          "--tier-size", tier_size,
-         "bytes each stream writes and reads per tier (default 1GiB, --quick 256MiB; clamped to free space)")
+         "Bytes each stream writes and reads per tier (default 1GiB, --quick 256MiB; clamped to free space)")
       ->check(cli::byte_size());
   app.add_option("--streams", request.max_streams,
-                 "largest stream count of the contention curve (default 8, --quick 4)")
+                 "Largest stream count of the contention curve (default 8, --quick 4)")
       ->check(cli::whole_in(1, 64));
   app.add_option("--block-size", block_size, "I/O block size (default 1MiB, as the executor)")
       ->check(cli::byte_size(4096, 4096));
@@ -68,34 +68,34 @@ int main(int argc, char** argv) {
   std::string io_settings;
   app.add_option(
       "--io-settings", io_settings,
-      "more I/O settings BS:QD[,BS:QD...] (block size, operations in flight per stream, e.g. "
+      "More I/O settings BS:QD[,BS:QD...] (block size, operations in flight per stream, e.g. "
       "256KiB:32,4MiB:4) at which every tier's write, read and read+write curves are measured too, "
       "each about as long as the main ones; mlpo-tune then searches them (default: none)");
   app.add_option("--host-size", host_size,
                  "AdamW state and memcpy buffer bytes (default 1GiB, --quick 256MiB)")
       ->check(cli::byte_size());
-  app.add_option("--reps", request.repetitions, "timed repetitions per figure (default 5, --quick 3)")
+  app.add_option("--reps", request.repetitions, "Timed repetitions per figure (default 5, --quick 3)")
       ->check(cli::whole_in(1, 1000));
   app.add_flag("--comm", request.comm,
-               "also measure host MPI all-gather / reduce-scatter between ranks (launches mpirun -np "
+               "Also measure host MPI all-gather / reduce-scatter between ranks (launches mpirun -np "
                "--comm-ranks copies of this program; a few seconds)");
-  app.add_option("--comm-ranks", request.comm_options.ranks, "ranks of the --comm probe (default 2)")
+  app.add_option("--comm-ranks", request.comm_options.ranks, "Ranks of the --comm probe (default 2)")
       ->check(cli::whole_in(2, 1024));
   std::string comm_size = "32MiB", comm_child;
-  app.add_option("--comm-size", comm_size, "full buffer of the --comm probe's collectives (default 32MiB)")
+  app.add_option("--comm-size", comm_size, "Full buffer of the --comm probe's collectives (default 32MiB)")
       ->check(cli::byte_size());
   std::string between_nodes;
   app.add_option("--comm-between-nodes", between_nodes,
-                 "also measure the collectives between nodes (comm.inter_node): LAUNCHER is the command "
+                 "Also measure the collectives between nodes (comm.inter_node): LAUNCHER is the command "
                  "that starts ranks on several nodes, given -np --comm-nodes --map-by node (e.g. "
                  "\"scripts/testbed.sh mpirun\", or \"mpirun --hostfile hosts\"; docs/testbed.md)");
   app.add_option("--comm-nodes", request.inter_node_options.ranks,
-                 "nodes (one rank each) of --comm-between-nodes (default 2)")
+                 "Nodes (one rank each) of --comm-between-nodes (default 2)")
       ->check(cli::whole_in(2, 1024));
-  app.add_option("--comm-probe-child", comm_child, "internal: the --comm probe's ranks write FILE")
+  app.add_option("--comm-probe-child", comm_child, "Internal: the --comm probe's ranks write FILE")
       ->group("");
   app.add_option("--notes", request.notes,
-                 "free text stored in the profile's notes (e.g. the machine class)");
+                 "Free text stored in the profile's notes (e.g. the machine class)");
 
   return cli::run(app, argc, argv, [&] {
     request.comm_options.buffer_bytes = static_cast<std::int64_t>(parse_bytes(comm_size, "--comm-size"));
@@ -138,12 +138,12 @@ int main(int argc, char** argv) {
     };
     Profile profile;
     try {
-      profiles::InterruptGuard guard;
+      InterruptGuard guard;
       profile = profiles::run_profile(prepared, profiles::probe_gpus,
                                       json ? profiles::ProgressSink{} : profiles::stderr_progress(), warn);
-    } catch (const profiles::Interrupted& e) {
+    } catch (const Interrupted& e) {
       profiles::finish_progress_line();
-      std::fprintf(stderr, "mlpo-profile: %s; no profile written\n", e.what());
+      std::fprintf(stderr, "mlpo-profile: %s; probe files removed, no profile written\n", e.what());
       return 128 + e.signal();
     }
     profiles::finish_progress_line();

@@ -1,6 +1,9 @@
 // Built-in model presets. Parameter counts are asserted in tests/core/model_spec_test.cpp.
+#include <cctype>
 #include <string>
+#include <vector>
 
+#include "core/did_you_mean.hpp"
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
 
@@ -55,13 +58,18 @@ const std::vector<ModelSpec>& model_presets() {
 }
 
 ModelSpec find_preset(const std::string& name) {
+  // Case-insensitive: LLaMA2-70B is llama2-70b (preset names are lower case).
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string known;
+  std::vector<std::string> names;
   for (const auto& p : model_presets()) {
-    if (p.name == name) return p;
+    if (p.name == lower) return p;
     known += (known.empty() ? "" : ", ") + p.name;
+    names.push_back(p.name);
   }
-  throw Error("unknown model preset '" + name + "' (known presets: " + known +
-              "; or pass a path to an mlpo.model/1 JSON file)");
+  throw Error("unknown model preset '" + name + "'" + did_you_mean(name, names) +
+              " (known presets: " + known + "; or pass a path to an mlpo.model/1 JSON file)");
 }
 
 }  // namespace mlpo

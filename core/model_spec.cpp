@@ -101,9 +101,9 @@ ModelSpec load_model(const std::string& name_or_file) {
   const bool looks_like_path =
       name_or_file.find('/') != std::string::npos || name_or_file.find(".json") != std::string::npos;
   if (!looks_like_path) {
+    if (!std::filesystem::exists(name_or_file)) return find_preset(name_or_file);  // throws, listing presets
     for (const auto& p : model_presets())
       if (p.name == name_or_file) return p;
-    if (!std::filesystem::exists(name_or_file)) return find_preset(name_or_file);  // throws, listing presets
   }
   // A Hugging Face checkpoint directory stands for its config.json.
   const std::string config = (std::filesystem::path(name_or_file) / "config.json").string();

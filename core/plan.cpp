@@ -2,12 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
+#include "core/did_you_mean.hpp"
 #include "core/error.hpp"
 
 namespace mlpo {
+
+namespace {
+
+// Shortest text that reads back as `x` to 6 significant digits: 0.9, not 0.900000.
+std::string format_number(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", x);
+  return text;
+}
+
+}  // namespace
 
 const char* to_string(PlanMode m) { return m == PlanMode::mlp ? "mlp" : "baseline"; }
 const char* to_string(OrderPolicy o) { return o == OrderPolicy::ascending ? "ascending" : "alternating"; }
@@ -116,7 +129,7 @@ void validate(const Plan& p) {
   }
   check_distinct_directories(p);
   if (std::fabs(sum - 1.0) > 1e-6)
-    throw Error("tiers: fractions sum to " + std::to_string(sum) + ", they must sum to 1");
+    throw Error("tiers: fractions sum to " + format_number(sum) + ", they must sum to 1");
   if (p.subgroup_elements < 1024 || p.subgroup_elements % 1024 != 0)
     throw Error(
         "subgroup_elements: must be a positive multiple of 1024 (so each state array stays 4 KiB aligned), "
@@ -276,6 +289,34 @@ Plan load_plan(const std::string& path) {
 
 void save_plan(const Plan& plan, const std::string& path) {
   write_file_atomic(path, to_json(plan).dump(2) + "\n");
+}
+
+void set_tier_paths(Plan& plan, const std::vector<std::string>& assignments, const std::string& flag) {
+  for (const std::string& text : assignments) {
+    const auto eq = text.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+      throw Error(flag + " " + text +
+                  ": expected NAME=DIR (a tier of the plan and its directory on this machine)");
+    const std::string name = text.substr(0, eq), dir = text.substr(eq + 1);
+    std::vector<std::string> names;
+    PlanTier* tier = nullptr;
+    for (auto& t : plan.tiers) {
+      names.push_back(t.name);
+      if (t.name == name) tier = &t;
+    }
+    if (tier == nullptr) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw Error(flag + " " + text + ": the plan has no tier '" + name + "'" + did_you_mean(name, names) +
+                  " (its tiers: " + list + ")");
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+      throw Error(flag + " " + text + ": " + dir + " is not a directory; create it (mkdir -p " + dir +
+                  ") or name another");
+    tier->path = dir;
+  }
+  validate(plan);  // two tiers on one directory would share a state file
 }
 
 }  // namespace mlpo

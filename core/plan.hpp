@@ -95,6 +95,12 @@ void validate(const Plan& plan);
 // I/O settings unchanged.
 Plan baseline_of(const Plan& plan);
 
+// Points tiers of a plan made on another machine at this machine's directories: each of
+// `assignments` is "NAME=DIR" (`--tier-path nvme=/scratch/me`). mlpo::Error naming `flag` when a
+// name is not one of the plan's tiers (with the closest one), DIR is not a directory, or two
+// tiers end up on one directory.
+void set_tier_paths(Plan& plan, const std::vector<std::string>& assignments, const std::string& flag);
+
 Json to_json(const Prediction& p);
 Prediction prediction_from_json(const Json& json, const std::string& path);
 

@@ -201,7 +201,7 @@ CollectiveRates launch_probe(const CommProbeOptions& o, const std::vector<std::s
   argv.push_back(o.program.empty() ? fs::read_symlink("/proc/self/exe").string() : o.program);
   for (const std::string& a :
        {std::string("--comm-probe-child"), out.string(), std::string("--comm-size"),
-        std::to_string(o.buffer_bytes), std::string("--reps"), std::to_string(o.repetitions)})
+        std::to_string(o.buffer_bytes) + "B", std::string("--reps"), std::to_string(o.repetitions)})
     argv.push_back(a);
   const int status = run_with_timeout(argv, log, o.timeout_s);
   CollectiveRates c;

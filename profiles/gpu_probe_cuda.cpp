@@ -16,7 +16,7 @@
 #include "core/units.hpp"
 #include "profiles/gemm_shapes.hpp"
 #include "profiles/gpu_probe.hpp"
-#include "profiles/interrupt.hpp"
+#include "core/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
 
 namespace mlpo::profiles {

@@ -30,7 +30,7 @@
 #include "executor/train/compute_backend.hpp"
 #include "executor/train/compute_probe.hpp"
 #include "profiles/gemm_shapes.hpp"
-#include "profiles/interrupt.hpp"
+#include "core/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
 #include "core/usable_cores.hpp"
 

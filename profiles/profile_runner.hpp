@@ -8,7 +8,7 @@
 //   Profile profile = run_profile(prepared, probe_gpus, progress, warn);
 //
 // Without a device (or a CUDA build) `gpus` is empty with the reason, and the CPU backend's
-// GEMM figure is always measured. Interruptions surface as Interrupted (interrupt.hpp) once
+// GEMM figure is always measured. Interruptions surface as Interrupted (core/interrupt.hpp) once
 // every probe file is gone.
 
 #include <cstdint>

@@ -34,7 +34,7 @@
 #include "executor/offload/checked_adamw.hpp"
 #include "kernels/cpu/adamw.hpp"
 #include "profiles/host_probe.hpp"
-#include "profiles/interrupt.hpp"
+#include "core/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
 #include "core/usable_cores.hpp"
 

@@ -91,7 +91,7 @@ struct TierProbePlan {
 // reduced probe (4 requests per stream). Creates nothing.
 TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& options);
 
-// Runs the probe. Throws Interrupted (interrupt.hpp) after cleaning up on SIGINT/SIGTERM,
+// Runs the probe. Throws Interrupted (core/interrupt.hpp) after cleaning up on SIGINT/SIGTERM,
 // mlpo::Error on an I/O failure or a verification mismatch; never leaves files behind.
 TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options,
                        const ProgressSink& progress, const io::WarningSink& warn);

@@ -73,7 +73,11 @@ TEST(FlagValues, SizesAndCounts) {
   EXPECT_EQ(parse_error(byte_size(), "64K"), "");
   EXPECT_NE(parse_error(byte_size(), "0").find("--x: must be more than 0 bytes"), std::string::npos);
   EXPECT_NE(parse_error(byte_size(), "nan").find("is not a size"), std::string::npos);
-  EXPECT_NE(parse_error(byte_size(4096, 4096), "6000").find("multiple of 4.0 KiB"), std::string::npos);
+  EXPECT_NE(parse_error(byte_size(4096, 4096), "6000B").find("multiple of 4.0 KiB"), std::string::npos);
+  // A size without a unit is refused, not read as bytes (--host-memory-budget 400 was 400 bytes).
+  EXPECT_NE(parse_error(byte_size(), "400").find("needs a unit: '400' would be 400 bytes"),
+            std::string::npos);
+  EXPECT_EQ(parse_error(byte_size(), "4096B"), "");
   EXPECT_EQ(parse_error(count_at_least(1), "1.5B"), "");
   EXPECT_NE(parse_error(count_at_least(1), "0").find("--x: must be at least 1"), std::string::npos);
   EXPECT_NE(parse_error(count_at_least(1), "-1").find("is not a count"), std::string::npos);

@@ -466,7 +466,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Malformed{"WrongSchema", [](Json& j) { j["schema"] = "mlpo.profile/1"; },
                                 "this is an mlpo.profile/1 file"},
                       Malformed{"FractionsDontSumToOne", [](Json& j) { j["tiers"][1]["fraction"] = 0.15; },
-                                "tiers: fractions sum to 0.9"},
+                                "tiers: fractions sum to 0.9, they must sum to 1"},
                       Malformed{"FractionOverOne", [](Json& j) { j["tiers"][0]["fraction"] = 1.5; },
                                 "tiers[0].fraction: must be between 0 and 1"},
                       Malformed{"NegativeLimit", [](Json& j) { j["tiers"][0]["concurrency_limit"] = -1; },
