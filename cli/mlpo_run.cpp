@@ -9,12 +9,15 @@
 
 #include <cstdio>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "cli/cli_main.hpp"
 #include "cli/flag_modes.hpp"
 #include "cli/flag_values.hpp"
 #include "cli/mlpo_run_help.hpp"
 #include "core/error.hpp"
+#include "core/interrupt.hpp"
 #include "core/model_spec.hpp"
 #include "core/path_checks.hpp"
 #include "core/plan.hpp"
@@ -51,7 +54,8 @@ struct ReportFlags {
 // The flags of the modes that run steps: training and --update-only.
 struct StepFlags {
   std::string plan_path, log_path;
-  std::int64_t steps = 0;  // 0: the mode's default
+  std::vector<std::string> tier_paths;  // NAME=DIR: the plan's tier NAME at DIR on this machine
+  std::int64_t steps = 0;               // 0: the mode's default
   std::uint64_t seed = 1;
   double lr = 0, max_grad_norm = 1.0;  // lr 0: the mode's default
   unsigned threads = 0;
@@ -68,6 +72,7 @@ struct TrainingFlags {
   std::string comm_name = "auto";
   std::string gpu_memory_limit;   // "": the GPU's free memory
   std::string host_memory_limit;  // "": MemAvailable
+  std::string save_plan;          // without --plan: write the default plan here
 };
 
 // --update-only (its AdamW flags are training's: --beta1, --beta2, --eps, --weight-decay).
@@ -120,6 +125,10 @@ void add_step_flags(CLI::App& app, StepFlags& s) {
                  "Plan file (mlpo.plan/1) from mlpo-tune or written by hand; training without it makes a "
                  "default plan")
       ->check(CLI::ExistingFile);
+  app.add_option("--tier-path", s.tier_paths,
+                 "NAME=DIR: run the plan's tier NAME in DIR (a plan made on another machine; repeatable)")
+      ->expected(1)
+      ->take_all();
   app.add_option("--steps", s.steps, "Optimizer steps (default: 100 training, 10 update-only)")
       ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 30));
   mlpo::cli::add_checked(
@@ -205,7 +214,8 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
                          CLI::IsMember({"bf16", "fp32"}));
   app.add_option("--export-shard-size", f.export_shard_size,
                  "Directory export: tensor bytes per safetensors shard at most (GB = 1e9, GiB = 2^30)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(mlpo::cli::byte_size());
   app.add_option("--export-tokenizer", t.export_tokenizer_files,
                  "Directory export: more files to copy beside the weights (e.g. tokenizer_config.json); "
                  "--tokenizer is copied as tokenizer.model")
@@ -217,6 +227,8 @@ void add_training_run_flags(CLI::App& app, TrainingFlags& f) {
       ->check(CLI::ExistingDirectory);
   app.add_option("--state-dir", t.state_dir, "Tier directory of the default plan (used without --plan)")
       ->capture_default_str();
+  app.add_option("--save-plan", f.save_plan,
+                 "Without --plan: write the default plan (mlpo.plan/1 JSON) here, to edit or simulate");
   app.add_option(
          "--blas-threads", t.blas_threads,
          "Column blocks each GEMM is cut into, run on the --threads pool (default: all cores); results "
@@ -283,6 +295,29 @@ void add_update_only_flags(CLI::App& app, UpdateOnlyFlags& f, std::string& mode)
                "Update-only: print state-sha256: <hex> over all ranks' final p, m, v");
 }
 
+// The --help section of each flag (groups show in the order their first flag was declared).
+void set_help_groups(CLI::App& app) {
+  using namespace mlpo::cli;
+  const std::pair<const char*, std::vector<const char*>> groups[] = {
+      {kGroupModel,
+       {"--model", "--data", "--tokenizer", "--eval-data", "--eval-every", "--eval-tokens", "--token-bytes",
+        "--seq-len", "--micro-batch", "--grad-accum", "--init-from"}},
+      {kGroupSchedule,
+       {"--steps", "--seed", "--lr", "--min-lr", "--warmup-steps", "--lr-decay-steps", "--beta1", "--beta2",
+        "--eps", "--weight-decay", "--weight-decay-on", "--max-grad-norm"}},
+      {kGroupPlan,
+       {"--plan", "--tier-path", "--state-dir", "--save-plan", "--mode", "--threads", "--blas-threads",
+        "--backend", "--attention", "--comm", "--param-offload", "--gpu-memory-limit",
+        "--host-memory-limit"}},
+      {kGroupOutput, {"--log", "--quiet"}},
+      {kGroupCheckpoint, {"--checkpoint-dir", "--checkpoint-every", "--resume"}},
+      {kGroupExport, {"--export-safetensors", "--export-dtype", "--export-shard-size", "--export-tokenizer"}},
+      {kGroupUpdateOnly, {"--update-only", "--params", "--ranks", "--profile", "--state-hash"}},
+  };
+  for (const auto& [group, flags] : groups)
+    for (const char* flag : flags) app.get_option(flag)->group(group);
+}
+
 // Which mode reads which flag: one the chosen mode would ignore is an error naming the mode
 // (cli/flag_modes.hpp). Every flag has a row.
 enum : unsigned { kTraining = 1, kUpdateOnly = 2, kPrepareData = 4, kReport = 8 };
@@ -295,6 +330,8 @@ mlpo::cli::FlagModes run_flag_modes() {
        {kReport, "report"}},
       {
           {"--plan", kTraining | kUpdateOnly},
+          {"--tier-path", kTraining | kUpdateOnly},
+          {"--save-plan", kTraining},
           {"--steps", kTraining | kUpdateOnly},
           {"--seed", kTraining | kUpdateOnly},
           {"--lr", kTraining | kUpdateOnly},
@@ -351,6 +388,7 @@ mlpo::cli::FlagModes run_flag_modes() {
           {"--export-dtype", "--export-safetensors", "the export directory"},
           {"--export-shard-size", "--export-safetensors", "the export directory"},
           {"--export-tokenizer", "--export-safetensors", "the export directory"},
+          {"--tier-path", "--plan", "the plan whose tiers it places"},
       });
 }
 
@@ -386,8 +424,13 @@ mlpo::update_only::UpdateOnlyOptions update_only_options(const StepFlags& s, con
   mlpo::update_only::UpdateOnlyOptions u = f.options;
   u.params = static_cast<std::int64_t>(mlpo::parse_count(f.params_text, "--params"));
   u.plan = mlpo::load_plan(s.plan_path);
+  mlpo::set_tier_paths(u.plan, s.tier_paths, "--tier-path");
   if (s.mode == "baseline") u.plan = mlpo::baseline_of(u.plan);
-  if (!f.profile_path.empty()) u.profile = mlpo::load_profile(f.profile_path);
+  if (!f.profile_path.empty()) {
+    u.profile = mlpo::load_profile(f.profile_path);
+    if (!u.profile->notes.empty())
+      std::printf("note: profile %s: %s\n", f.profile_path.c_str(), u.profile->notes.c_str());
+  }
   u.steps = s.steps ? s.steps : 10;
   u.seed = s.seed;
   u.threads = s.threads;
@@ -458,7 +501,14 @@ mlpo::train::TrainOptions training_options(const CLI::App& app, const StepFlags&
   if (f.seq_len > 0) t.model.seq_len = f.seq_len;
   if (!s.plan_path.empty()) {
     t.plan = mlpo::load_plan(s.plan_path);
+    mlpo::set_tier_paths(*t.plan, s.tier_paths, "--tier-path");
     if (s.mode == "baseline") t.plan = mlpo::baseline_of(*t.plan);
+  }
+  if (!f.save_plan.empty()) {
+    if (!s.plan_path.empty())
+      throw mlpo::Error("--save-plan: writes the default plan, but --plan gives one; drop --save-plan");
+    mlpo::check_output_file(f.save_plan, "--save-plan");
+    t.save_plan = f.save_plan;
   }
   t.steps = s.steps ? s.steps : 100;
   t.seed = s.seed;
@@ -542,19 +592,64 @@ void print_summary(const mlpo::Json& summary) {
   std::printf("summary: %s\n", summary.dump().c_str());
 }
 
+// The command line again, with --resume (once): what continues an interrupted run.
+std::string resume_command(int argc, char** argv) {
+  std::string line;
+  bool resume = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string word = argv[i];
+    resume = resume || word == "--resume";
+    const bool plain =
+        word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.,/=:+@%") ==
+        std::string::npos;
+    std::string quoted = "'";
+    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    line += (i ? " " : "") + (plain && !word.empty() ? word : quoted + "'");
+  }
+  return resume ? line : line + " --resume";
+}
+
+// After Ctrl-C or SIGTERM: where the run stopped and how to go on.
+void print_interrupted(const mlpo::train::TrainResult& result, const mlpo::train::TrainOptions& t, int argc,
+                       char** argv) {
+  std::string where = "interrupted after step " + std::to_string(result.last_step);
+  if (result.last_step == 0) where = "interrupted before the first step";
+  if (t.checkpoint_dir.empty())
+    std::fprintf(stderr, "mlpo-run: %s; no checkpoint (no --checkpoint-dir), so nothing to resume\n",
+                 where.c_str());
+  else if (result.last_checkpoint.empty())
+    std::fprintf(stderr, "mlpo-run: %s; no checkpoint written yet in %s; resume with: %s\n", where.c_str(),
+                 t.checkpoint_dir.c_str(), resume_command(argc, argv).c_str());
+  else
+    std::fprintf(stderr, "mlpo-run: %s; the last checkpoint is %s; resume with: %s\n", where.c_str(),
+                 result.last_checkpoint.c_str(), resume_command(argc, argv).c_str());
+}
+
+constexpr const char* kInterruptMessage =
+    "\nmlpo-run: interrupt: finishing the step in progress, then stopping (Ctrl-C again stops at once; "
+    "the last checkpoint stays loadable)\n";
+
 // Every rank runs the same program; rank 0 prints. With several ranks, any rank's error ends
-// the whole job with that rank's message (run_ranked), never a hang.
-int run_training(mlpo::train::TrainOptions& t, const std::string& comm_name, const StepFlags& s) {
+// the whole job with that rank's message (run_ranked), never a hang. Ctrl-C or SIGTERM ends the
+// run after the step in progress (exit 128 + signal).
+int run_training(mlpo::train::TrainOptions& t, const std::string& comm_name, const StepFlags& s, int argc,
+                 char** argv) {
   auto comm = mlpo::comm::open_communicator(mlpo::comm::launch_env(),
                                             mlpo::comm::parse_comm_backend(comm_name, "--comm"));
   t.comm = comm.get();
   const bool rank0 = comm->rank() == 0;
+  mlpo::InterruptGuard interrupts(true, rank0 ? kInterruptMessage : nullptr);
+  t.stop_requested = [] { return mlpo::interrupt_signal() != 0; };
   auto body = [&] {
     mlpo::train::RunLog log(rank0 ? s.log_path : std::string(), t.resume);
     double elapsed = 0;
     std::int64_t done = 0;
     const mlpo::train::TrainEvents events = print_events(t, s.quiet, log, elapsed, done);
     auto result = mlpo::train::train(t, events);
+    if (result.interrupted) {
+      if (rank0) print_interrupted(result, t, argc, argv);
+      return 128 + mlpo::interrupt_signal();
+    }
     if (!rank0) return 0;
     print_summary(result.summary);
     return 0;
@@ -574,10 +669,11 @@ int main(int argc, char** argv) {
   UpdateOnlyFlags update_only_flags;
   CLI::App* prepare = add_prepare_data(app, prepare_flags);
   CLI::App* report = add_report(app, report_flags);
+  add_training_flags(app, training_flags);  // first: its groups lead --help
   add_step_flags(app, step_flags);
-  add_training_flags(app, training_flags);
   add_training_run_flags(app, training_flags);
   add_update_only_flags(app, update_only_flags, step_flags.mode);
+  set_help_groups(app);
   const mlpo::cli::FlagModes flag_modes = run_flag_modes();
 
   return mlpo::cli::run(app, argc, argv, [&] {
@@ -598,6 +694,6 @@ int main(int argc, char** argv) {
                              update_only_options(step_flags, update_only_flags, training_flags.options));
     }
     mlpo::train::TrainOptions options = training_options(app, step_flags, training_flags);
-    return run_training(options, training_flags.comm_name, step_flags);
+    return run_training(options, training_flags.comm_name, step_flags, argc, argv);
   });
 }

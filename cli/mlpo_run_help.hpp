@@ -1,75 +1,30 @@
 #pragma once
-// The --help text of mlpo-run: what it does, its modes and their flags' use, in one place
-// (cli/mlpo_run.cpp declares the flags themselves).
+// The --help text of mlpo-run: what it does and its modes, in a few lines; the flags follow in
+// groups (cli/mlpo_run.cpp declares them) and the details are in docs/training.md.
 
 namespace mlpo::cli {
 
 inline constexpr const char* kRunHelp =
     "mlpo-run: pre-train a LLaMA-style model with its optimizer state offloaded under a plan from\n"
-    "mlpo-tune: forward and backward on the compute device (--backend cpu, or cuda: a GPU), each\n"
-    "layer's bf16 gradients handed to host memory as backward finishes it, gradient accumulation\n"
-    "over micro-batches, global-norm clipping, then the offloaded AdamW update streaming (p, m, v)\n"
-    "from every storage tier, and the new bf16 weights back to the device.\n\n"
-    "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin [--tokenizer tokenizer.model] [--model "
-    "M]\n"
+    "mlpo-tune: forward and backward on --backend cpu or cuda, then AdamW streaming (p, m, v) from\n"
+    "every storage tier of the plan.\n\n"
+    "  mlpo-run --model M --data tokens.bin [--plan plan.json] [--steps N] [--checkpoint-dir DIR] ...\n"
+    "  mlpo-run prepare-data --input FILE|DIR... --out tokens.bin [--tokenizer tokenizer.model]\n"
     "  mlpo-run report run.jsonl --out report.svg|report.html [--title TEXT]\n"
-    "  mlpo-run --model NAME|FILE --data FILE|DIR... [--plan plan.json] [--steps N] [--micro-batch B]\n"
-    "           [--grad-accum A] [--seed S] [--log run.jsonl] [--checkpoint-dir DIR]\n"
-    "           [--checkpoint-every K] [--resume] [--init-from HF_DIR] [--export-safetensors DIR|FILE]\n"
-    "           [--export-dtype bf16|fp32] [--export-shard-size SIZE] [--export-tokenizer FILE...] "
-    "[--param-offload]\n"
-    "           [--backend cpu|cuda|cuda:N] [--gpu-memory-limit SIZE] [--host-memory-limit SIZE]\n"
-    "           [--tokenizer tokenizer.model]\n"
-    "           [--eval-data FILE|DIR... [--eval-every N] [--eval-tokens T]]\n"
-    "  mpirun -np R mlpo-run --model ... [--comm auto|mpi|single|nccl]\n"
-    "  mlpo-run --update-only --params N --plan plan.json [--ranks R] [--state-hash]\n\n"
-    "Data: token files made by prepare-data (byte-level, vocab 256, or a SentencePiece --tokenizer), flat\n"
-    "uint16/uint32 files (--token-bytes) or llm.c shards (256 int32 header, magic 20240520); several "
-    "files\n"
-    "or directories of them are one data set, memory-mapped. Sequences are sampled at positions drawn\n"
-    "from --seed and never straddle files; tokens >= the model's vocab are an error, as is data made\n"
-    "with a larger tokenizer than the model's vocab. --eval-data: validation loss (forward only) on\n"
-    "its first --eval-tokens tokens as fixed sequences, every --eval-every steps and after the last.\n"
-    "No --plan: a default plan is made and printed (one disk tier under --state-dir, ./mlpo-state).\n"
-    "Schedule: linear warm-up over --warmup-steps to --lr, cosine decay to --min-lr at\n"
-    "--lr-decay-steps (default: --steps). AdamW (decoupled weight decay on every matrix, not on the\n"
-    "RMSNorm gains; --weight-decay-on all decays those too).\n"
-    "Checkpoints (--checkpoint-dir): every --checkpoint-every steps and at the end: HF-named\n"
-    "safetensors + fp32 p, m, v (one file set per rank, each a range of the global order) +\n"
-    "step, seed and data position, written to a temp directory, fsync'd, renamed; the previous\n"
-    "one is kept until the new one is complete.\n"
-    "--resume continues bitwise as if never interrupted, under any plan and on any number of ranks;\n"
-    "without `latest` it takes the newest complete ckpt-N; with no checkpoint yet it starts from\n"
-    "step 0. The manifest and every file are checked (CRC32C): a damaged checkpoint exits 2.\n"
-    "Same results need the same --blas-threads\n"
-    "(column blocks per GEMM).\n"
-    "Data parallelism (ZeRO-3): launch with mpirun or srun (`mpirun -np 4 mlpo-run ...`); each rank\n"
-    "owns 1/ranks of the weights, gradients and optimizer state, gathers each layer's weights when\n"
-    "needed and reduce-scatters its gradients; --grad-accum is per rank, so a step holds ranks x\n"
-    "--grad-accum micro-batches. With 1, 2, 4, ... ranks the losses and weights are bitwise those of\n"
-    "one process with the same global batch. The plan must be for the launched shape (mlpo-tune\n"
-    "--nodes --gpus-per-node); checkpoints (one file set per rank + a manifest) resume on any\n"
-    "number of ranks; rank 0 prints. --param-offload keeps a single process's weights in host\n"
-    "memory and streams them to the device one part at a time (bitwise the same results).\n"
-    "GPU (--backend cuda): bf16 compute on the GPU (cuBLASLt, fused kernels); transfers overlap it on\n"
-    "copy streams from pinned host memory. The GPU memory the run needs is checked before anything\n"
-    "is allocated (a shortfall names bytes needed and available, and suggests --param-offload, which\n"
-    "keeps only two layers' weights and, with --grad-accum 1, one layer's gradient on the GPU).\n"
-    "Without a usable GPU --backend cuda exits 2 naming CUDA's reason. docs/cuda.md.\n"
-    "Hugging Face: --init-from DIR starts from a LLaMA checkpoint directory (config.json + "
-    "model.safetensors or\n"
-    "index + shards; bf16, fp16 or fp32), streamed tensor by tensor into each rank's tiers; "
-    "--export-safetensors\n"
-    "DIR writes one that transformers' LlamaForCausalLM.from_pretrained loads (docs/formats.md).\n"
-    "Per step it prints step, loss, tokens/s, phase times and ETA, and --log writes one JSON object\n"
-    "per step (docs/formats.md). Bad input exits 2 with one line and overwrites nothing: every number\n"
-    "is checked against the range --help shows (FLOAT:>0 ...; NaN and inf never pass), and a flag the\n"
-    "mode does not read (--data with --update-only, --checkpoint-every without --checkpoint-dir) is an\n"
-    "error, as is --mode baseline without --plan.\n\n"
-    "--update-only runs the real update phase without a model: synthetic bf16 gradients (a pure\n"
-    "function of seed, step and element index), real tier files and io_uring, the plan's cache,\n"
-    "order and concurrency limits, fused AdamW. --ranks R forks R rank processes that share the\n"
-    "tiers, each owning 1/R of the state. --state-hash prints a digest of the final optimizer\n"
-    "state that is the same under every plan. See docs/training.md.";
+    "  mlpo-run --update-only --params N --plan plan.json [--ranks R] [--state-hash]\n"
+    "  mpirun -np R mlpo-run --model ...        ZeRO-3 data parallelism over R ranks\n\n"
+    "Ctrl-C (or SIGTERM) finishes the step in progress and stops, naming the checkpoint to resume\n"
+    "from; a second Ctrl-C stops at once (the last checkpoint stays loadable). Bad input exits 2\n"
+    "with one line naming the fix, before anything is written. Details: docs/training.md (data,\n"
+    "schedule, checkpoints and --resume, ZeRO-3, --update-only), docs/cuda.md, docs/formats.md.";
+
+// The flag groups of mlpo-run's --help, in the order they are shown.
+inline constexpr const char* kGroupModel = "Model and data";
+inline constexpr const char* kGroupSchedule = "Schedule and optimizer";
+inline constexpr const char* kGroupCheckpoint = "Checkpoints";
+inline constexpr const char* kGroupExport = "Export";
+inline constexpr const char* kGroupPlan = "Plan and resources";
+inline constexpr const char* kGroupOutput = "Output";
+inline constexpr const char* kGroupUpdateOnly = "Update-only (--update-only)";
 
 }  // namespace mlpo::cli

@@ -38,4 +38,16 @@ Plan default_plan(const ModelSpec& model, std::int64_t params, const std::string
   return plan;
 }
 
+std::vector<std::string> default_plan_summary(const Plan& plan) {
+  const PlanTier& tier = plan.tiers.front();
+  return {"plan: none given; the default plan keeps the optimizer state in one tier, '" + tier.name +
+              "' at " + tier.path,
+          "plan: subgroups of " + std::to_string(plan.subgroup_elements) + " elements, host cache " +
+              std::to_string(plan.host_cache_subgroups) + ", " + std::to_string(plan.buffers) +
+              " buffers, prefetch depth " + std::to_string(plan.prefetch_depth) + ", order " +
+              to_string(plan.order),
+          "plan: untuned; mlpo-profile + mlpo-tune make one for this machine (--save-plan FILE writes "
+          "this one)"};
+}
+
 }  // namespace mlpo::train

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/model_spec.hpp"
 #include "core/plan.hpp"
@@ -17,5 +18,9 @@
 namespace mlpo::train {
 
 Plan default_plan(const ModelSpec& model, std::int64_t params, const std::string& state_dir);
+
+// What mlpo-run prints about the default plan it uses: three lines (the tier, the pipeline,
+// where to go from here), not the plan's JSON (--save-plan writes that).
+std::vector<std::string> default_plan_summary(const Plan& plan);
 
 }  // namespace mlpo::train

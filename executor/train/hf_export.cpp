@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/hf_config.hpp"
+#include "core/units.hpp"
 #include "executor/train/gathered_safetensors.hpp"
 #include "executor/train/safetensors.hpp"
 #include "executor/train/synced_file.hpp"
@@ -249,5 +251,24 @@ void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& pa
 }
 
 bool exports_single_file(const std::string& path) { return path.ends_with(".safetensors"); }
+
+std::string describe_export(const std::string& path, bool single_file, const std::string& dtype) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (single_file)
+    return path + " (one safetensors file, " + format_bytes(static_cast<double>(fs::file_size(path, ec))) +
+           ", " + dtype + ")";
+  std::vector<std::string> names;
+  double bytes = 0;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    if (!entry.is_regular_file(ec)) continue;
+    names.push_back(entry.path().filename().string());
+    bytes += static_cast<double>(entry.file_size(ec));
+  }
+  std::sort(names.begin(), names.end());
+  std::string files;
+  for (const auto& n : names) files += (files.empty() ? "" : ", ") + n;
+  return path + " (Hugging Face directory: " + files + "; " + format_bytes(bytes) + ", " + dtype + ")";
+}
 
 }  // namespace mlpo::train

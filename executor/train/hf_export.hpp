@@ -68,6 +68,10 @@ void check_hf_export(const HfExportOptions& options);
 // scripts that use it); any other PATH is a directory as above.
 bool exports_single_file(const std::string& path);
 
+// After an export: "DIR/ (Hugging Face directory: config.json, model.safetensors; 1.7 MiB,
+// bf16)" or "FILE (one safetensors file, 1.6 MiB, bf16)" — the files as they are on disk.
+std::string describe_export(const std::string& path, bool single_file, const std::string& dtype);
+
 // Collective. Rank 0 writes the directory as above. `weights`: this rank's bf16 weights (bf16),
 // `pipeline`: its optimizer state, whose fp32 master weights fp32 exports. Throws
 // mlpo::Error naming the path on an I/O error (on rank 0; DIR is then as it was).

@@ -1,5 +1,7 @@
 #include "executor/train/token_file.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 
 namespace mlpo::train {
@@ -10,6 +12,19 @@ std::int32_t header_int(const std::byte* p, int slot) {
   std::int32_t v;
   std::memcpy(&v, p + 4 * slot, 4);
   return v;
+}
+
+// Whether a file without a shard header reads as text: its first 4 KiB hold no NUL and no
+// control byte but tab, newline, carriage return and form feed. Token files fail this at once:
+// any token below 256 (a 2-byte token's high byte) is a NUL, and their low bytes take every value.
+bool looks_like_text(const std::byte* bytes, std::size_t size) {
+  const std::size_t n = std::min<std::size_t>(size, 4096);
+  if (n == 0) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') || c == 0x7f) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -51,6 +66,9 @@ TokenFile::TokenFile(const std::string& path, int token_bytes, const std::string
                   std::to_string(recorded_vocab_) + " (header[3]); the file is corrupt");
     format_ = "llm.c shard v" + std::to_string(version);
   } else {
+    if (looks_like_text(bytes, body_bytes))
+      throw Error(where + "looks like text, not tokens; tokenize it first: mlpo-run prepare-data --input " +
+                  path + " --out tokens.bin, then --data tokens.bin");
     MLPO_CHECK(width_ == 2 || width_ == 4, "token_bytes must be 2 or 4");
     if (body_bytes % static_cast<std::size_t>(width_) != 0)
       throw Error(where + std::to_string(body_bytes) + " bytes is not a whole number of " +

@@ -187,6 +187,40 @@ RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Not
                    export_file};
 }
 
+// One line for the export: where, which files, how large, which dtype — and, for a byte-level
+// model (no SentencePiece model given), that no tokenizer travels with it.
+std::string export_line(const TrainOptions& o, bool single_file) {
+  std::string line = "export: " + describe_export(o.export_safetensors, single_file,
+                                                  single_file ? std::string("bf16") : o.export_dtype);
+  const bool tokenizer = !o.tokenizer.empty() || !o.export_tokenizer_files.empty();
+  if (!tokenizer)
+    line += "; no tokenizer: the model is byte-level (token ids are the bytes of UTF-8 text, vocab " +
+            std::to_string(o.model.vocab) + ")";
+  return line;
+}
+
+// A plan tuned for another micro-batch, sequence length or accumulation: it still runs (the
+// placement does not depend on them), but its predicted times are for the other shape.
+std::optional<std::string> plan_shape_warning(const TrainOptions& o, const Plan& plan) {
+  if (!plan.prediction) return std::nullopt;
+  const ClusterShape& c = plan.cluster;
+  std::string differs;
+  auto compare = [&](const char* flag, std::int64_t planned, std::int64_t run) {
+    if (planned > 0 && planned != run)
+      differs += std::string(differs.empty() ? "" : ", ") + flag + " " + std::to_string(run) +
+                 " (the plan's " + std::to_string(planned) + ")";
+  };
+  compare("--micro-batch", c.micro_batch, o.micro_batch);
+  compare("--seq-len", c.seq_len, o.model.seq_len);
+  compare("--grad-accum", c.grad_accum, o.grad_accum);
+  if (differs.empty()) return std::nullopt;
+  return "warning: the plan was tuned for another shape: " + differs +
+         "; it runs, but its predicted times (and mlpo-tune --validate against them) no longer apply; "
+         "re-tune with mlpo-tune --micro-batch " +
+         std::to_string(o.micro_batch) + " --seq-len " + std::to_string(o.model.seq_len) + " --grad-accum " +
+         std::to_string(o.grad_accum);
+}
+
 // The plan the run follows: --plan, or the default plan (one disk tier under --state-dir,
 // which it creates) for the launched shape; checked against the options and, collectively,
 // against the launched world (every rank stops alike on a mismatch).
@@ -195,8 +229,13 @@ Plan run_plan(const TrainOptions& o, std::int64_t params, comm::Communicator& co
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
     plan.cluster.gpus_per_node = comm.local_size();
-    input_note("plan: none given; using the default plan (one disk tier under " + o.state_dir + "):");
-    input_note(to_json(plan).dump());
+    for (const std::string& line : default_plan_summary(plan)) input_note(line);
+    if (!o.save_plan.empty()) {
+      if (comm.rank() == 0) save_plan(plan, o.save_plan);
+      input_note("plan: written to " + o.save_plan + " (edit it, or pass it to mlpo-tune --simulate)");
+    }
+  } else if (const auto warning = plan_shape_warning(o, plan)) {
+    input_note(*warning);
   }
   check_train_plan(o, plan, params);
   comm::check_world_matches(comm, plan.cluster);  // collective: every rank stops alike on a mismatch
@@ -277,13 +316,14 @@ void load_hf_weights(HfCheckpoint& init, const TrainOptions& o, offload::UpdateP
 void load_initial_values(const model::ParameterLayout& layout, std::uint64_t seed,
                          offload::UpdatePipeline& pipeline, const RankShard& mine, std::span<bf16> weights,
                          ThreadPool& threads, const Note& note) {
-  // A large state takes minutes to write: say so every tenth of it, then its throughput.
+  // A large state takes minutes to write: once it has taken 2 s, say what is being written and
+  // then every tenth of it; in any case one line at the end with the throughput.
   const auto t0 = std::chrono::steady_clock::now();
   const double total = static_cast<double>(mine.elements);
+  const std::string what = format_bytes(total * kOptimizerStateBytes) + " of p, m, v";
   double done = 0;  // load_state calls back on this thread, one subgroup after the other
   int tenths = 0;
-  note("init: writing the initial optimizer state (" + format_bytes(total * kOptimizerStateBytes) +
-       " of p, m, v) to the plan's tiers");
+  bool announced = false;
   pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
     threads.parallel_for(
         static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
@@ -292,15 +332,19 @@ void load_initial_values(const model::ParameterLayout& layout, std::uint64_t see
           fp32_to_bf16(p + begin, weights.data() + sg.begin + static_cast<std::int64_t>(begin), end - begin);
         });
     done += static_cast<double>(sg.elements);
-    if (total > 0 && done / total * 10 >= tenths + 1 && done < total) {
+    if (!announced && seconds_since(t0) >= 2.0) {
+      note("init: writing the initial optimizer state (" + what + ") to the plan's tiers");
+      announced = true;
+    }
+    if (announced && total > 0 && done / total * 10 >= tenths + 1 && done < total) {
       tenths = static_cast<int>(done / total * 10);
       note("init: " + std::to_string(tenths * 10) + " %");
     }
   });
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  char line[160];
-  std::snprintf(line, sizeof line, "init: %s in %s (%.2f GB/s)",
-                format_bytes(total * kOptimizerStateBytes).c_str(), format_seconds(s).c_str(),
+  char line[200];
+  std::snprintf(line, sizeof line, "init: wrote the initial optimizer state (%s) in %s (%.2f GB/s)",
+                what.c_str(), format_seconds(s).c_str(),
                 s > 0 ? total * kOptimizerStateBytes / s / 1e9 : 0.0);
   note(line);
 }
@@ -482,17 +526,24 @@ class TrainingRun {
     collectives_.emplace(job_, backend_);
     reductions_.emplace(*collectives_, in_.layout.total(), micro_batches_->global_micro_batches());
     if (in_.data.validation)
-      note("eval: validation loss on " + in_.data.validation->description() + " every " +
-           (o_.eval_every > 0 ? std::to_string(o_.eval_every) + " steps and " : std::string()) +
-           "after the last step");
+      note("eval: validation loss on " + in_.data.validation->description() +
+           (o_.eval_every > 0 ? " every " + std::to_string(o_.eval_every) + " steps and" : std::string()) +
+           " after the last step");
     first_step_ = pos_.step + 1;
   }
 
-  void run_steps() {
-    for (std::int64_t step = first_step_; step <= o_.steps; ++step) run_step(step);
+  // The steps, until the last or until a stop is requested (then false: the run was interrupted).
+  bool run_steps() {
+    for (std::int64_t step = first_step_; step <= o_.steps; ++step) {
+      if (stop_requested()) return false;
+      run_step(step);
+    }
     if (first_step_ > o_.steps)
       note("resume: the checkpoint is already at step " + std::to_string(pos_.step) + "; nothing to train");
+    return true;
   }
+
+  std::int64_t step() const { return pos_.step; }
 
   // The final weights: one safetensors file, or a Hugging Face directory.
   void export_weights() {
@@ -503,6 +554,7 @@ class TrainingRun {
     else if (!o_.export_safetensors.empty())
       export_hf_directory(comm_, in_.partition, in_.layout, o_.model, weights_, pipeline_, export_metadata,
                           in_.hf_export);
+    if (!o_.export_safetensors.empty()) note(export_line(o_, in_.export_file));
   }
 
   TrainResult finish(double seconds) {
@@ -619,6 +671,13 @@ class TrainingRun {
       log_step(0, 0);
   }
 
+  // Whether to stop before the next step; with several ranks, any rank's request stops them all.
+  bool stop_requested() {
+    double stop = o_.stop_requested && o_.stop_requested() ? 1.0 : 0.0;
+    if (ranks_ > 1) comm_.all_reduce_max(std::span<double>(&stop, 1));
+    return stop > 0;
+  }
+
   // The rank's exchange totals so far (ZeRO-3 ranks only).
   std::optional<comm::ExchangeTotals> exchange_totals() const {
     if (!exchange_) return std::nullopt;
@@ -716,14 +775,24 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   // From here on, with several ranks, an error ends the job at once (abort_job) while every
   // object a queued exchange may still touch is alive: unwinding first would destroy them and
   // could wait forever on a peer that is blocked in a collective.
+  bool completed = false;
   try {
-    run.run_steps();
-    run.export_weights();
+    completed = run.run_steps();
+    if (completed) run.export_weights();
   } catch (const std::exception& e) {
     if (comm.size() > 1) comm.abort_job(e.what());
     throw;
   }
-  return run.finish(seconds_since(run_start));
+  TrainResult result = run.finish(seconds_since(run_start));
+  result.interrupted = !completed;
+  result.last_step = run.step();
+  if (result.interrupted) result.summary["interrupted"] = true;
+  if (!o.checkpoint_dir.empty()) {
+    const auto complete = complete_checkpoints(o.checkpoint_dir);
+    if (!complete.empty())
+      result.last_checkpoint = (fs::path(o.checkpoint_dir) / checkpoint_name(complete.front())).string();
+  }
+  return result;
 }
 
 }  // namespace mlpo::train

@@ -91,6 +91,11 @@ struct TrainOptions {
   std::uint64_t gpu_memory_limit = 0;   // bytes the memory check may plan for on the GPU; 0: its free memory
   std::uint64_t host_memory_limit = 0;  // bytes the host memory check plans for; 0: MemAvailable
   comm::Communicator* comm = nullptr;   // the job's ranks (host memory); null: one process
+  std::string save_plan;                // without a plan: write the default plan here (mlpo.plan/1)
+  // Polled after each step (and before the first): true stops the run there, the step done and
+  // logged (and checkpointed when due), no export. Several ranks agree (any rank's request
+  // stops all at the same step). Empty: never.
+  std::function<bool()> stop_requested;
 };
 
 // Called on rank 0 only.
@@ -101,7 +106,10 @@ struct TrainEvents {
 
 struct TrainResult {
   std::vector<Json> steps;
-  Json summary;
+  Json summary;  // "interrupted": true when stop_requested ended the run early
+  bool interrupted = false;
+  std::int64_t last_step = 0;   // the last step done (0: none)
+  std::string last_checkpoint;  // its path, when --checkpoint-dir holds a complete one
 };
 
 // Throws mlpo::Error (nothing written, no checkpoint touched) for bad input: a compute backend
