@@ -62,7 +62,8 @@ constexpr const char* kDescription =
 struct TuneFlags {
   std::string model, profile_path, out_path, timeline_path, validate_path, plan_path, budget_text,
       simulate_path, baseline_tier, out_profile, tornado_path, emit;
-  std::vector<std::string> what_if;
+  std::vector<std::string> what_if, tier_paths;
+  bool gpus_per_node_given = false;  // else: the profile's GPU count (1 without GPUs)
   bool describe = false, json = false, explain = false, update_only = false, quiet = false,
        param_offload = false, sensitivity = false;
   int top = 3, jobs = 2, simulate_top = 8;
@@ -102,8 +103,9 @@ void add_flags(CLI::App& app, TuneFlags& f) {
                "search: the plan)");
   mlpo::cli::add_checked(app, "--nodes", f.shape.nodes, "Number of nodes",
                          mlpo::cli::whole_in(1, std::int64_t{1} << 20));
-  mlpo::cli::add_checked(app, "--gpus-per-node", f.shape.gpus_per_node, "GPUs (ranks) per node",
-                         mlpo::cli::whole_in(1, std::int64_t{1} << 20));
+  app.add_option("--gpus-per-node", f.shape.gpus_per_node,
+                 "GPUs (ranks) per node (default: the profile's GPU count; 1 on a profile without GPUs)")
+      ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
   mlpo::cli::add_checked(app, "--micro-batch", f.shape.micro_batch, "Sequences per rank per micro-step",
                          mlpo::cli::whole_in(1, std::int64_t{1} << 20));
   app.add_option("--seq-len", f.shape.seq_len, "Sequence length (default: the model's)")
@@ -135,6 +137,10 @@ void add_flags(CLI::App& app, TuneFlags& f) {
   app.add_option("--validate", f.validate_path,
                  "Compare a run log (JSON lines from mlpo-run) with the prediction for --plan");
   app.add_option("--plan", f.plan_path, "With --validate: the plan the run used");
+  app.add_option("--tier-path", f.tier_paths,
+                 "With --simulate: NAME=DIR, the plan's tier NAME at DIR on this machine (repeatable)")
+      ->expected(1)
+      ->take_all();
   app.add_option(
       "--simulate", f.simulate_path,
       "Predict this plan (mlpo.plan/1 JSON) on --profile: per phase, per tier, bound resource, fit");
@@ -191,6 +197,7 @@ mlpo::cli::FlagModes flag_modes() {
                                   {"--quiet", kPlanning | kSimulate},
                                   {"--validate", kValidate},
                                   {"--plan", kValidate},
+                                  {"--tier-path", kSimulate},
                                   {"--simulate", kSimulate},
                                   {"--baseline-tier", kPlanning},
                                   {"--param-offload", kPlanning | kSimulate},
@@ -219,8 +226,27 @@ std::int64_t host_memory_budget(const TuneFlags& f) {
              : static_cast<std::int64_t>(mlpo::parse_bytes(f.budget_text, "--host-memory-budget"));
 }
 
-void print_warnings(const std::vector<std::string>& warnings) {
-  for (const auto& w : warnings) std::fprintf(stderr, "mlpo-tune: warning: %s\n", w.c_str());
+// Warnings always; a line starting "note: " (the profile has no GPU, ...) is information,
+// printed unless `quiet`.
+void print_warnings(const std::vector<std::string>& warnings, bool quiet = false) {
+  for (const auto& w : warnings) {
+    if (w.rfind("note: ", 0) == 0) {
+      if (!quiet) std::fprintf(stderr, "mlpo-tune: %s\n", w.c_str());
+    } else {
+      std::fprintf(stderr, "mlpo-tune: warning: %s\n", w.c_str());
+    }
+  }
+}
+
+// The profile at `path`. One measured on another machine (the example profiles, a colleague's)
+// has its `notes` shown unless `quiet` ("EXAMPLE, NOT MEASURED: ..."): what it stands for.
+mlpo::Profile load_noted_profile(const std::string& path, bool quiet) {
+  mlpo::Profile profile = mlpo::load_profile(path);
+  char host[256] = {};
+  const bool here = ::gethostname(host, sizeof host - 1) == 0 && profile.hostname == host;
+  if (!quiet && !here && !profile.notes.empty())
+    std::fprintf(stderr, "mlpo-tune: note: profile %s: %s\n", path.c_str(), profile.notes.c_str());
+  return profile;
 }
 
 // --validate: predicted against measured, per phase and tier.
@@ -230,8 +256,8 @@ int run_validate(const TuneFlags& f) {
   mlpo::check_input_file(f.validate_path, "a run log (JSON lines from mlpo-run --log)");
   const mlpo::Plan plan = mlpo::load_plan(f.plan_path);
   const mlpo::ModelSpec spec = mlpo::load_model(f.model.empty() ? plan.model_name : f.model);
-  const auto report =
-      mlpo::tune::validate_run(f.validate_path, plan, mlpo::load_profile(f.profile_path), spec, f.backbone);
+  const auto report = mlpo::tune::validate_run(f.validate_path, plan,
+                                               load_noted_profile(f.profile_path, f.json), spec, f.backbone);
   if (f.json) {
     std::printf("%s\n", mlpo::tune::to_json(report).dump(2).c_str());
   } else {
@@ -247,6 +273,7 @@ int run_simulate(const CLI::App& app, const TuneFlags& f) {
     throw mlpo::Error("--simulate needs --profile FILE (write one with mlpo-profile)");
   if (!f.timeline_path.empty()) mlpo::check_output_file(f.timeline_path, "--timeline");
   mlpo::Plan plan = mlpo::load_plan(f.simulate_path);
+  mlpo::set_tier_paths(plan, f.tier_paths, "--tier-path");
   std::int64_t* fields[5] = {&plan.cluster.nodes, &plan.cluster.gpus_per_node, &plan.cluster.micro_batch,
                              &plan.cluster.seq_len, &plan.cluster.grad_accum};
   const std::int64_t values[5] = {f.shape.nodes, f.shape.gpus_per_node, f.shape.micro_batch, f.shape.seq_len,
@@ -260,9 +287,9 @@ int run_simulate(const CLI::App& app, const TuneFlags& f) {
   options.remote_backbone_gbps = f.backbone;
   options.timeline = !f.timeline_path.empty();
   options.param_offload = f.param_offload;
-  const auto s = mlpo::tune::simulate_plan(plan, spec, mlpo::load_profile(f.profile_path), options,
-                                           host_memory_budget(f), f.param_offload);
-  print_warnings(s.simulated.warnings);
+  const auto s = mlpo::tune::simulate_plan(plan, spec, load_noted_profile(f.profile_path, f.quiet || f.json),
+                                           options, host_memory_budget(f), f.param_offload);
+  print_warnings(s.simulated.warnings, f.quiet || f.json);
   if (!f.timeline_path.empty())
     mlpo::tune::write_timeline_svg(s.simulated.timeline,
                                    spec.name + ": simulated iteration of " + f.simulate_path + ", node 0",
@@ -296,7 +323,13 @@ mlpo::tune::TuneRequest tune_request(const mlpo::ModelSpec& spec, const TuneFlag
   mlpo::tune::TuneRequest request;
   request.model = spec;
   request.shape = f.shape;
-  request.profile = mlpo::load_profile(f.profile_path);
+  request.profile = load_noted_profile(f.profile_path, f.quiet || f.json);
+  // A profile with GPUs plans for all of them unless --gpus-per-node says otherwise.
+  if (!f.gpus_per_node_given && !request.profile.gpus.empty()) {
+    std::int64_t gpus = 0;
+    for (const auto& g : request.profile.gpus) gpus += g.count;
+    request.shape.gpus_per_node = gpus;
+  }
   if (!f.budget_text.empty()) request.host_memory_budget = host_memory_budget(f);
   request.top_k = f.top;
   request.jobs = f.jobs;
@@ -318,7 +351,7 @@ int run_search(const mlpo::ModelSpec& spec, const TuneFlags& f) {
   const mlpo::tune::TuneRequest request = tune_request(spec, f);
   const mlpo::tune::TuneResult result = mlpo::tune::tune(request);
 
-  print_warnings(result.warnings);
+  print_warnings(result.warnings, f.quiet || f.json);
   if (!f.out_path.empty()) mlpo::save_plan(result.chosen.plan, f.out_path);
   if (!f.timeline_path.empty())
     mlpo::tune::write_timeline_svg(result.chosen.simulated.timeline,
@@ -406,6 +439,7 @@ int main(int argc, char** argv) {
   add_flags(app, flags);
   const mlpo::cli::FlagModes modes = flag_modes();
   return mlpo::cli::run(app, argc, argv, [&] {
+    flags.gpus_per_node_given = app.get_option("--gpus-per-node")->count() > 0;
     const Mode mode = mode_of(flags);
     modes.check(app, mode);
     if (mode == kValidate) return run_validate(flags);

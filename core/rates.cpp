@@ -194,7 +194,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.compute = cpu_model_rates(profile.host, r.ranks_per_node);
     r.compute_flops_per_rank = r.compute.layer_forward;
     r.warnings.push_back(
-        "profile has no GPU: forward/backward predicted from host.cpu_model (the CPU backend's "
+        "note: profile has no GPU: forward/backward predicted from host.cpu_model (the CPU backend's "
         "own forward/backward, measured on " +
         m.model + " at micro-batch " + std::to_string(m.micro_batch) + " x seq " + std::to_string(m.seq_len) +
         ")");

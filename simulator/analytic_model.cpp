@@ -302,7 +302,10 @@ void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
       std::string what = "tier " + term.name;
       if (coupled && transfer_s > 0) what += " time-shared with CPU Adam";
       if (handoff_s > 0) what += " (slot handoffs " + format_seconds(handoff_s) + ")";
-      upd.consider((coupled ? shared.both : transfer_s) + handoff_s, what);
+      // A tier that moves nothing this iteration (every subgroup of it cached) is idle, never
+      // the bound: its shared time is then CPU Adam's alone, which bounds as itself below.
+      if (transfer_s > 0 || handoff_s > 0)
+        upd.consider((coupled ? shared.both : transfer_s) + handoff_s, what);
       if (s.plan.tiers[i].fraction > 0)
         sum_peak_bw += capped_bps(tr.interleaved_bps(term.read_streams), remote_share(tr, rates, s.nodes));
       bytes_moved += term.read_bytes + term.write_bytes;

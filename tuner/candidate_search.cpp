@@ -85,6 +85,7 @@ class Search {
   // not fit. Offers it to the best plans.
   double score(const Plan& p) {
     ++out_.scored;
+    if (refining_) ++out_.scored_finer;
     if (check_fits(a_, p, r_)) return kNone;
     ++out_.feasible;
     sim::AnalyticBreakdown an = sim::analyze(a_, r_.profile, p, r_.options);

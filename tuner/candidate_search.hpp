@@ -32,7 +32,9 @@ struct ScoredPlan {
 struct CandidateSearchResult {
   std::vector<ScoredPlan> best;  // the grid's `keep` best distinct feasible plans and up to 4 of the
                                  // finer search's that beat them all; best first
-  std::size_t scored = 0;        // candidates scored with the analytic model
+  std::size_t scored = 0;        // candidates scored with the analytic model (grid and finer search;
+                                 // the coordinate search counts a grid point each time it visits it)
+  std::size_t scored_finer = 0;  // of them, those the finer search scored
   std::size_t feasible = 0;      // of them, those that fit every constraint
   double space = 0;              // size of the grid's exhaustive space (not enumerated)
   std::size_t refined = 0;       // plans found by the finer search better than every grid plan

@@ -48,14 +48,27 @@ std::string predicted_iteration_line(const Prediction& p, bool update_only) {
   return out;
 }
 
+std::string search_counts_line(const TuneResult& r) {
+  std::string out;
+  appendf(
+      out,
+      "search: %zu analytic scores (%zu in a coordinate search over a grid of %.3g combinations, revisits "
+      "counted; %zu in a finer search, %zu of whose plans beat the grid), %zu fit memory and capacity; "
+      "%zu SimGrid runs (%zu refinement moves taken); %s\n",
+      r.candidates, r.candidates - r.candidates_finer, r.space, r.candidates_finer, r.refined, r.feasible,
+      r.simulated, r.simulated_moves, format_seconds(r.seconds).c_str());
+  return out;
+}
+
 std::string explain(const TuneResult& r, const Profile& profile) {
-  (void)profile;
+  const bool gpus = !profile.gpus.empty();
   std::string out;
   const Prediction& p = r.chosen.simulated.prediction;
   const sim::AnalyticBreakdown& an = r.chosen.analytic;
   const bool update_only = r.chosen.plan.explanation.value("update_only", false);
   out += describe_plan(r.chosen.plan);
   out += predicted_iteration_line(p, update_only);
+  out += format_fit(r.fit, p.iteration_s);
 
   out += "\nwhat bounds each phase (analytic model):\n";
   if (!update_only) {
@@ -70,9 +83,10 @@ std::string explain(const TuneResult& r, const Profile& profile) {
             format_seconds(an.grad_d2h_s).c_str(), format_seconds(an.grad_norm_s).c_str(),
             format_seconds(an.grad_flush_s).c_str(), exposed(an.backward_exchange_s).c_str());
   }
-  appendf(out, "  update    %-40s CPU Adam %s, weights to GPU %s, pipeline fill %s\n",
-          an.update_bound.c_str(), format_seconds(an.adam_s).c_str(), format_seconds(an.h2d_s).c_str(),
-          format_seconds(an.fill_s).c_str());
+  // Without a GPU the new weights stay in host memory: there is no copy to name.
+  const std::string to_gpu = gpus ? ", weights to GPU " + format_seconds(an.h2d_s) : std::string();
+  appendf(out, "  update    %-40s CPU Adam %s%s, pipeline fill %s\n", an.update_bound.c_str(),
+          format_seconds(an.adam_s).c_str(), to_gpu.c_str(), format_seconds(an.fill_s).c_str());
   appendf(out,
           "            physical limit max(bytes / sum of tier bandwidth, Adam) = %s; simulated update is "
           "%.2fx that\n",
@@ -123,12 +137,8 @@ std::string explain(const TuneResult& r, const Profile& profile) {
             r.baseline->plan.tiers[0].name.c_str(), format_seconds(base).c_str(),
             chosen > 0 ? base / chosen : 0.0);
   }
-  appendf(out,
-          "\nsearch: %zu candidates scored of the grid's %.3g, %zu fit memory and capacity, %zu from the "
-          "finer search beat the grid, "
-          "%zu SimGrid runs (%zu refinement moves taken), %s\n",
-          r.candidates, r.space, r.feasible, r.refined, r.simulated, r.simulated_moves,
-          format_seconds(r.seconds).c_str());
+  out += '\n';
+  out += search_counts_line(r);
   return out;
 }
 
@@ -141,11 +151,9 @@ std::string search_summary(const TuneResult& r) {
     appendf(out, "; baseline (on %s) %s, speedup %.2fx", r.baseline->plan.tiers[0].name.c_str(),
             format_seconds(r.chosen.plan.baseline_prediction->iteration_s).c_str(),
             r.chosen.plan.baseline_prediction->iteration_s / p.iteration_s);
-  appendf(out,
-          "\nsearched %zu candidates of the grid's %.3g (%zu feasible, %zu from the finer search, %zu "
-          "simulated, %zu SimGrid moves taken) in %s\n",
-          r.candidates, r.space, r.feasible, r.refined, r.simulated, r.simulated_moves,
-          format_seconds(r.seconds).c_str());
+  out += '\n';
+  out += format_fit(r.fit, p.iteration_s);
+  out += search_counts_line(r);
   return out;
 }
 

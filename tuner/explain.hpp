@@ -19,5 +19,9 @@ std::string search_summary(const TuneResult& result);
 // "predicted (SimGrid): iteration = forward + backward + update; prefetch stall" as one line,
 // and a second saying forward and backward are not predicted when `update_only`.
 std::string predicted_iteration_line(const Prediction& p, bool update_only);
+// What the search did, one line, the same in the summary and in --explain: the analytic
+// scores (the grid's coordinate search, revisits counted, and the finer search), how many fit,
+// the SimGrid runs and the time.
+std::string search_counts_line(const TuneResult& result);
 
 }  // namespace mlpo::tune

@@ -133,6 +133,7 @@ TuneResult tune(const TuneRequest& in) {
   const std::size_t wanted = static_cast<std::size_t>(std::max(1, request.simulate_top));
   CandidateSearchResult found = search_candidates(a, request, wanted);
   result.candidates = found.scored;
+  result.candidates_finer = found.scored_finer;
   result.feasible = found.feasible;
   result.space = found.space;
   result.refined = found.refined;
@@ -151,14 +152,16 @@ TuneResult tune(const TuneRequest& in) {
   if (request.timeline) {
     sim::SimulationOptions with_timeline = request.options;
     with_timeline.timeline = true;
+    // The chosen plan again, for its timeline: not a run of the search, so not counted (the
+    // search says the same with and without --timeline).
     result.chosen.simulated = sim::simulate(a, request.profile, best, with_timeline);
-    ++result.simulated;
   }
 
   // 4. The plan file carries the prediction, the baseline's and the alternatives.
   annotate_plan(request, result);
   for (const auto& w : result.chosen.simulated.warnings) result.warnings.push_back(w);
   warn_gpu_memory(a, request, result);
+  result.fit = fit_report(a, result.chosen.plan, request, result.chosen.simulated.prediction);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

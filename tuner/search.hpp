@@ -14,6 +14,7 @@
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
 #include "tuner/ablations.hpp"
+#include "tuner/fit_report.hpp"
 #include "tuner/plan_space.hpp"
 
 namespace mlpo::tune {
@@ -29,14 +30,16 @@ struct TuneResult {
   std::vector<RankedPlan> alternatives;  // the next best simulated plans, best first
   std::optional<RankedPlan> baseline;
   std::vector<Ablation> ablations;
-  std::size_t candidates = 0;       // scored with the analytic model
-  std::size_t feasible = 0;         // of them, those that fit every constraint
-  double space = 0;                 // the grid's exhaustive size (not enumerated)
-  std::size_t refined = 0;          // finer-search plans better than every grid plan
-  std::size_t simulated = 0;        // SimGrid runs
-  std::size_t simulated_moves = 0;  // moves the SimGrid refinement took (simulated_refine.hpp)
-  double seconds = 0;               // wall time of the search
+  std::size_t candidates = 0;        // scored with the analytic model (revisited grid points each time)
+  std::size_t candidates_finer = 0;  // of them, scored by the finer search
+  std::size_t feasible = 0;          // of them, those that fit every constraint
+  double space = 0;                  // the grid's exhaustive size (not enumerated)
+  std::size_t refined = 0;           // finer-search plans better than every grid plan
+  std::size_t simulated = 0;         // SimGrid runs
+  std::size_t simulated_moves = 0;   // moves the SimGrid refinement took (simulated_refine.hpp)
+  double seconds = 0;                // wall time of the search
   std::vector<std::string> warnings;
+  FitReport fit;  // the chosen plan's memory, GPU memory and tier use, and its tokens/s
 };
 
 // The score plans are ranked by: the iteration time (the update time when update_only).

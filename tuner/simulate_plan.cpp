@@ -17,6 +17,16 @@ Json shortfall_json(const std::optional<Shortfall>& s) {
       {"resource", s->resource}, {"need_bytes", s->need}, {"have_bytes", s->have}, {"detail", s->detail}};
 }
 
+// "1 node", "4 GPUs".
+std::string counted(std::int64_t n, const std::string& what) {
+  std::string text = std::to_string(n) + " " + what;
+  if (n == 1) return text;
+  const auto space = what.find(' ');  // "rank (CPU backend...)": the plural goes on the noun
+  return space == std::string::npos
+             ? text + "s"
+             : std::to_string(n) + " " + what.substr(0, space) + "s" + what.substr(space);
+}
+
 }  // namespace
 
 PlanSimulation simulate_plan(const Plan& plan, const ModelSpec& model, const Profile& profile,
@@ -43,6 +53,7 @@ PlanSimulation simulate_plan(const Plan& plan, const ModelSpec& model, const Pro
   s.shortfall = check_fits(a, plan, request);
   s.analytic = sim::analyze(a, profile, plan, request.options);
   s.simulated = sim::simulate(a, profile, plan, request.options);
+  s.fit = fit_report(a, plan, request, s.simulated.prediction);
   return s;
 }
 
@@ -50,9 +61,10 @@ std::string format_simulation(const PlanSimulation& s) {
   std::string out = describe_plan(s.plan);
   const Prediction& p = s.simulated.prediction;
   const sim::AnalyticBreakdown& an = s.analytic;
-  appendf(out, "cluster: %lld nodes x %lld GPUs, micro-batch %lld, grad-accum %lld\n",
-          (long long)s.plan.cluster.nodes, (long long)s.plan.cluster.gpus_per_node,
-          (long long)s.plan.cluster.micro_batch, (long long)s.plan.cluster.grad_accum);
+  const ClusterShape& c = s.plan.cluster;
+  appendf(out, "cluster: %s x %s, micro-batch %lld, grad-accum %lld\n", counted(c.nodes, "node").c_str(),
+          counted(c.gpus_per_node, s.fit.cpu_backend ? "rank (CPU backend, no GPU)" : "GPU").c_str(),
+          (long long)c.micro_batch, (long long)c.grad_accum);
   out += predicted_iteration_line(p, s.update_only);
   out += "bound per phase (analytic model):\n";
   if (!s.update_only) {
@@ -70,6 +82,9 @@ std::string format_simulation(const PlanSimulation& s) {
   appendf(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n",
           an.update_bound.c_str(), format_seconds(an.update_bound_s).c_str(),
           an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
+  const std::int64_t ranks = s.plan.cluster.gpus_per_node;
+  const std::string wait_label =
+      ranks > 1 ? "slot wait (summed over " + std::to_string(ranks) + " ranks)" : std::string("slot wait");
   out += "per tier (node 0, all its ranks):\n";
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
     const TierPrediction& t = p.tiers[i];
@@ -79,20 +94,23 @@ std::string format_simulation(const PlanSimulation& s) {
       appendf(out, "  %-10s updated in place: no reads or writes\n", t.name.c_str());
       continue;
     }
-    appendf(out, "  %-10s read %10s  written %10s  busy %s (%3.0f %% of the iteration)  slot wait %s\n",
+    appendf(out, "  %-10s read %10s  written %10s  busy %s (%3.0f %% of the iteration)  %s %s\n",
             t.name.c_str(), format_bytes(t.read_bytes).c_str(), format_bytes(t.write_bytes).c_str(),
-            format_seconds(t.busy_s).c_str(), 100 * busy, format_seconds(wait).c_str());
+            format_seconds(t.busy_s).c_str(), 100 * busy, wait_label.c_str(), format_seconds(wait).c_str());
   }
   appendf(out, "cache hits per rank: %lld\n", (long long)s.simulated.cache_hits);
+  out += format_fit(s.fit, p.iteration_s);
   if (s.shortfall)
     appendf(out, "does not fit: %s short by %s (needs %s, has %s: %s)\n", s.shortfall->resource.c_str(),
             format_bytes(s.shortfall->need - s.shortfall->have).c_str(),
             format_bytes(s.shortfall->need).c_str(), format_bytes(s.shortfall->have).c_str(),
             s.shortfall->detail.c_str());
+  else if (s.update_only)
+    out += "fits host memory and tier capacity (GPU memory not checked: --update-only needs none)\n";
+  else if (s.fit.cpu_backend)
+    out += "fits host memory (the CPU backend's model included) and tier capacity\n";
   else
-    out += s.update_only
-               ? "fits host memory and tier capacity (GPU memory not checked: --update-only needs none)\n"
-               : "fits host memory, tier capacity and GPU memory\n";
+    out += "fits host memory, tier capacity and GPU memory\n";
   return out;
 }
 
@@ -128,6 +146,7 @@ Json to_json(const PlanSimulation& s) {
          {"cache_hits", s.simulated.cache_hits},
          {"fits", !s.shortfall.has_value()},
          {"shortfall", shortfall_json(s.shortfall)},
+         {"fit", to_json(s.fit)},
          {"warnings", s.simulated.warnings}};
   // Several ranks with collective figures: what the ZeRO-3 collectives add to compute.
   if (s.analytic.forward_exchange_s > 0 || s.analytic.backward_exchange_s > 0)

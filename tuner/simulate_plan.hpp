@@ -15,6 +15,7 @@
 #include "core/profile.hpp"
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
+#include "tuner/fit_report.hpp"
 #include "tuner/plan_space.hpp"
 
 namespace mlpo::tune {
@@ -24,6 +25,7 @@ struct PlanSimulation {
   sim::AnalyticBreakdown analytic;
   sim::SimulationResult simulated;
   std::optional<Shortfall> shortfall;  // what the plan lacks on this profile, if anything
+  FitReport fit;                       // what it uses of each, and its tokens/s
   bool update_only = false;
 };
 

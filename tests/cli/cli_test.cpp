@@ -12,24 +12,13 @@
 
 #include "core/json_io.hpp"
 #include "core/profile.hpp"
+#include "tests/support/run_command.hpp"
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string out;  // stdout and stderr together
-};
+using Result = mlpo::testing::CommandResult;
 
-Result run(const std::string& command) {
-  Result r;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return r;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), pipe)) r.out += buf.data();
-  int raw = ::pclose(pipe);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-  return r;
-}
+Result run(const std::string& command) { return mlpo::testing::run_command(command); }
 
 const std::string kTune = MLPO_TUNE_BIN;
 

@@ -476,6 +476,25 @@ TEST(SimGridModel, AdamRunsOnTheNodeCpuSharedByItsRanks) {
   EXPECT_NEAR(analyze(a, p, plan, kUpdateOnly).adam_s / expected, 1.0, 2e-3);
 }
 
+TEST(Models, ATierThatMovesNothingIsNeverTheUpdatesBound) {
+  // Every subgroup cached: the tier moves 0 B, so the bound is CPU Adam even when the profile
+  // measured that I/O and Adam slow each other (a tier's shared time then equals Adam's; it
+  // was named as the bound before).
+  Profile p = io_bound_profile();
+  for (TierProfile& t : p.tiers) {
+    t.io_ratio_adam_busy = 0.65;
+    t.adam_ratio_io_busy = 0.78;
+  }
+  const Accounting a = accounting("1b", 1, 1);
+  Plan plan = plan_for("1b", a.params.total, 1, 1, {plan_tier(p, "nvme", 1.0)});
+  plan.host_cache_subgroups = 1 << 20;
+  const AnalyticBreakdown an = analyze(a, p, plan, kUpdateOnly);
+  ASSERT_EQ(an.prediction.tiers[0].read_bytes + an.prediction.tiers[0].write_bytes, 0);
+  EXPECT_EQ(an.update_bound, "CPU Adam");
+  plan.host_cache_subgroups = 0;  // the tier streams: it is the bound again
+  EXPECT_NE(analyze(a, p, plan, kUpdateOnly).update_bound.find("tier nvme"), std::string::npos);
+}
+
 TEST(Models, ASubgroupOfOneIntegrityChunkRunsAdamOnOneThread) {
   // All state cached, one rank on 16 cores: CPU Adam alone. With CRC on, a subgroup of one
   // 64 Ki-element chunk keeps one thread busy (core/adam_split.hpp), so its Adam takes the
