@@ -428,8 +428,8 @@ mlpo::update_only::UpdateOnlyOptions update_only_options(const StepFlags& s, con
   if (s.mode == "baseline") u.plan = mlpo::baseline_of(u.plan);
   if (!f.profile_path.empty()) {
     u.profile = mlpo::load_profile(f.profile_path);
-    if (!u.profile->notes.empty())
-      std::printf("note: profile %s: %s\n", f.profile_path.c_str(), u.profile->notes.c_str());
+    if (const std::string notes = mlpo::notes_from_elsewhere(*u.profile); !notes.empty())
+      std::printf("note: profile %s: %s\n", f.profile_path.c_str(), notes.c_str());
   }
   u.steps = s.steps ? s.steps : 10;
   u.seed = s.seed;

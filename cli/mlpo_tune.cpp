@@ -242,10 +242,9 @@ void print_warnings(const std::vector<std::string>& warnings, bool quiet = false
 // has its `notes` shown unless `quiet` ("EXAMPLE, NOT MEASURED: ..."): what it stands for.
 mlpo::Profile load_noted_profile(const std::string& path, bool quiet) {
   mlpo::Profile profile = mlpo::load_profile(path);
-  char host[256] = {};
-  const bool here = ::gethostname(host, sizeof host - 1) == 0 && profile.hostname == host;
-  if (!quiet && !here && !profile.notes.empty())
-    std::fprintf(stderr, "mlpo-tune: note: profile %s: %s\n", path.c_str(), profile.notes.c_str());
+  const std::string notes = mlpo::notes_from_elsewhere(profile);
+  if (!quiet && !notes.empty())
+    std::fprintf(stderr, "mlpo-tune: note: profile %s: %s\n", path.c_str(), notes.c_str());
   return profile;
 }
 

@@ -1,5 +1,7 @@
 #include "core/profile.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <set>
 
@@ -436,6 +438,12 @@ Json to_json(const CollectiveRates& c) {
 
 Profile load_profile(const std::string& path) {
   return load_json_file(path, "an mlpo.profile/1 profile (made by mlpo-profile)", profile_from_json);
+}
+
+std::string notes_from_elsewhere(const Profile& profile) {
+  char host[256] = {};
+  const bool here = ::gethostname(host, sizeof host - 1) == 0 && profile.hostname == host;
+  return here ? std::string() : profile.notes;
 }
 
 }  // namespace mlpo

@@ -222,6 +222,10 @@ struct Profile {
 Profile profile_from_json(const Json& json);
 Json to_json(const Profile& profile);
 Profile load_profile(const std::string& path);
+// The profile's notes when it was measured on another host (an example profile, a
+// colleague's machine): what a tool shows when it uses it ("EXAMPLE, NOT MEASURED: ..."); ""
+// for a profile of this host or one without notes.
+std::string notes_from_elsewhere(const Profile& profile);
 
 Json to_json(const Measurement& m);
 // One collective path's figures, as stored under "comm" (`path` names it in errors).
