@@ -96,8 +96,20 @@ int main(int argc, char** argv) {
       ->group("");
   app.add_option("--notes", request.notes,
                  "Free text stored in the profile's notes (e.g. the machine class)");
+  std::string show;
+  app.add_option("--show", show,
+                 "Print an existing profile's summary (the table a measurement ends with) and exit; "
+                 "measures nothing");
 
   return cli::run(app, argc, argv, [&] {
+    if (!show.empty()) {
+      for (const CLI::Option* option : app.get_options())
+        if (option->count() > 0 && option->get_name() != "--show")
+          throw Error(option->get_name() + ": not used by --show, which prints an existing profile; drop " +
+                      option->get_name());
+      std::fputs(profiles::summary_table(load_profile(show)).c_str(), stdout);
+      return 0;
+    }
     request.comm_options.buffer_bytes = static_cast<std::int64_t>(parse_bytes(comm_size, "--comm-size"));
     if (request.repetitions > 0) request.comm_options.repetitions = request.repetitions;
     std::istringstream words(between_nodes);
