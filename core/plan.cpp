@@ -218,8 +218,8 @@ Plan plan_from_json(const Json& json) {
   p.prefetch_depth = root.integer_or("prefetch_depth", 0, 1 << 16, 2);
   if (root.optional("io")) {
     JsonObject io = root.object("io");
-    p.io_block_size = io.integer_or("block_size", 1, std::int64_t{1} << 30, 1 << 20);
-    p.io_queue_depth = io.integer_or("queue_depth", 1, 4096, 8);
+    p.io_block_size = io.integer_or("block_size", 1, std::int64_t{1} << 30, kDefaultIoBlockSize);
+    p.io_queue_depth = io.integer_or("queue_depth", 1, 4096, kDefaultIoQueueDepth);
     p.direct_io = io.boolean_or("direct_io", true);
     p.crc = io.boolean_or("crc", true);
     p.slot_scope = io.choice_or("slot_scope", {"combined", "separate"}, "combined") == "combined"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/accounting.hpp"
+#include "core/io_setting.hpp"
 #include "core/json_io.hpp"
 #include "core/slot_scope.hpp"
 #include "core/tier_kind.hpp"
@@ -62,8 +63,8 @@ struct Plan {
   std::int64_t host_cache_subgroups = 0;
   std::int64_t buffers = 4;         // pinned subgroup buffers per rank
   std::int64_t prefetch_depth = 2;  // subgroups read ahead of the one being updated
-  std::int64_t io_block_size = 1 << 20;
-  std::int64_t io_queue_depth = 8;
+  std::int64_t io_block_size = kDefaultIoBlockSize;
+  std::int64_t io_queue_depth = kDefaultIoQueueDepth;
   bool direct_io = true;
   bool crc = true;  // CRC32C of every tier extent, verified before use (docs/io.md); false opts out
   OrderPolicy order = OrderPolicy::alternating;
@@ -75,6 +76,11 @@ struct Plan {
   Json explanation = Json::object();  // the tuner's reasons, free-form
 
   const PlanTier* find_tier(const std::string& name) const;
+  IoSetting io_setting() const { return {io_block_size, io_queue_depth}; }
+  void set_io_setting(const IoSetting& s) {
+    io_block_size = s.block_size;
+    io_queue_depth = s.queue_depth;
+  }
 };
 
 // Parses and validates; errors name the field (`tiers: fractions sum to 0.9, must sum to 1`).

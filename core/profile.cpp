@@ -128,10 +128,10 @@ Json to_json(const Measurement& m) {
               {"size_bytes", m.size_bytes}};
 }
 
-std::optional<TierProfile> TierProfile::at_io_setting(std::int64_t block, std::int64_t depth) const {
-  if (block == block_size && depth == queue_depth) return *this;
+std::optional<TierProfile> TierProfile::at_io_setting(const IoSetting& setting) const {
+  if (setting == io_setting()) return *this;
   for (const TierIoSetting& s : io_settings) {
-    if (s.block_size != block || s.queue_depth != depth) continue;
+    if (IoSetting{s.block_size, s.queue_depth} != setting) continue;
     TierProfile t = *this;
     t.use_curves(s);
     t.io_settings.clear();
@@ -149,9 +149,9 @@ void TierProfile::use_curves(const TierIoSetting& s) {
   mixed_write_gbps = s.mixed_write_gbps;
 }
 
-std::vector<std::pair<std::int64_t, std::int64_t>> TierProfile::measured_io_settings() const {
-  std::vector<std::pair<std::int64_t, std::int64_t>> out{{block_size, queue_depth}};
-  for (const TierIoSetting& s : io_settings) out.emplace_back(s.block_size, s.queue_depth);
+std::vector<IoSetting> TierProfile::measured_io_settings() const {
+  std::vector<IoSetting> out{io_setting()};
+  for (const TierIoSetting& s : io_settings) out.push_back({s.block_size, s.queue_depth});
   return out;
 }
 
@@ -171,9 +171,9 @@ namespace {
 // A tier's (or one of its io_settings') block size, queue depth and curves.
 TierIoSetting read_io_setting(JsonObject& t) {
   TierIoSetting s;
-  s.block_size = t.integer_or("block_size", 4096, std::int64_t{1} << 30, 1 << 20);
+  s.block_size = t.integer_or("block_size", 4096, std::int64_t{1} << 30, kDefaultIoBlockSize);
   if (s.block_size % 4096 != 0) t.fail("block_size", "must be a multiple of 4096");
-  s.queue_depth = t.integer_or("queue_depth", 1, 4096, 8);
+  s.queue_depth = t.integer_or("queue_depth", 1, 4096, kDefaultIoQueueDepth);
   s.read_gbps = read_curve(t, "read_gbps", "streams");
   s.write_gbps = read_curve(t, "write_gbps", "streams");
   const bool mixed_read = t.optional("mixed_read_gbps");
@@ -298,8 +298,8 @@ Profile profile_from_json(const Json& json) {
       for (std::size_t k = 0; k < settings.size(); ++k) {
         JsonObject sj(settings[k], element_path(t.field("io_settings"), k));
         const TierIoSetting s = read_io_setting(sj);
-        for (const auto& [block, depth] : tp.measured_io_settings())
-          if (block == s.block_size && depth == s.queue_depth)
+        for (const IoSetting& measured : tp.measured_io_settings())
+          if (measured == IoSetting{s.block_size, s.queue_depth})
             sj.fail("block_size", "this block size and queue depth are measured twice on the tier");
         sj.finish();
         tp.io_settings.push_back(s);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/io_setting.hpp"
 #include "core/json_io.hpp"
 #include "core/tier_kind.hpp"
 
@@ -125,8 +126,8 @@ struct GpuProfile {
 // and queue depth per stream. Plans that set that block size and queue depth (plan io) are
 // modelled with these curves; the tuner searches the settings every streamed tier has.
 struct TierIoSetting {
-  std::int64_t block_size = 1 << 20;
-  std::int64_t queue_depth = 8;
+  std::int64_t block_size = kDefaultIoBlockSize;
+  std::int64_t queue_depth = kDefaultIoQueueDepth;
   std::vector<CurvePoint> read_gbps;  // as TierProfile's
   std::vector<CurvePoint> write_gbps;
   std::vector<CurvePoint> mixed_read_gbps;
@@ -139,8 +140,8 @@ struct TierProfile {
   TierKind kind = TierKind::other;
   std::int64_t capacity_bytes = 0;
   std::int64_t free_bytes = 0;
-  std::int64_t block_size = 1 << 20;
-  std::int64_t queue_depth = 8;
+  std::int64_t block_size = kDefaultIoBlockSize;  // the main curves' I/O setting
+  std::int64_t queue_depth = kDefaultIoQueueDepth;
   bool direct_io = true;
   std::vector<CurvePoint> read_gbps;  // aggregate GB/s at 1, 2, 4, ... streams
   std::vector<CurvePoint> write_gbps;
@@ -170,11 +171,12 @@ struct TierProfile {
   bool has_mixed() const { return !mixed_read_gbps.empty(); }
   // This tier with the curves measured at `block_size` x `queue_depth` (the main ones or one
   // of io_settings; everything else unchanged); nullopt when that setting was not measured.
-  std::optional<TierProfile> at_io_setting(std::int64_t block_size, std::int64_t queue_depth) const;
+  std::optional<TierProfile> at_io_setting(const IoSetting& setting) const;
   // Takes `s`'s block size, queue depth and curves as the tier's main ones.
   void use_curves(const TierIoSetting& s);
   // Every setting measured: the main one first, then io_settings in order.
-  std::vector<std::pair<std::int64_t, std::int64_t>> measured_io_settings() const;
+  std::vector<IoSetting> measured_io_settings() const;
+  IoSetting io_setting() const { return {block_size, queue_depth}; }  // the main curves'
 
   double read_at(double streams) const { return interpolate(read_gbps, streams); }
   double write_at(double streams) const { return interpolate(write_gbps, streams); }

@@ -120,8 +120,8 @@ std::string io_setting_text(std::int64_t block_size, std::int64_t queue_depth) {
 // a tier it streams: the tier's main curves stand in for them.
 std::string unmeasured_io_setting(const TierProfile& tier, const Plan& plan) {
   std::string measured;
-  for (const auto& [block, depth] : tier.measured_io_settings())
-    measured += (measured.empty() ? "" : ", ") + io_setting_text(block, depth);
+  for (const IoSetting& s : tier.measured_io_settings())
+    measured += (measured.empty() ? "" : ", ") + io_setting_text(s.block_size, s.queue_depth);
   return "the plan's I/O setting (" + io_setting_text(plan.io_block_size, plan.io_queue_depth) +
          ") was not measured on tier '" + tier.name + "' (measured: " + measured + "): its curves at " +
          io_setting_text(tier.block_size, tier.queue_depth) +
@@ -236,7 +236,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
       throw Error("plan tier '" + pt.name + "' is not in the profile (profile tiers: " + known +
                   "); re-run mlpo-tune with this profile or fix the plan's tier names");
     }
-    const std::optional<TierProfile> measured = tp->at_io_setting(plan.io_block_size, plan.io_queue_depth);
+    const std::optional<TierProfile> measured = tp->at_io_setting(plan.io_setting());
     if (!measured) r.warnings.push_back(unmeasured_io_setting(*tp, plan));
     TierRates t = tier_rates_of(measured ? *measured : *tp);
     t.kind = pt.kind;

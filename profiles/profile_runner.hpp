@@ -35,8 +35,8 @@ struct ProfileRequest {
   // Overrides; 0 keeps the mode's default.
   std::uint64_t tier_bytes_per_stream = 0;
   unsigned max_streams = 0;
-  std::uint64_t block_size = 1 << 20;
-  unsigned queue_depth = 8;
+  std::uint64_t block_size = static_cast<std::uint64_t>(kDefaultIoBlockSize);
+  unsigned queue_depth = static_cast<unsigned>(kDefaultIoQueueDepth);
   std::vector<IoSetting> io_settings;  // more tier curves at these (--io-settings)
   std::uint64_t host_bytes = 0;        // Adam state and memcpy buffer size
   int repetitions = 0;

@@ -54,8 +54,8 @@ TierKind detect_tier_kind(const std::filesystem::path& path);
 
 // One I/O setting of the engine: block size and operations in flight per stream.
 struct IoSetting {
-  std::uint64_t block_size = std::uint64_t{1} << 20;
-  unsigned queue_depth = 8;
+  std::uint64_t block_size = static_cast<std::uint64_t>(kDefaultIoBlockSize);
+  unsigned queue_depth = static_cast<unsigned>(kDefaultIoQueueDepth);
 };
 
 // "BS:QD[,BS:QD...]" (e.g. "256KiB:32,4MiB:4"; empty: none). Throws mlpo::Error naming the
@@ -64,8 +64,8 @@ std::vector<IoSetting> parse_io_settings(const std::string& text);
 
 struct TierProbeOptions {
   std::uint64_t bytes_per_stream = std::uint64_t{1} << 30;
-  std::uint64_t block_size = std::uint64_t{1} << 20;
-  unsigned queue_depth = 8;
+  std::uint64_t block_size = static_cast<std::uint64_t>(kDefaultIoBlockSize);
+  unsigned queue_depth = static_cast<unsigned>(kDefaultIoQueueDepth);
   // More settings whose write, read and read+write curves are measured too (TierIoSetting;
   // each costs about as much as the main curves; latency and interference: main only).
   std::vector<IoSetting> io_settings;

@@ -294,11 +294,11 @@ void Search::refine(Plan plan) {
       t.slot_scope = cur.slot_scope == SlotScope::combined ? SlotScope::separate : SlotScope::combined;
       trials.push_back(t);
     }
-    for (const auto& [block, depth] : io_settings) {  // measured on every streamed tier
-      if (block == cur.io_block_size && depth == cur.io_queue_depth) continue;
+    for (const IoSetting& s : io_settings) {  // measured on every streamed tier
+      if (s == IoSetting{cur.io_block_size, cur.io_queue_depth}) continue;
       Inner t = cur;
-      t.io_block_size = block;
-      t.io_queue_depth = depth;
+      t.io_block_size = s.block_size;
+      t.io_queue_depth = s.queue_depth;
       trials.push_back(t);
     }
     bool improved = false;

@@ -31,11 +31,10 @@ std::vector<Plan> deepspeed_candidates(const Accounting& a, const TuneRequest& r
     if (!base) continue;
     const std::size_t t = request.profile.tier_index(base->tiers[0].name);  // the baseline's: a profile tier
     auto settings = common_io_settings(request.profile, {t});
-    if (settings.empty()) settings.push_back({base->io_block_size, base->io_queue_depth});
-    for (const auto& [block, depth] : settings) {
+    if (settings.empty()) settings.push_back(base->io_setting());
+    for (const IoSetting& setting : settings) {
       Plan p = *base;
-      p.io_block_size = block;
-      p.io_queue_depth = depth;
+      p.set_io_setting(setting);
       out.push_back(p);
     }
   }

@@ -258,9 +258,8 @@ std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a) {
   return sizes;
 }
 
-std::vector<std::pair<std::int64_t, std::int64_t>> common_io_settings(
-    const Profile& profile, const std::vector<std::size_t>& members) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> common;
+std::vector<IoSetting> common_io_settings(const Profile& profile, const std::vector<std::size_t>& members) {
+  std::vector<IoSetting> common;
   bool first = true;
   for (std::size_t m : members) {
     const TierProfile& tp = profile.tiers[m];
@@ -297,7 +296,10 @@ Plan tier_setting_plan(const Accounting& a, const TuneRequest& request, const Ti
   // The I/O setting is one the profile measured on every streamed tier when there is one
   // (the finer search tries the others, candidate_search.cpp); else the largest main ones.
   const auto common = common_io_settings(request.profile, setting.members);
-  if (!common.empty()) std::tie(block, depth) = common.front();
+  if (!common.empty()) {
+    block = common.front().block_size;
+    depth = common.front().queue_depth;
+  }
   if (block > 0) p.io_block_size = block;
   if (depth > 0) p.io_queue_depth = depth;
   return p;
@@ -315,7 +317,7 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
     const TierProfile* tp = request.profile.find_tier(p.tiers[i].name);
     MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
     // At the plan's I/O setting when the tier was measured at it (as rates_of models it).
-    const std::optional<TierProfile> at = tp->at_io_setting(p.io_block_size, p.io_queue_depth);
+    const std::optional<TierProfile> at = tp->at_io_setting(p.io_setting());
     bw.push_back(update_bps(request.profile, at ? *at : *tp, R,
                             node_limit(*tp, p.tiers[i].concurrency_limit, a.shape.nodes)));
     p.tiers[i].fraction = 1.0;

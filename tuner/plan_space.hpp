@@ -114,8 +114,7 @@ std::vector<std::int64_t> grid_subgroup_sizes(const Accounting& a);
 // The I/O settings (block size, queue depth) the profile measured on every streamed tier of
 // `members` (indices into its tiers), in the first streamed tier's order (its main setting
 // first); empty when no member streams or they share none.
-std::vector<std::pair<std::int64_t, std::int64_t>> common_io_settings(
-    const Profile& profile, const std::vector<std::size_t>& members);
+std::vector<IoSetting> common_io_settings(const Profile& profile, const std::vector<std::size_t>& members);
 // The setting's tiers and gradient policy as a plan (fractions 0, grid defaults elsewhere;
 // I/O block size and queue depth: the first common_io_settings, or without one the largest
 // of the streamed tiers' main ones).

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/io_setting.hpp"
 #include "core/units.hpp"
 
 namespace mlpo::io {
@@ -20,12 +21,14 @@ namespace mlpo::io {
 inline constexpr std::uint64_t kIoAlign = 4096;
 
 struct Tier {
-  std::string name;                    // shown in every message and counter ("nvme", "shm")
-  std::filesystem::path path;          // existing directory the tier's files live under
-  std::uint64_t block_size = 1 * MiB;  // bytes per I/O operation; multiple of kIoAlign, <= 1 GiB
-  unsigned queue_depth = 8;            // max I/O operations in flight on this tier, all requests together
-  bool direct_io = true;               // O_DIRECT (falls back to buffered, with one warning, where refused)
-  bool crc = false;                    // record CRC32C per written extent, verify it on read
+  std::string name;            // shown in every message and counter ("nvme", "shm")
+  std::filesystem::path path;  // existing directory the tier's files live under
+  // Bytes per I/O operation (multiple of kIoAlign, <= 1 GiB), and the most I/O operations in
+  // flight on this tier, all requests together: a plan's IoSetting (core/io_setting.hpp).
+  std::uint64_t block_size = static_cast<std::uint64_t>(kDefaultIoBlockSize);
+  unsigned queue_depth = static_cast<unsigned>(kDefaultIoQueueDepth);
+  bool direct_io = true;  // O_DIRECT (falls back to buffered, with one warning, where refused)
+  bool crc = false;       // record CRC32C per written extent, verify it on read
 };
 
 // Throws mlpo::Error when a field is unusable (empty name, block size not a multiple of 4 KiB...).

@@ -149,21 +149,21 @@ TEST(ProfileFormat, MoreIoSettingsRoundTripAndEachCarriesItsOwnCurves) {
   EXPECT_FALSE(to_json(p)["tiers"][1].contains("io_settings"));  // optional
 
   // The tier at a setting: its curves, everything else the tier's.
-  const auto at = p.tiers[0].at_io_setting(4 << 20, 4);
+  const auto at = p.tiers[0].at_io_setting({4 << 20, 4});
   ASSERT_TRUE(at.has_value());
   EXPECT_DOUBLE_EQ(at->read_at(1), 3.0);
   EXPECT_DOUBLE_EQ(interpolate(at->mixed_write_gbps, 1), 1.25);
   EXPECT_EQ(at->block_size, 4 << 20);
   EXPECT_EQ(at->queue_depth, 4);
   EXPECT_EQ(at->name, p.tiers[0].name);
-  const auto main = p.tiers[0].at_io_setting(p.tiers[0].block_size, p.tiers[0].queue_depth);
+  const auto main = p.tiers[0].at_io_setting(p.tiers[0].io_setting());
   ASSERT_TRUE(main.has_value());
   EXPECT_DOUBLE_EQ(main->read_at(1), p.tiers[0].read_at(1));
-  EXPECT_FALSE(p.tiers[0].at_io_setting(256 << 10, 32).has_value());
+  EXPECT_FALSE(p.tiers[0].at_io_setting({256 << 10, 32}).has_value());
   const auto settings = p.tiers[0].measured_io_settings();
   ASSERT_EQ(settings.size(), 2u);
-  EXPECT_EQ(settings[0], std::make_pair(p.tiers[0].block_size, p.tiers[0].queue_depth));
-  EXPECT_EQ(settings[1], std::make_pair(std::int64_t{4} << 20, std::int64_t{4}));
+  EXPECT_TRUE(settings[0] == p.tiers[0].io_setting());
+  EXPECT_TRUE((settings[1] == IoSetting{std::int64_t{4} << 20, 4}));
 
   // The main setting again, or a block size off the 4 KiB grid, is an error naming the field.
   Json twice = j;

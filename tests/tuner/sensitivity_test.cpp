@@ -5,25 +5,16 @@
 
 #include "core/model_spec.hpp"
 #include "tests/support/sample_inputs.hpp"
+#include "tests/support/update_only_request.hpp"
 #include "tuner/sensitivity.hpp"
 
 namespace mlpo::tune {
 namespace {
 
-using mlpo::testing::io_bound_profile;
-
+// 6 GiB of host memory: 1b's 12 GiB of state is mostly streamed (I/O bound on tiers).
 TuneRequest update_only_on(const std::vector<std::string>& tiers, std::int64_t host_gib = 6) {
-  const Profile all = io_bound_profile();
-  TuneRequest r;
-  r.model = find_preset("1b");
-  r.shape = ClusterShape{1, 2, 1, 0, 1};
-  r.profile = all;
-  // 6 GiB of host memory: 1b's 12 GiB of state is mostly streamed (I/O bound on tiers).
-  r.profile.host.memory_bytes = r.profile.host.available_bytes = host_gib << 30;
-  r.profile.tiers.clear();
-  for (const auto& n : tiers) r.profile.tiers.push_back(*all.find_tier(n));
+  TuneRequest r = mlpo::testing::update_only_request(tiers, host_gib);
   r.simulate_top = 3;
-  r.options.update_only = true;
   return r;
 }
 

@@ -7,24 +7,14 @@
 #include "core/model_spec.hpp"
 #include "simulator/iteration_model.hpp"
 #include "tests/support/sample_inputs.hpp"
+#include "tests/support/update_only_request.hpp"
 #include "tuner/simulated_refine.hpp"
 
 namespace mlpo::tune {
 namespace {
 
-using mlpo::testing::io_bound_profile;
-
 TuneRequest request_on(const std::vector<std::string>& tiers, std::int64_t host_gib) {
-  const Profile all = io_bound_profile();
-  TuneRequest r;
-  r.model = find_preset("1b");
-  r.shape = ClusterShape{1, 2, 1, 0, 1};
-  r.profile = all;
-  r.profile.host.memory_bytes = r.profile.host.available_bytes = host_gib << 30;
-  r.profile.tiers.clear();
-  for (const auto& n : tiers) r.profile.tiers.push_back(*all.find_tier(n));
-  r.options.update_only = true;
-  return r;
+  return mlpo::testing::update_only_request(tiers, host_gib);
 }
 
 RankedPlan ranked(const Accounting& a, const TuneRequest& r, const Plan& p) {
