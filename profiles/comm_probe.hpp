@@ -13,7 +13,7 @@
 // measures, rank 0 writes the figures to FILE) and reads them back. Without mpirun, or when
 // the launch fails or takes longer than `timeout_s`, it returns unmeasured figures and says
 // why through `warn` (the models then leave the collectives out, with their own warning).
-// Costs a few seconds (2 ranks, 32 MiB, 5 repetitions: 5-10 s on the loaded 2-vCPU dev VM).
+// Costs a few seconds (2 ranks, 32 MiB, 5 repetitions).
 // Between nodes, probe_inter_node runs the same child mode with one rank per node through a
 // launcher that reaches the nodes (the testbed's `scripts/testbed.sh mpirun`, or an mpirun with
 // a hostfile); the figures describe the slowest path between two nodes (comm.inter_node).

@@ -274,7 +274,8 @@ SharedTime time_shared(double tier_s, double adam_s, const TierRates& tr) {
 }
 
 // Update: the largest of the tiers' terms (each time-shared with CPU Adam), CPU Adam, the bf16
-// weights' PCIe copy and the pipeline depth, plus the fill; and DESIGN.md's physical limit.
+// weights' PCIe copy and the pipeline depth, plus the fill; and the update's physical limit
+// (every tier at its peak, Adam at its rate).
 void predict_update(const Setting& s, AnalyticBreakdown& out, Bound& upd) {
   const Rates& rates = s.rates;
   out.cache_hits = s.w.cache_hits;

@@ -54,7 +54,7 @@ struct AnalyticBreakdown {
   double adam_s = 0;            // the node's CPU, shared by its ranks; busy time, slowed while tiers stream
   double h2d_s = 0;             // bf16 weights back to the GPU
   double fill_s = 0;            // first read and last write, which nothing overlaps
-  double update_bound_s = 0;    // DESIGN.md's physical limit: max(bytes / sum of peak bw, Adam)
+  double update_bound_s = 0;    // the physical limit: max(bytes / sum of peak bw, Adam)
   std::int64_t cache_hits = 0;  // per rank (resident subgroups are not hits)
   std::string forward_bound;    // the resource that sets each phase's time
   std::string backward_bound;

@@ -2,10 +2,9 @@
 // CRC32C (Castagnoli), the checksum the engine records per written extent and verifies on
 // read. Picks at run time (once) the fastest of: folding with VPCLMULQDQ on AVX-512 registers,
 // the SSE4.2 crc32 instruction, a slicing-by-8 table; all give identical results.
-// Cost (measured on the dev VM's EPYC, docs/benchmarks.md, "CRC32C"): folding ~36 GB/s per
-// core on data in cache, ~21 GB/s from memory (buffers of 256 bytes and more; shorter ones
-// take the crc32 instruction); SSE4.2, three interleaved streams over buffers of 96 KiB and
-// more, ~17-19 GB/s (one stream below that: a third); 1.5-1.9 GB/s with the table.
+// Buffers under 256 bytes take the crc32 instruction; SSE4.2 interleaves three streams over
+// buffers of 96 KiB and more. The speed of each path (io_bench --crc): docs/benchmarks.md,
+// "CRC32C".
 
 #include <array>
 #include <cstddef>

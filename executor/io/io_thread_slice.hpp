@@ -4,8 +4,8 @@
 // transfer (a completion, a slot handed over, a buffer returned) and runs for microseconds,
 // while AdamW keeps every core busy for milliseconds per subgroup. Under Linux's EEVDF
 // scheduler (6.6+) a waking thread with the default slice may wait for the running one's
-// slice to end, and the tier idles meanwhile: with a node-wide slot limit of 1 on the 2-vCPU
-// dev VM, about 3 ms after a third of the reads (docs/benchmarks.md, "The memory wall"). A
+// slice to end, and the tier idles meanwhile (a slot limit of 1 on two cores shows it:
+// docs/benchmarks.md, "The memory wall"). A
 // thread that asks for a short slice (sched_setattr's sched_runtime, honoured for normal
 // threads since Linux 6.12, no privilege needed) gets an earlier deadline and runs at once.
 // Older kernels ignore the request or refuse it; either way nothing else changes.

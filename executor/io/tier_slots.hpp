@@ -16,10 +16,10 @@
 // open file, so it counts in its own process too). A thread that finds waiters there does not
 // try the slots at once: it joins them and sleeps twice the longest backoff before its first
 // try. Without this, a thread that releases a slot and asks again at once (a rank's writer
-// with more write-backs queued) wins every time against threads asleep in their backoff. On
-// the dev VM that let one of R = 2 ranks finish its update up to 0.7 s before the other
-// (docs/benchmarks.md). The order among waiters is whoever polls first: fair on average, not
-// FIFO. A killed waiter's flock goes with it.
+// with more write-backs queued) wins every time against threads asleep in their backoff, and
+// one rank can finish its update well before another (docs/benchmarks.md). The order among
+// waiters is whoever polls first: fair on average, not FIFO. A killed waiter's flock goes with
+// it.
 
 #include <atomic>
 #include <cstdint>

@@ -12,8 +12,8 @@
 //   ideal_bound = max( sum_t bytes_t / sum_t bw_t ,            elements / adam_elements_per_s )
 // with R_t, W_t the tier's best measured read/write bandwidth and bw_t its effective
 // bandwidth for its read/write mix. `bound` is the limit for the plan's placement (the
-// slowest tier); `ideal_bound` the limit for any placement (DESIGN.md's formula). Tier files live in
-// <tier path>/mlpo/<run>/ and are removed at the end (also after an error).
+// slowest tier); `ideal_bound` the limit for any placement (the formula above). Tier files
+// live in <tier path>/mlpo/<run>/ and are removed at the end (also after an error).
 //
 // This program has its own folder (executor/update_only, library mlpo_update_only) beside the
 // engine it drives (executor/offload), so the engine stays the engine alone.

@@ -1,7 +1,7 @@
 #pragma once
 // CudaCopyQueue: CopyQueue (kernels/backend.hpp) of a CudaBackend — a non-blocking stream of
 // its own beside the backend's compute stream, for the transfers that must overlap compute
-// (DESIGN.md, "Overlap"; ZeRO-Infinity's parameter offload):
+// (the technique's overlap idea, docs/architecture.md; ZeRO-Infinity's parameter offload):
 //
 //   * weight fetches of parameter offload (HostStreamedWeights): the next part's bf16 weights
 //     host -> device while the current part computes;
