@@ -89,9 +89,6 @@ struct Workload {
   std::int64_t pipeline_threads() const;
 };
 
-// The tier of each subgroup: core's interleave_subgroups, the executor's placement too.
-std::vector<int> place_subgroups(const std::vector<double>& fractions, std::int64_t subgroups);
-
 // Throws mlpo::Error when the plan and the accounting disagree (e.g. subgroups larger than a
 // rank's shard are fine; zero ranks are not).
 Workload make_workload(const Accounting& accounting, const Plan& plan);

@@ -2,8 +2,9 @@
 // PlacementPolicy: which tier each subgroup lives on (core/subgroup_placement.hpp: smooth
 // weighted round-robin over the plan's fractions, interleaved, the same function the
 // simulator uses) and where in that tier's file. Each tier
-// stores its subgroups densely: a subgroup's `slot` is its ordinal among that tier's
-// subgroups, i.e. its extent index in the tier's state file. Pure function of (fractions,
+// stores its subgroups densely: a subgroup's `extent` is its ordinal among that tier's
+// subgroups, i.e. its extent index in the tier's state file (not a concurrency slot:
+// io::TierSlots are those). Pure function of (fractions,
 // count); the same on every rank and every run.
 
 #include <cstdint>
@@ -13,7 +14,7 @@ namespace mlpo::offload {
 
 struct SubgroupHome {
   int tier = 0;
-  std::int64_t slot = 0;
+  std::int64_t extent = 0;  // index of its extent in the tier's state (and gradient) file
 };
 
 class PlacementPolicy {

@@ -48,7 +48,7 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
   // Memory-tier subgroups: arrays of this process.
   std::int64_t resident_count = 0;
   for (std::int64_t s = 0; s < layout_.count(); ++s)
-    resident_slot_.push_back(io_tier(s) < 0 ? resident_count++ : -1);
+    resident_index_.push_back(io_tier(s) < 0 ? resident_count++ : -1);
   const std::int64_t floats = floats_per_array();
   if (resident_count > 0) {
     resident_ = std::make_unique<float[]>(static_cast<std::size_t>(resident_count * 3 * floats));
@@ -94,7 +94,7 @@ StateStore::StateStore(const Plan& plan, const RankShard& shard, io::TierSet* ti
 std::string StateStore::where(std::int64_t s) const {
   const auto t = io_tier(s);
   if (t < 0) return "memory tier, subgroup " + std::to_string(s);
-  const auto begin = static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes());
+  const auto begin = static_cast<std::uint64_t>(home(s).extent * layout_.extent_bytes());
   return "tier '" + state_files_[static_cast<std::size_t>(t)]->tier_name() + "' (" +
          state_files_[static_cast<std::size_t>(t)]->path().string() + "), subgroup " + std::to_string(s) +
          " (bytes " + std::to_string(begin) + ".." +
@@ -120,10 +120,10 @@ float* StateStore::resident_extent(std::int64_t subgroup) {
     const auto& map = state_maps_[static_cast<std::size_t>(t)];
     check_not_truncated(*state_files_[static_cast<std::size_t>(t)], *map);
     std::byte* base = map->data();
-    return reinterpret_cast<float*>(base + home(subgroup).slot * layout_.extent_bytes());
+    return reinterpret_cast<float*>(base + home(subgroup).extent * layout_.extent_bytes());
   }
-  const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
-  return resident_.get() + slot * 3 * floats_per_array();
+  const std::int64_t index = resident_index_.at(static_cast<std::size_t>(subgroup));
+  return resident_.get() + index * 3 * floats_per_array();
 }
 
 float* StateStore::resident_grad(std::int64_t subgroup) {
@@ -132,18 +132,18 @@ float* StateStore::resident_grad(std::int64_t subgroup) {
     const auto& map = grad_maps_[static_cast<std::size_t>(t)];
     MLPO_CHECK(map != nullptr, "no gradient file: store made without fp32 gradients");
     check_not_truncated(*grad_files_[static_cast<std::size_t>(t)], *map);
-    return reinterpret_cast<float*>(map->data() + home(subgroup).slot * layout_.array_bytes());
+    return reinterpret_cast<float*>(map->data() + home(subgroup).extent * layout_.array_bytes());
   }
-  const std::int64_t slot = resident_slot_.at(static_cast<std::size_t>(subgroup));
+  const std::int64_t index = resident_index_.at(static_cast<std::size_t>(subgroup));
   MLPO_CHECK(resident_grads_ != nullptr,
              "subgroup " + std::to_string(subgroup) + " has no resident gradient");
-  return resident_grads_.get() + slot * floats_per_array();
+  return resident_grads_.get() + index * floats_per_array();
 }
 
 io::IoRequest StateStore::read_state(std::int64_t s, std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
   return (*tiers_)[t].read(*state_files_[t],
-                           static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
+                           static_cast<std::uint64_t>(home(s).extent * layout_.extent_bytes()),
                            static_cast<std::uint64_t>(layout_.extent_bytes()), buffer, {},
                            chunk_checked(s) ? io::CrcBy::caller : io::CrcBy::engine);
 }
@@ -151,7 +151,7 @@ io::IoRequest StateStore::read_state(std::int64_t s, std::byte* buffer) {
 io::IoRequest StateStore::write_state(std::int64_t s, const std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
   return (*tiers_)[t].write(*state_files_[t],
-                            static_cast<std::uint64_t>(home(s).slot * layout_.extent_bytes()),
+                            static_cast<std::uint64_t>(home(s).extent * layout_.extent_bytes()),
                             static_cast<std::uint64_t>(layout_.extent_bytes()), buffer, {},
                             chunk_checked(s) ? io::CrcBy::caller : io::CrcBy::engine);
 }
@@ -159,14 +159,16 @@ io::IoRequest StateStore::write_state(std::int64_t s, const std::byte* buffer) {
 io::IoRequest StateStore::read_grad(std::int64_t s, std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
   MLPO_CHECK(grad_files_[t] != nullptr, "no gradient file: store made without fp32 gradients");
-  return (*tiers_)[t].read(*grad_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.array_bytes()),
+  return (*tiers_)[t].read(*grad_files_[t],
+                           static_cast<std::uint64_t>(home(s).extent * layout_.array_bytes()),
                            static_cast<std::uint64_t>(layout_.array_bytes()), buffer);
 }
 
 io::IoRequest StateStore::write_grad(std::int64_t s, const std::byte* buffer) {
   const auto t = static_cast<std::size_t>(io_tier(s));
   MLPO_CHECK(grad_files_[t] != nullptr, "no gradient file: store made without fp32 gradients");
-  return (*tiers_)[t].write(*grad_files_[t], static_cast<std::uint64_t>(home(s).slot * layout_.array_bytes()),
+  return (*tiers_)[t].write(*grad_files_[t],
+                            static_cast<std::uint64_t>(home(s).extent * layout_.array_bytes()),
                             static_cast<std::uint64_t>(layout_.array_bytes()), buffer);
 }
 

@@ -2,9 +2,9 @@
 // StateStore: where every subgroup of one rank's optimizer state lives, and the transfers
 // that move it. Subgroups on a `memory` tier are resident arrays in this process; subgroups
 // on a file tier are extents of that tier's state file
-//   <tier path>/mlpo/<run>/rank<r>.state      extent of subgroup s at slot(s) * extent_bytes
+//   <tier path>/mlpo/<run>/rank<r>.state      extent of subgroup s at extent(s) * extent_bytes
 // and, with fp32 gradient flushing (baseline), of its gradient file
-//   <tier path>/mlpo/<run>/rank<r>.grad       extent of subgroup s at slot(s) * array_bytes
+//   <tier path>/mlpo/<run>/rank<r>.grad       extent of subgroup s at extent(s) * array_bytes
 // (names from io::state_file_name and io::grad_file_name, executor/io/tier_layout.hpp).
 // Files are preallocated at construction, after a capacity check of every tier. The files of
 // a `host` tier (a RAM-backed file system: their pages are memory already) are mapped into the
@@ -81,12 +81,12 @@ class StateStore {
   SubgroupLayout layout_;
   PlacementPolicy placement_;
   io::TierSet* tiers_;
-  std::vector<int> io_tier_of_plan_tier_;    // -1 for memory tiers
-  std::vector<bool> in_place_;               // per plan tier: memory or mapped host tier
-  std::vector<io::TierFile*> state_files_;   // per io tier
-  std::vector<io::TierFile*> grad_files_;    // per io tier, fp32-gradient mode
-  std::vector<std::int64_t> resident_slot_;  // per subgroup: index into resident_, or -1
-  std::unique_ptr<float[]> resident_;        // resident extents, back to back
+  std::vector<int> io_tier_of_plan_tier_;     // -1 for memory tiers
+  std::vector<bool> in_place_;                // per plan tier: memory or mapped host tier
+  std::vector<io::TierFile*> state_files_;    // per io tier
+  std::vector<io::TierFile*> grad_files_;     // per io tier, fp32-gradient mode
+  std::vector<std::int64_t> resident_index_;  // per subgroup: index into resident_, or -1
+  std::unique_ptr<float[]> resident_;         // resident extents, back to back
   std::unique_ptr<float[]> resident_grads_;
   std::vector<std::unique_ptr<io::MappedFile>> state_maps_;  // per io tier, host tiers only
   std::vector<std::unique_ptr<io::MappedFile>> grad_maps_;   // per io tier, host tiers in fp32-gradient mode

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/model_spec.hpp"
+#include "core/subgroup_placement.hpp"
 #include "simulator/workload.hpp"
 #include "tests/support/sample_inputs.hpp"
 
@@ -18,13 +19,13 @@ using mlpo::testing::plan_tier;
 
 TEST(Placement, EightyTwentySpreadsTheMinorTierEvenly) {
   // Smooth weighted round robin (as nginx balances 4:1): A A B A A, repeated.
-  const std::vector<int> p = place_subgroups({0.8, 0.2}, 10);
+  const std::vector<int> p = interleave_subgroups({0.8, 0.2}, 10);
   EXPECT_EQ(p, (std::vector<int>{0, 0, 1, 0, 0, 0, 0, 1, 0, 0}));
 }
 
 TEST(Placement, CountsFollowFractionsWithinOne) {
   const std::vector<double> f{0.5, 0.3, 0.2};
-  const std::vector<int> p = place_subgroups(f, 997);
+  const std::vector<int> p = interleave_subgroups(f, 997);
   for (std::size_t t = 0; t < f.size(); ++t) {
     const auto n = std::count(p.begin(), p.end(), static_cast<int>(t));
     EXPECT_NEAR(static_cast<double>(n), f[t] * 997, 1.0) << "tier " << t;

@@ -40,7 +40,7 @@ TEST(PlacementFractions, SlotsAreDenseOrdinalsPerTier) {
   std::vector<std::int64_t> next(3, 0);
   for (std::int64_t i = 0; i < 57; ++i) {
     const auto& h = p.home(i);
-    EXPECT_EQ(h.slot, next[h.tier]++);
+    EXPECT_EQ(h.extent, next[h.tier]++);
   }
 }
 

@@ -41,7 +41,7 @@ std::string error_of(Rig& rig, std::int64_t iteration) {
 
 // Byte offset, in its tier's state file, of element 100 of subgroup s's m array.
 std::uint64_t byte_in_m(const Rig& rig, std::int64_t s) {
-  return static_cast<std::uint64_t>(rig.store.placement().home(s).slot * rig.layout.extent_bytes() +
+  return static_cast<std::uint64_t>(rig.store.placement().home(s).extent * rig.layout.extent_bytes() +
                                     rig.layout.array_bytes() + 400);
 }
 

@@ -103,7 +103,7 @@ TEST(UpdatePipelineIo, HostTierIsUpdatedInPlaceInItsMappedFile) {
     if (!rig.store.resident(sg.index)) return;
     std::FILE* f = std::fopen(file.c_str(), "rb");
     ASSERT_NE(f, nullptr);
-    std::fseek(f, static_cast<long>(rig.store.placement().home(sg.index).slot * rig.layout.extent_bytes()),
+    std::fseek(f, static_cast<long>(rig.store.placement().home(sg.index).extent * rig.layout.extent_bytes()),
                SEEK_SET);
     ASSERT_EQ(std::fread(extent.data(), 4, extent.size(), f), extent.size());
     std::fclose(f);
