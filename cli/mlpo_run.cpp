@@ -612,8 +612,9 @@ std::string resume_command(int argc, char** argv) {
 // After Ctrl-C or SIGTERM: where the run stopped and how to go on.
 void print_interrupted(const mlpo::train::TrainResult& result, const mlpo::train::TrainOptions& t, int argc,
                        char** argv) {
-  std::string where = "interrupted after step " + std::to_string(result.last_step);
-  if (result.last_step == 0) where = "interrupted before the first step";
+  const long long last_step = result.summary["last_step"].get<long long>();
+  std::string where = "interrupted after step " + std::to_string(last_step);
+  if (last_step == 0) where = "interrupted before the first step";
   if (t.checkpoint_dir.empty())
     std::fprintf(stderr, "mlpo-run: %s; no checkpoint (no --checkpoint-dir), so nothing to resume\n",
                  where.c_str());

@@ -324,11 +324,8 @@ mlpo::tune::TuneRequest tune_request(const mlpo::ModelSpec& spec, const TuneFlag
   request.shape = f.shape;
   request.profile = load_noted_profile(f.profile_path, f.quiet || f.json);
   // A profile with GPUs plans for all of them unless --gpus-per-node says otherwise.
-  if (!f.gpus_per_node_given && !request.profile.gpus.empty()) {
-    std::int64_t gpus = 0;
-    for (const auto& g : request.profile.gpus) gpus += g.count;
-    request.shape.gpus_per_node = gpus;
-  }
+  if (!f.gpus_per_node_given && request.profile.gpu_count() > 0)
+    request.shape.gpus_per_node = request.profile.gpu_count();
   if (!f.budget_text.empty()) request.host_memory_budget = host_memory_budget(f);
   request.top_k = f.top;
   request.jobs = f.jobs;

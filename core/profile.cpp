@@ -131,7 +131,7 @@ Json to_json(const Measurement& m) {
 std::optional<TierProfile> TierProfile::at_io_setting(const IoSetting& setting) const {
   if (setting == io_setting()) return *this;
   for (const TierIoSetting& s : io_settings) {
-    if (IoSetting{s.block_size, s.queue_depth} != setting) continue;
+    if (s.io_setting() != setting) continue;
     TierProfile t = *this;
     t.use_curves(s);
     t.io_settings.clear();
@@ -151,7 +151,7 @@ void TierProfile::use_curves(const TierIoSetting& s) {
 
 std::vector<IoSetting> TierProfile::measured_io_settings() const {
   std::vector<IoSetting> out{io_setting()};
-  for (const TierIoSetting& s : io_settings) out.push_back({s.block_size, s.queue_depth});
+  for (const TierIoSetting& s : io_settings) out.push_back(s.io_setting());
   return out;
 }
 
@@ -159,6 +159,12 @@ const TierProfile* Profile::find_tier(const std::string& name) const {
   for (const auto& t : tiers)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+std::int64_t Profile::gpu_count() const {
+  std::int64_t n = 0;
+  for (const GpuProfile& g : gpus) n += g.count;
+  return n;
 }
 
 std::size_t Profile::tier_index(const std::string& name) const {
@@ -299,7 +305,7 @@ Profile profile_from_json(const Json& json) {
         JsonObject sj(settings[k], element_path(t.field("io_settings"), k));
         const TierIoSetting s = read_io_setting(sj);
         for (const IoSetting& measured : tp.measured_io_settings())
-          if (measured == IoSetting{s.block_size, s.queue_depth})
+          if (measured == s.io_setting())
             sj.fail("block_size", "this block size and queue depth are measured twice on the tier");
         sj.finish();
         tp.io_settings.push_back(s);

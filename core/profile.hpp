@@ -132,6 +132,7 @@ struct TierIoSetting {
   std::vector<CurvePoint> write_gbps;
   std::vector<CurvePoint> mixed_read_gbps;
   std::vector<CurvePoint> mixed_write_gbps;
+  IoSetting io_setting() const { return {block_size, queue_depth}; }
 };
 
 struct TierProfile {
@@ -218,6 +219,8 @@ struct Profile {
   const TierProfile* find_tier(const std::string& name) const;
   // The tier's index in `tiers`, or tiers.size() when there is none of that name.
   std::size_t tier_index(const std::string& name) const;
+  // GPUs per node (every entry's count); 0 on a profile without GPUs.
+  std::int64_t gpu_count() const;
 };
 
 // Parses and validates; errors name the field (`tiers[1].read_gbps[0].value: must be > 0`).

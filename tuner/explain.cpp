@@ -68,7 +68,7 @@ std::string explain(const TuneResult& r, const Profile& profile) {
   const bool update_only = r.chosen.plan.explanation.value("update_only", false);
   out += describe_plan(r.chosen.plan);
   out += predicted_iteration_line(p, update_only);
-  out += format_fit(r.fit, p.iteration_s);
+  out += format_fit(r.fit);
 
   out += "\nwhat bounds each phase (analytic model):\n";
   if (!update_only) {
@@ -152,7 +152,7 @@ std::string search_summary(const TuneResult& r) {
             format_seconds(r.chosen.plan.baseline_prediction->iteration_s).c_str(),
             r.chosen.plan.baseline_prediction->iteration_s / p.iteration_s);
   out += '\n';
-  out += format_fit(r.fit, p.iteration_s);
+  out += format_fit(r.fit);
   out += search_counts_line(r);
   return out;
 }

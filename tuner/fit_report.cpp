@@ -27,14 +27,14 @@ FitReport fit_report(const Accounting& a, const Plan& plan, const TuneRequest& r
   fit.cpu_backend = request.profile.gpus.empty();
   const HostMemoryNeed m = host_memory_need(a, plan, cpu_model_bytes(a, request));
   fit.host = ResourceUse{"host memory", m.total(), static_cast<double>(host_budget(request)), true};
-  if (!fit.cpu_backend && !request.options.update_only)
-    fit.gpu = ResourceUse{"GPU memory", gpu_memory_need(a, request.param_offload).total(),
-                          static_cast<double>(request.profile.gpus.front().memory_bytes), true};
+  if (const std::optional<double> have = gpu_memory_budget(request))
+    fit.gpu = ResourceUse{"GPU memory", gpu_memory_need(a, request.param_offload).total(), *have, true};
   for (std::size_t t = 0; t < plan.tiers.size(); ++t) {
     const TierProfile* tp = request.profile.find_tier(plan.tiers[t].name);
     fit.tiers.push_back(ResourceUse{plan.tiers[t].name, tier_bytes_needed(a, plan, t),
                                     tp ? static_cast<double>(tp->free_bytes) : 0.0, tp != nullptr});
   }
+  fit.iteration_s = prediction.iteration_s;
   if (!request.options.update_only) {
     fit.tokens_per_iteration = static_cast<double>(a.tokens_per_iteration);
     if (prediction.iteration_s > 0) fit.tokens_per_s = fit.tokens_per_iteration / prediction.iteration_s;
@@ -42,7 +42,7 @@ FitReport fit_report(const Accounting& a, const Plan& plan, const TuneRequest& r
   return fit;
 }
 
-std::string format_fit(const FitReport& fit, double iteration_s) {
+std::string format_fit(const FitReport& fit) {
   std::string out = "uses: host memory " + use_text(fit.host) + " per node";
   if (fit.cpu_backend) out += " (with the CPU backend's model: no GPU)";
   if (fit.gpu) out += ", GPU memory " + use_text(*fit.gpu) + " per GPU";
@@ -53,7 +53,7 @@ std::string format_fit(const FitReport& fit, double iteration_s) {
   out += "\n";
   if (fit.tokens_per_iteration > 0)
     appendf(out, "predicted throughput: %.0f tokens/s (%.0f tokens per %s iteration)\n", fit.tokens_per_s,
-            fit.tokens_per_iteration, format_seconds(iteration_s).c_str());
+            fit.tokens_per_iteration, format_seconds(fit.iteration_s).c_str());
   return out;
 }
 

@@ -28,6 +28,7 @@ struct FitReport {
   bool cpu_backend = false;        // the profile has no GPU: ranks compute on the CPU
   std::optional<ResourceUse> gpu;  // per GPU; none without GPUs or for --update-only
   std::vector<ResourceUse> tiers;  // the plan's tiers: the state (and fp32 gradients) they hold
+  double iteration_s = 0;          // predicted
   double tokens_per_iteration = 0;
   double tokens_per_s = 0;  // 0 for --update-only (no tokens)
 };
@@ -37,7 +38,7 @@ FitReport fit_report(const Accounting& a, const Plan& plan, const TuneRequest& r
 
 // Two lines: "uses: host memory ... of ... per node, GPU memory ...; tier ... of ... free" and
 // "predicted throughput: N tokens/s (...)" (the second not for --update-only).
-std::string format_fit(const FitReport& fit, double iteration_s);
+std::string format_fit(const FitReport& fit);
 Json to_json(const FitReport& fit);
 
 }  // namespace mlpo::tune

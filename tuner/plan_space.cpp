@@ -204,6 +204,11 @@ double cpu_model_bytes(const Accounting& a, const TuneRequest& request) {
   return static_cast<double>(a.shape.gpus_per_node) * gpu_memory_need(a, request.param_offload).total();
 }
 
+std::optional<double> gpu_memory_budget(const TuneRequest& request) {
+  if (request.options.update_only || request.profile.gpus.empty()) return std::nullopt;
+  return static_cast<double>(request.profile.gpus.front().memory_bytes);
+}
+
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request) {
   const HostMemoryNeed m = host_memory_need(a, plan, cpu_model_bytes(a, request));
   const double budget = static_cast<double>(host_budget(request));
@@ -221,10 +226,10 @@ std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const
       return Shortfall{"tier " + tp->name + " capacity", need, static_cast<double>(tp->free_bytes),
                        "its share of the optimizer state"};
   }
-  if (!request.options.update_only && !request.profile.gpus.empty()) {
-    const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
+  if (const std::optional<double> have = gpu_memory_budget(request)) {
     const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
-    if (need.total() > have) return Shortfall{"GPU memory", need.total(), have, need.detail() + " per rank"};
+    if (need.total() > *have)
+      return Shortfall{"GPU memory", need.total(), *have, need.detail() + " per rank"};
   }
   return std::nullopt;
 }
@@ -475,12 +480,11 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
                   " + CPU backend model " + format_bytes(m.cpu_model) + " per node",
               "add nodes (--nodes), or raise --host-memory-budget if the profile's host.available_bytes is "
               "too low");
-  if (!request.options.update_only && !request.profile.gpus.empty()) {
-    const double have = static_cast<double>(request.profile.gpus.front().memory_bytes);
+  if (const std::optional<double> have = gpu_memory_budget(request)) {
     const GpuMemoryNeed need = gpu_memory_need(a, request.param_offload);
-    if (need.total() > have)
-      shortfall("GPU memory", need.total(), have, need.detail() + " per rank",
-                gpu_memory_advice(a, request.param_offload, have) +
+    if (need.total() > *have)
+      shortfall("GPU memory", need.total(), *have, need.detail() + " per rank",
+                gpu_memory_advice(a, request.param_offload, *have) +
                     " (--update-only skips this check: the update phase needs no GPU memory)");
   }
   const double R = static_cast<double>(a.shape.gpus_per_node);

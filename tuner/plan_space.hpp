@@ -93,6 +93,10 @@ GpuMemoryNeed gpu_memory_need(const Accounting& a, bool param_offload);
 // What to change when `need` exceeds `have` bytes: names the flag.
 std::string gpu_memory_advice(const Accounting& a, bool param_offload, double have);
 
+// The GPU memory per GPU a plan must fit in: the profile's, when it has GPUs and the request
+// trains; none on a profile without GPUs or for --update-only (the update needs none).
+std::optional<double> gpu_memory_budget(const TuneRequest& request);
+
 std::optional<Shortfall> check_fits(const Accounting& a, const Plan& plan, const TuneRequest& request);
 
 // One tier subset with a concurrency limit per member and a gradient policy: the part of a

@@ -99,7 +99,7 @@ std::string format_simulation(const PlanSimulation& s) {
             format_seconds(t.busy_s).c_str(), 100 * busy, wait_label.c_str(), format_seconds(wait).c_str());
   }
   appendf(out, "cache hits per rank: %lld\n", (long long)s.simulated.cache_hits);
-  out += format_fit(s.fit, p.iteration_s);
+  out += format_fit(s.fit);
   if (s.shortfall)
     appendf(out, "does not fit: %s short by %s (needs %s, has %s: %s)\n", s.shortfall->resource.c_str(),
             format_bytes(s.shortfall->need - s.shortfall->have).c_str(),

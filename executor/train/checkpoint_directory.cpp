@@ -47,6 +47,12 @@ std::optional<std::int64_t> checkpoint_step(const std::string& name) {
   return std::stoll(name.substr(5));
 }
 
+std::optional<fs::path> newest_checkpoint(const fs::path& dir) {
+  const std::vector<std::int64_t> complete = complete_checkpoints(dir);
+  if (complete.empty()) return std::nullopt;
+  return dir / checkpoint_name(complete.front());
+}
+
 std::vector<std::int64_t> complete_checkpoints(const fs::path& dir) {
   std::vector<std::int64_t> steps;
   std::error_code ec;

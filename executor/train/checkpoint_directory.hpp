@@ -25,6 +25,8 @@ std::optional<std::int64_t> checkpoint_step(const std::string& name);
 
 // Steps of the complete checkpoints DIR holds, newest first; empty when DIR does not exist.
 std::vector<std::int64_t> complete_checkpoints(const std::filesystem::path& dir);
+// DIR/ckpt-<step> of the newest complete checkpoint; none when DIR holds none.
+std::optional<std::filesystem::path> newest_checkpoint(const std::filesystem::path& dir);
 
 // The name `DIR/latest` holds ("ckpt-<step>"); none when there is no `latest`. Throws
 // mlpo::Error naming the file when it is unreadable or names no checkpoint.

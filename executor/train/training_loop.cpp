@@ -73,11 +73,9 @@ std::string rate_text(double bytes, double seconds) {
 Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double loss, double grad_norm) {
   std::string where = "no checkpoint was written (no --checkpoint-dir)";
   if (!o.checkpoint_dir.empty()) {
-    const auto complete = complete_checkpoints(o.checkpoint_dir);
-    where = complete.empty() ? "no checkpoint was written yet"
-                             : "the last checkpoint, " +
-                                   (fs::path(o.checkpoint_dir) / checkpoint_name(complete.front())).string() +
-                                   ", is untouched: --resume continues from it";
+    const auto newest = newest_checkpoint(o.checkpoint_dir);
+    where = newest ? "the last checkpoint, " + newest->string() + ", is untouched: --resume continues from it"
+                   : "no checkpoint was written yet";
   }
   return Error("step " + std::to_string(step) + ": the loss is " + std::to_string(loss) +
                " and the gradient norm " + std::to_string(grad_norm) +
@@ -543,8 +541,6 @@ class TrainingRun {
     return true;
   }
 
-  std::int64_t step() const { return pos_.step; }
-
   // The final weights: one safetensors file, or a Hugging Face directory.
   void export_weights() {
     const std::map<std::string, std::string> export_metadata{{"format", "pt"},
@@ -785,13 +781,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   }
   TrainResult result = run.finish(seconds_since(run_start));
   result.interrupted = !completed;
-  result.last_step = run.step();
-  if (result.interrupted) result.summary["interrupted"] = true;
-  if (!o.checkpoint_dir.empty()) {
-    const auto complete = complete_checkpoints(o.checkpoint_dir);
-    if (!complete.empty())
-      result.last_checkpoint = (fs::path(o.checkpoint_dir) / checkpoint_name(complete.front())).string();
-  }
+  if (const auto newest = o.checkpoint_dir.empty() ? std::nullopt : newest_checkpoint(o.checkpoint_dir))
+    result.last_checkpoint = newest->string();
   return result;
 }
 

@@ -106,10 +106,9 @@ struct TrainEvents {
 
 struct TrainResult {
   std::vector<Json> steps;
-  Json summary;  // "interrupted": true when stop_requested ended the run early
-  bool interrupted = false;
-  std::int64_t last_step = 0;   // the last step done (0: none)
-  std::string last_checkpoint;  // its path, when --checkpoint-dir holds a complete one
+  Json summary;                 // "last_step": the last step done (the checkpoint's on a resume)
+  bool interrupted = false;     // stop_requested ended the run before its last step
+  std::string last_checkpoint;  // the newest complete checkpoint in --checkpoint-dir, if any
 };
 
 // Throws mlpo::Error (nothing written, no checkpoint touched) for bad input: a compute backend
