@@ -421,10 +421,15 @@ case "$cmd" in
     ;;
   mpirun)
     load_state
+    # A node with fewer CPUs than MPI slots is oversubscribed, but Open MPI only sees the
+    # slots: without this its ranks busy-poll while they wait in a collective and take the
+    # node's CPU from the ranks still computing (as mpirun does by itself when it knows).
+    yield=()
+    [ "${CPUS_PER_NODE:-0}" -gt 0 ] && [ "${CPUS_PER_NODE}" -lt "${SLOTS:-1}" ] && yield=(--mca mpi_yield_when_idle 1)
     enter n1 mpirun --allow-run-as-root --hostfile "$state/hostfile" \
       --mca plm_rsh_agent "$state/agent" --mca plm_rsh_no_tree_spawn 1 \
       --mca oob_tcp_if_include "$subnet.0/24" --mca btl_tcp_if_include "$subnet.0/24" \
-      --mca btl self,vader,tcp "$@"
+      --mca btl self,vader,tcp "${yield[@]}" "$@"
     ;;
   link)
     load_state
