@@ -87,11 +87,15 @@ int main(int argc, char** argv) {
   std::string between_nodes;
   app.add_option("--comm-between-nodes", between_nodes,
                  "Also measure the collectives between nodes (comm.inter_node): LAUNCHER is the command "
-                 "that starts ranks on several nodes, given -np --comm-nodes --map-by node (e.g. "
+                 "that starts ranks on several nodes, given -np and --map-by (e.g. "
                  "\"scripts/testbed.sh mpirun\", or \"mpirun --hostfile hosts\"; docs/testbed.md)");
   app.add_option("--comm-nodes", request.inter_node_options.ranks,
-                 "Nodes (one rank each) of --comm-between-nodes (default 2)")
+                 "Nodes of --comm-between-nodes (default 2)")
       ->check(cli::whole_in(2, 1024));
+  app.add_option("--comm-ranks-per-node", request.inter_node_options.ranks_per_node,
+                 "Ranks on each node of --comm-between-nodes (default 1): give the run's ranks per node, "
+                 "so the figures include the node's ranks sharing its link")
+      ->check(cli::whole_in(1, 1024));
   app.add_option("--comm-probe-child", comm_child, "Internal: the --comm probe's ranks write FILE")
       ->group("");
   app.add_option("--notes", request.notes,

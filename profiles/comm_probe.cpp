@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -246,11 +247,18 @@ CollectiveRates probe_inter_node(const CommProbeOptions& o, const ProgressSink& 
     warn("--comm-between-nodes: this build has no MPI (-DMLPO_MPI=OFF): comm.inter_node not measured");
     return {};
   }
+  const int per_node = std::max(1, o.ranks_per_node);
   report(progress, "comm: MPI all-gather / reduce-scatter between nodes, " + std::to_string(o.ranks) +
-                       " ranks one per node, launched by " + o.launcher.front());
+                       " nodes x " + std::to_string(per_node) + " rank(s), launched by " +
+                       o.launcher.front());
   std::vector<std::string> launcher = o.launcher;
-  for (const char* a : {"--map-by", "node", "--bind-to", "none"}) launcher.push_back(a);
-  return launch_probe(o, launcher, "comm.inter_node", warn);
+  launcher.push_back("--map-by");
+  launcher.push_back(per_node == 1 ? "node" : "ppr:" + std::to_string(per_node) + ":node");
+  launcher.push_back("--bind-to");
+  launcher.push_back("none");
+  CommProbeOptions all = o;
+  all.ranks = o.ranks * per_node;
+  return launch_probe(all, launcher, "comm.inter_node", warn);
 }
 
 }  // namespace mlpo::profiles

@@ -14,9 +14,10 @@
 // the launch fails or takes longer than `timeout_s`, it returns unmeasured figures and says
 // why through `warn` (the models then leave the collectives out, with their own warning).
 // Costs a few seconds (2 ranks, 32 MiB, 5 repetitions).
-// Between nodes, probe_inter_node runs the same child mode with one rank per node through a
-// launcher that reaches the nodes (the testbed's `scripts/testbed.sh mpirun`, or an mpirun with
-// a hostfile); the figures describe the slowest path between two nodes (comm.inter_node).
+// Between nodes, probe_inter_node runs the same child mode with one rank per node (or
+// ranks_per_node) through a launcher that reaches the nodes (the testbed's
+// `scripts/testbed.sh mpirun`, or an mpirun with a hostfile); the figures describe the slowest
+// path between two nodes (comm.inter_node) with that many ranks of each node sharing it.
 
 #include <cstdint>
 #include <string>
@@ -34,6 +35,9 @@ struct CommProbeOptions {
   // (e.g. {"scripts/testbed.sh", "mpirun"}, or {"mpirun", "--hostfile", "hosts"}); it is given
   // `-np <ranks> --map-by node PROGRAM ...`. Empty: mpirun from PATH, all ranks on this node.
   std::vector<std::string> launcher;
+  // Between nodes: ranks on each node (`ranks` counts the nodes). With more than one, the
+  // node's ranks share its link as a run's do, and the figures are those of the run's shape.
+  int ranks_per_node = 1;
   std::int64_t buffer_bytes = std::int64_t{32} << 20;  // a layer-sized message
   int repetitions = 5;
   double timeout_s = 60;
@@ -49,8 +53,9 @@ int run_comm_probe_child(const std::string& out, const CommProbeOptions& options
 CollectiveRates probe_host_mpi(const CommProbeOptions& options, const ProgressSink& progress,
                                const io::WarningSink& warn);
 
-// The same collectives between nodes (`mlpo-profile --comm-between-nodes LAUNCHER`): one rank per
-// node, launched by options.launcher; the figures of comm.inter_node.
+// The same collectives between nodes (`mlpo-profile --comm-between-nodes LAUNCHER`): options.ranks
+// nodes of options.ranks_per_node ranks each, launched by options.launcher; the figures of
+// comm.inter_node.
 CollectiveRates probe_inter_node(const CommProbeOptions& options, const ProgressSink& progress,
                                  const io::WarningSink& warn);
 

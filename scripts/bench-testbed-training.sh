@@ -9,6 +9,10 @@
 #   scripts/bench-testbed-training.sh --tiers out/bench-testbed/tiers-1.json
 #       [--links 500mbit,2gbit] [--model small] [--steps 6] [--out out/bench-testbed-training]
 #
+# --model takes a preset or an mlpo.model/1 file, e.g. bench/models/small4.json (68 M parameters:
+# an update long enough that the token bucket's first slice, which lets ~0.1 s of a cap through
+# at once, is a few percent of it rather than ~15 % as with small's 0.5 s update).
+#
 # The testbed `bench` must be up (scripts/bench-testbed.sh brings it up and writes tiers-N.json).
 # Prints, per link, predicted vs measured seconds per phase (steps 2.. averaged) and whether the
 # weights are bitwise those of one process. Keep the machine idle while it runs.
@@ -23,7 +27,7 @@ while [ $# -gt 0 ]; do
     --model) model=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench-testbed-training: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -41,12 +45,14 @@ first_link=$LINK
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 tiers="$(cd "$(dirname "$tiers")" && pwd)/$(basename "$tiers")"
-params=$("$bin/mlpo-tune" --model "$model" --describe --json | python3 -c "import json,sys; print(json.load(sys.stdin)['params'])")
+[ -f "$model" ] && model="$(cd "$(dirname "$model")" && pwd)/$(basename "$model")"  # the nodes' commands run elsewhere
+read -r params model_name < <("$bin/mlpo-tune" --model "$model" --describe --json |
+  python3 -c "import json,sys; d = json.load(sys.stdin); print(d['params'], d['model'])")
 [ -f "$out/tokens.bin" ] || "$bin/mlpo-run" prepare-data --input README.md docs core executor --out "$out/tokens.bin" > /dev/null
 common=(--model "$model" --seq-len "$seq" --micro-batch "$micro" --steps "$steps" --seed 5 --data "$out/tokens.bin" --quiet)
 
 cat > "$out/plan.json" <<JSON
-{"schema": "mlpo.plan/1", "model": {"name": "$model", "params": $params},
+{"schema": "mlpo.plan/1", "model": {"name": "$model_name", "params": $params},
  "cluster": {"nodes": $nodes, "gpus_per_node": $ranks_per_node, "micro_batch": $micro, "grad_accum": 1, "seq_len": $seq},
  "subgroup_elements": 1048576, "buffers": 4, "prefetch_depth": 2, "host_cache_subgroups": 0,
  "order": "alternating", "gradients": "delayed", "mode": "mlp",
@@ -69,7 +75,7 @@ for link in "${link_list[@]}"; do
   # The node's figures at this link: compute for this model and batch, host MPI, comm.inter_node.
   "${tb[@]}" exec n1 "$bin/mlpo-profile" --quick --tier "scratch=/mnt/mlpo-bench/nvme" --tier-size 16MiB \
     --host-size 64MiB --model "$model" --micro-batch "$micro" --seq-len "$seq" --comm \
-    --comm-between-nodes "$PWD/scripts/testbed.sh --name bench mpirun" --notes "bench-testbed-training link $link" \
+    --comm-between-nodes "$PWD/scripts/testbed.sh --name bench mpirun" --comm-ranks-per-node "$ranks_per_node" --notes "bench-testbed-training link $link" \
     --out "$out/node-$link.json" > "$out/node-$link.log" 2>&1 || { cat "$out/node-$link.log" >&2; exit 1; }
   # ... with the tier curves of the tier profile (the same testbed's NVMe and remote tier).
   python3 - "$out/node-$link.json" "$tiers" "$out/profile-$link.json" <<'PY'
