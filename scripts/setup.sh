@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   liburing-dev          # all storage I/O (io_uring)
+  libisal-dev           # CRC32C of small buffers (Intel ISA-L's crc32_iscsi)
   libsimgrid-dev        # the discrete-event simulator (SimGrid 3.32)
   nlohmann-json3-dev    # JSON formats
   libcli11-dev          # command-line front-ends

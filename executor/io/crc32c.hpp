@@ -1,10 +1,12 @@
 #pragma once
 // CRC32C (Castagnoli), the checksum the engine records per written extent and verifies on
-// read. Picks at run time (once) the fastest of: folding with VPCLMULQDQ on AVX-512 registers,
-// the SSE4.2 crc32 instruction, a slicing-by-8 table; all give identical results.
-// Buffers under 256 bytes take the crc32 instruction; SSE4.2 interleaves three streams over
-// buffers of 96 KiB and more. The speed of each path (io_bench --crc): docs/benchmarks.md,
-// "CRC32C".
+// read. Buffers under 1 MiB go to Intel ISA-L's crc32_iscsi (libisal, which picks its own
+// folding code at run time); 1 MiB and over, and the three arrays of a subgroup chunk, take
+// the fastest of the project's paths: folding with VPCLMULQDQ on AVX-512 registers, the SSE4.2
+// crc32 instruction on three interleaved streams, a slicing-by-8 table. That split is what
+// crc_bench measured (docs/benchmarks.md, "CRC32C from ISA-L"): on an AVX2 CPU ISA-L is 1.0-2.9x
+// the SSE4.2 path on one buffer in cache at 4 KiB-1 MiB, and 0.7-0.9x of it streaming from
+// memory at 1 MiB and over and on three arrays at once. All give identical results.
 
 #include <array>
 #include <cstddef>
@@ -36,7 +38,11 @@ class Crc32cCombiner {
 // (the three-stream rate for pieces too small to be split): a subgroup chunk's p, m and v.
 std::array<std::uint32_t, 3> crc32c_three(const void* a, const void* b, const void* c, std::size_t size);
 
+// Buffers under this many bytes go to ISA-L in crc32c().
+inline constexpr std::size_t kCrc32cIsalBelowBytes = std::size_t{1} << 20;
+
 // The implementations, exposed so tests can compare them and the benchmark can time them.
+std::uint32_t crc32c_isal(const void* data, std::size_t size, std::uint32_t crc = 0);  // Intel ISA-L
 // crc32c() and crc32c_three() use the fastest this CPU has (crc32c_path(), checked once at
 // run time; the binary needs no AVX-512 to run): all give identical results.
 std::uint32_t crc32c_table(const void* data, std::size_t size, std::uint32_t crc = 0);
@@ -47,7 +53,7 @@ std::uint32_t crc32c_avx512(const void* data, std::size_t size, std::uint32_t cr
 bool crc32c_avx512_available();
 
 enum class Crc32cPath { avx512, sse42, table };
-Crc32cPath crc32c_path();  // the path crc32c() takes on this CPU
+Crc32cPath crc32c_path();  // the path crc32c() takes on this CPU from kCrc32cIsalBelowBytes up
 const char* crc32c_path_name(Crc32cPath path);
 
 }  // namespace mlpo::io

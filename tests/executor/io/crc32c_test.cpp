@@ -95,18 +95,41 @@ TEST(Crc32c, DetectsASingleFlippedBit) {
   EXPECT_NE(crc32c(data.data(), data.size()), before);
 }
 
+// ISA-L (crc32c() below kCrc32cIsalBelowBytes): the table's bits on each length 0..4096 at
+// a random alignment, continued from a random CRC, and on each side of the switch to the
+// project's own paths.
+TEST(Crc32c, IsalAgreesWithTheTableOnEveryLengthAndAtTheSwitch) {
+  std::mt19937_64 rng(17);
+  std::vector<unsigned char> data(kCrc32cIsalBelowBytes + 4096);
+  for (auto& b : data) b = static_cast<unsigned char>(rng());
+  for (std::size_t len = 0; len <= 4096; ++len) {
+    const std::size_t start = rng() % 64;
+    const auto init = static_cast<std::uint32_t>(rng());
+    ASSERT_EQ(crc32c_isal(data.data() + start, len), crc32c_table(data.data() + start, len)) << len;
+    ASSERT_EQ(crc32c_isal(data.data() + start, len, init), crc32c_table(data.data() + start, len, init))
+        << len;
+  }
+  for (std::size_t len : {kCrc32cIsalBelowBytes - 1, kCrc32cIsalBelowBytes, kCrc32cIsalBelowBytes + 1}) {
+    const std::size_t start = rng() % 16;
+    ASSERT_EQ(crc32c(data.data() + start, len), crc32c_table(data.data() + start, len)) << len;
+    ASSERT_EQ(crc32c_isal(data.data() + start, len), crc32c_table(data.data() + start, len)) << len;
+  }
+}
+
 // Buffers of three 32 KiB strides and more take the three-stream path: same bits as the
 // table, whatever the length and alignment around the stride boundaries.
 TEST(Crc32c, ThreeStreamPathAgreesWithTheTableAroundEveryStrideBoundary) {
+  if (!crc32c_hardware_available()) GTEST_SKIP() << "CPU has no SSE4.2 crc32 instruction";
   std::mt19937_64 rng(11);
   std::vector<unsigned char> data(3 * 3 * 32 * 1024 + 100);
   for (auto& b : data) b = static_cast<unsigned char>(rng());
   for (std::size_t start : {0u, 3u, 8u}) {
     for (std::size_t len : {3 * 32 * 1024 - 1, 3 * 32 * 1024, 3 * 32 * 1024 + 1, 3 * 32 * 1024 + 77,
                             2 * 3 * 32 * 1024, 3 * 3 * 32 * 1024 + 50}) {
-      ASSERT_EQ(crc32c(data.data() + start, len), crc32c_table(data.data() + start, len))
+      ASSERT_EQ(crc32c_hardware(data.data() + start, len), crc32c_table(data.data() + start, len))
           << start << " " << len;
-      ASSERT_EQ(crc32c(data.data() + start, len, 0x1234u), crc32c_table(data.data() + start, len, 0x1234u));
+      ASSERT_EQ(crc32c_hardware(data.data() + start, len, 0x1234u),
+                crc32c_table(data.data() + start, len, 0x1234u));
     }
   }
 }
