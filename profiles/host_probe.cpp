@@ -278,7 +278,8 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
       h.adam_checked_elements_per_s.push_back(
           {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, state_bytes, [&] {
              offload::checked_adamw(pool, integrity, 0, every_element_decays, 0, params, p.data(), m.data(),
-                                    v.data(), nullptr, grad.data(), p_out.data(), n, "host probe");
+                                    v.data(), nullptr, grad.data(), p_out.data(), n, /*mapped=*/false,
+                                    "host probe");
              ++params.step;
            })});
     }

@@ -436,7 +436,7 @@ class AdamLoad {
       const std::size_t at = next_ * kSubgroup;
       offload::checked_adamw(pool_, integrity_, static_cast<std::int64_t>(next_), no_mask_, 0, params_,
                              p_.data() + at, m_.data() + at, v_.data() + at, nullptr, grad_.data() + at,
-                             out_.data() + at, kSubgroup, "interference probe");
+                             out_.data() + at, kSubgroup, /*mapped=*/false, "interference probe");
       next_ = (next_ + 1) % (kElements / kSubgroup);
       elements_.fetch_add(static_cast<std::int64_t>(kSubgroup), std::memory_order_relaxed);
     }

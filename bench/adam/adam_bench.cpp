@@ -235,7 +235,7 @@ int run(const Options& opt) {
                       static const offload::WeightDecayMask every_element_decays;
                       offload::checked_adamw(pool, *integrity, 0, every_element_decays, 0, *step, pc.data(),
                                              mc.data(), vc.data(), nullptr, g16.data(), p_out.data(), n,
-                                             "adam_bench");
+                                             /*mapped=*/false, "adam_bench");
                       ++step->step;
                     }});
     }

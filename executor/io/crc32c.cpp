@@ -1,5 +1,7 @@
 #include "executor/io/crc32c.hpp"
 
+#include "core/crc32c_polynomial.hpp"
+
 #include <isa-l/crc.h>
 
 #include <array>
@@ -13,7 +15,7 @@
 namespace mlpo::io {
 namespace {
 
-constexpr std::uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
+constexpr std::uint32_t kPoly = kCrc32cPolynomial;
 
 using Tables = std::array<std::array<std::uint32_t, 256>, 8>;
 
@@ -32,41 +34,15 @@ constexpr Tables make_tables() {
 
 constexpr Tables kTables = make_tables();
 
-// a(x) * b(x) mod P(x), both reflected (bit 31 is x^0): zlib's multmodp.
-std::uint32_t multiply_mod_p(std::uint32_t a, std::uint32_t b) {
-  std::uint32_t m = 1u << 31, product = 0;
-  for (;;) {
-    if (a & m) {
-      product ^= b;
-      if ((a & (m - 1)) == 0) break;
-    }
-    m >>= 1;
-    b = (b & 1) ? (b >> 1) ^ kPoly : b >> 1;
-  }
-  return product;
-}
-
-// x^e mod P(x), reflected (bit 31 is x^0), by square and multiply.
-std::uint32_t x_pow_mod_p(std::uint64_t e) {
-  std::uint32_t x2k = 1u << 30;     // x^1, squared each round: x^(2^k)
-  std::uint32_t result = 1u << 31;  // x^0
-  while (e != 0) {
-    if (e & 1) result = multiply_mod_p(x2k, result);
-    x2k = multiply_mod_p(x2k, x2k);
-    e >>= 1;
-  }
-  return result;
-}
-
 // x^(8 n) mod P(x): the factor that moves a CRC past n zero bytes.
-std::uint32_t x_pow_8n_mod_p(std::uint64_t n) { return x_pow_mod_p(8 * n); }
+std::uint32_t x_pow_8n_mod_p(std::uint64_t n) { return crc32c_x_pow_mod_p(8 * n); }
 
 // Multiplication by one fixed factor is linear in the CRC: four byte-indexed tables.
 struct ShiftTables {
   std::array<std::array<std::uint32_t, 256>, 4> t{};
   explicit ShiftTables(std::uint32_t factor) {
     for (int j = 0; j < 4; ++j)
-      for (std::uint32_t v = 0; v < 256; ++v) t[j][v] = multiply_mod_p(factor, v << (8 * j));
+      for (std::uint32_t v = 0; v < 256; ++v) t[j][v] = crc32c_multiply_mod_p(factor, v << (8 * j));
   }
   std::uint32_t shift(std::uint32_t crc) const {
     return t[0][crc & 0xFF] ^ t[1][(crc >> 8) & 0xFF] ^ t[2][(crc >> 16) & 0xFF] ^ t[3][crc >> 24];
@@ -78,7 +54,7 @@ struct ShiftTables {
 Crc32cCombiner::Crc32cCombiner(std::uint64_t length_b) : factor_(x_pow_8n_mod_p(length_b)) {}
 
 std::uint32_t Crc32cCombiner::combine(std::uint32_t crc_a, std::uint32_t crc_b) const {
-  return multiply_mod_p(factor_, crc_a) ^ crc_b;
+  return crc32c_multiply_mod_p(factor_, crc_a) ^ crc_b;
 }
 
 std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t length_b) {
@@ -197,10 +173,10 @@ bool crc32c_hardware_available() { return __builtin_cpu_supports("sse4.2"); }
 //   B x^(8D) = H x^(8D+64) + L x^(8D)  ==  H (x^(8D+64) mod P) + L (x^(8D) mod P)   (mod P),
 // two products of degree < 96 that fit a 128-bit register. PCLMULQDQ multiplies 64-bit halves
 // without carries: for a (bit i = x^(63-i)) and a 32-bit constant c stored with bit j =
-// x^(31-j) -- the reflected form the table code and multiply_mod_p() use -- product bit k is
+// x^(31-j) -- the reflected form of the table code and core/crc32c_polynomial -- product bit k is
 // the coefficient of x^(94-k), i.e. the 128-bit register (bit k = x^(127-k)) holds a(x) c(x)
 // x^33. So the constants are c = x^(8D+64-33) mod P for the low half and x^(8D-33) mod P for
-// the high half, computed below with x_pow_mod_p() (no magic numbers to trust).
+// the high half, computed with core/crc32c_polynomial's crc32c_fold_pair() (no magic numbers to trust).
 //
 // The loop keeps four 512-bit accumulators (256 bytes, sixteen 128-bit lanes) folded by
 // D = 256; at the end they are folded into one (D = 64), the one's four lanes into one 128-bit
@@ -213,8 +189,9 @@ struct FoldConstants {
   std::uint64_t by256[2], by64[2], by16[2];  // {low half: x^(8D+31), high half: x^(8D-33)} mod P
   FoldConstants() {
     auto set = [](std::uint64_t(&k)[2], std::uint64_t d) {
-      k[0] = x_pow_mod_p(8 * d + 31);
-      k[1] = x_pow_mod_p(8 * d - 33);
+      const Crc32cFoldPair pair = crc32c_fold_pair(d);
+      k[0] = pair.low;
+      k[1] = pair.high;
     };
     set(by256, 256);
     set(by64, 64);

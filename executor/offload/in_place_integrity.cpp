@@ -23,16 +23,26 @@ void InPlaceIntegrity::add_subgroup(std::int64_t s, std::int64_t elements) {
 
 void InPlaceIntegrity::record(std::int64_t s, std::int64_t chunk, const float* p, const float* m,
                               const float* v, std::size_t n) {
-  subgroups_[static_cast<std::size_t>(s)].chunks.at(static_cast<std::size_t>(chunk)) =
-      io::crc32c_three(p, m, v, n * sizeof(float));
+  record_crcs(s, chunk, io::crc32c_three(p, m, v, n * sizeof(float)));
+}
+
+void InPlaceIntegrity::record_crcs(std::int64_t s, std::int64_t chunk,
+                                   const std::array<std::uint32_t, 3>& crcs) {
+  subgroups_[static_cast<std::size_t>(s)].chunks.at(static_cast<std::size_t>(chunk)) = crcs;
 }
 
 void InPlaceIntegrity::verify(std::int64_t s, std::int64_t chunk, const float* p, const float* m,
                               const float* v, std::size_t n, const std::string& where) const {
+  if (!subgroups_[static_cast<std::size_t>(s)].recorded) return;
+  verify_crcs(s, chunk, io::crc32c_three(p, m, v, n * sizeof(float)), n, where);
+}
+
+void InPlaceIntegrity::verify_crcs(std::int64_t s, std::int64_t chunk,
+                                   const std::array<std::uint32_t, 3>& got, std::size_t n,
+                                   const std::string& where) const {
   const Records& r = subgroups_[static_cast<std::size_t>(s)];
   if (!r.recorded) return;
   const auto& want = r.chunks.at(static_cast<std::size_t>(chunk));
-  const auto got = io::crc32c_three(p, m, v, n * sizeof(float));
   for (int a = 0; a < 3; ++a) {
     if (got[a] == want[a]) continue;
     const char* name[] = {"p (master weights)", "m (first moment)", "v (second moment)"};

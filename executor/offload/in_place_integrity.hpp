@@ -13,6 +13,7 @@
 // front); mark_recorded and forget run on one thread between passes.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ class InPlaceIntegrity {
   // does nothing before the subgroup's first complete record.
   void verify(std::int64_t s, std::int64_t chunk, const float* p, const float* m, const float* v,
               std::size_t n, const std::string& where) const;
+  // The same two with the chunk's CRCs already taken (AdamW's fused pass, adamw_crc.hpp).
+  void record_crcs(std::int64_t s, std::int64_t chunk, const std::array<std::uint32_t, 3>& crcs);
+  void verify_crcs(std::int64_t s, std::int64_t chunk, const std::array<std::uint32_t, 3>& got, std::size_t n,
+                   const std::string& where) const;
   // Every chunk of s has been recorded: later reads are verified.
   void mark_recorded(std::int64_t s) { subgroups_[static_cast<std::size_t>(s)].recorded = true; }
 

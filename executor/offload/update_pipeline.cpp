@@ -251,7 +251,8 @@ void UpdatePipeline::adamw_checked(const Subgroup& sg, const AdamWParams& adam, 
                                    const bf16* g16, bf16* out) {
   const std::size_t floats = static_cast<std::size_t>(store_.floats_per_array());
   checked_adamw(threads_, store_.chunk_integrity(), sg.index, decay_mask_, sg.begin, adam, p, p + floats,
-                p + 2 * floats, g32, g16, out, static_cast<std::size_t>(sg.elements), store_.where(sg.index));
+                p + 2 * floats, g32, g16, out, static_cast<std::size_t>(sg.elements),
+                store_.resident(sg.index), store_.where(sg.index));
 }
 
 void UpdatePipeline::record_chunks(const Subgroup& sg, const float* p) {

@@ -17,23 +17,6 @@ namespace {
 
 using detail::AdamWConstants;
 
-AdamWConstants make_constants(const AdamWParams& a) {
-  validate(a);
-  const auto t = static_cast<double>(a.step);
-  AdamWConstants c;
-  c.beta1 = a.beta1;
-  c.one_minus_beta1 = 1.0f - a.beta1;  // exact for beta in [0.5, 1) (Sterbenz)
-  c.beta2 = a.beta2;
-  c.one_minus_beta2 = 1.0f - a.beta2;
-  c.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(a.beta1), t));
-  c.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(a.beta2), t));
-  c.lr = a.lr;
-  c.lr_times_wd = static_cast<float>(static_cast<double>(a.lr) * a.weight_decay);
-  c.eps = a.eps;
-  c.grad_scale = a.grad_scale;
-  return c;
-}
-
 inline float load_grad(const float* g, std::size_t i) { return g[i]; }
 inline float load_grad(const bf16* g, std::size_t i) { return bf16_to_float(g[i]); }
 
@@ -78,7 +61,7 @@ void run(const AdamWConstants& c, float* p, float* m, float* v, const Grad* g, b
 template <class Grad>
 void run_parallel(ThreadPool& pool, const AdamWParams& params, float* p, float* m, float* v, const Grad* g,
                   bf16* p_out, std::size_t n, SimdIsa isa) {
-  const AdamWConstants c = make_constants(params);
+  const AdamWConstants c = detail::make_adamw_constants(params);
   isa = resolve_simd_isa(isa);
   pool.parallel_for(n, adamw_grain, [&](std::size_t b, std::size_t e) {
     run(c, p + b, m + b, v + b, g + b, p_out ? p_out + b : nullptr, e - b, isa);
@@ -86,6 +69,23 @@ void run_parallel(ThreadPool& pool, const AdamWParams& params, float* p, float* 
 }
 
 }  // namespace
+
+detail::AdamWConstants detail::make_adamw_constants(const AdamWParams& a) {
+  validate(a);
+  const auto t = static_cast<double>(a.step);
+  AdamWConstants c;
+  c.beta1 = a.beta1;
+  c.one_minus_beta1 = 1.0f - a.beta1;  // exact for beta in [0.5, 1) (Sterbenz)
+  c.beta2 = a.beta2;
+  c.one_minus_beta2 = 1.0f - a.beta2;
+  c.bias_correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(a.beta1), t));
+  c.bias_correction2 = static_cast<float>(1.0 - std::pow(static_cast<double>(a.beta2), t));
+  c.lr = a.lr;
+  c.lr_times_wd = static_cast<float>(static_cast<double>(a.lr) * a.weight_decay);
+  c.eps = a.eps;
+  c.grad_scale = a.grad_scale;
+  return c;
+}
 
 void validate(const AdamWParams& a) {
   if (a.step < 1) throw Error("AdamW step is " + std::to_string(a.step) + "; it counts updates from 1");
@@ -97,12 +97,12 @@ void validate(const AdamWParams& a) {
 
 void adamw_update_bf16grad(const AdamWParams& params, float* p, float* m, float* v, const bf16* grad,
                            bf16* p_out, std::size_t n, SimdIsa isa) {
-  run(make_constants(params), p, m, v, grad, p_out, n, resolve_simd_isa(isa));
+  run(detail::make_adamw_constants(params), p, m, v, grad, p_out, n, resolve_simd_isa(isa));
 }
 
 void adamw_update_fp32grad(const AdamWParams& params, float* p, float* m, float* v, const float* grad,
                            bf16* p_out, std::size_t n, SimdIsa isa) {
-  run(make_constants(params), p, m, v, grad, p_out, n, resolve_simd_isa(isa));
+  run(detail::make_adamw_constants(params), p, m, v, grad, p_out, n, resolve_simd_isa(isa));
 }
 
 void adamw_update_bf16grad(ThreadPool& pool, const AdamWParams& params, float* p, float* m, float* v,

@@ -29,8 +29,13 @@
 // run on a CPU without AVX-512. Their helpers have internal linkage.
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/bf16.hpp"
+
+namespace mlpo {
+struct AdamWParams;
+}  // namespace mlpo
 
 namespace mlpo::detail {
 
@@ -41,6 +46,9 @@ struct AdamWConstants {
   float lr, lr_times_wd, eps, grad_scale;
 };
 
+// The constants of `params` (validated), as every variant reads them (adamw.cpp).
+AdamWConstants make_adamw_constants(const AdamWParams& params);
+
 void adamw_bf16grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, const bf16* grad, bf16* p_out,
                          std::size_t n);
 void adamw_fp32grad_avx2(const AdamWConstants& c, float* p, float* m, float* v, const float* grad,
@@ -49,6 +57,19 @@ void adamw_bf16grad_avx512(const AdamWConstants& c, float* p, float* m, float* v
                            bf16* p_out, std::size_t n);
 void adamw_fp32grad_avx512(const AdamWConstants& c, float* p, float* m, float* v, const float* grad,
                            bf16* p_out, std::size_t n);
+
+// AdamW with the CRC32C of what it loads and stores (adamw_crc.hpp), AVX2 + VPCLMULQDQ. The
+// folding constants come from core/crc32c_polynomial (computed in the baseline unit, so the
+// ISA unit calls nothing shared). crcs: p, m, v before, then p, m, v after.
+struct CrcFoldConstants {
+  std::uint64_t by32[2], by16[2];  // {low half, high half} for a fold of 32 and of 16 bytes
+};
+void adamw_crc_bf16grad_avx2(const AdamWConstants& c, const CrcFoldConstants& k, const float* p_in,
+                             const float* m_in, const float* v_in, float* p, float* m, float* v,
+                             const bf16* grad, bf16* p_out, std::size_t n, std::uint32_t crcs[6]);
+void adamw_crc_fp32grad_avx2(const AdamWConstants& c, const CrcFoldConstants& k, const float* p_in,
+                             const float* m_in, const float* v_in, float* p, float* m, float* v,
+                             const float* grad, bf16* p_out, std::size_t n, std::uint32_t crcs[6]);
 
 void bf16_to_fp32_avx2(const bf16* src, float* dst, std::size_t n);
 void fp32_to_bf16_avx2(const float* src, bf16* dst, std::size_t n);

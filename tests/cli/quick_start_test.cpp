@@ -60,8 +60,12 @@ TEST(QuickStart, TheRecipeInGettingStartedRuns) {
         "report: run/report.svg", "predicted"})
     EXPECT_NE(printed.find(expected), std::string::npos) << expected << "\n" << printed;
   EXPECT_TRUE(fs::exists(root / "run/export/model.safetensors"));
-  // The second run continues the first exactly: no warning about a changed setting.
-  EXPECT_EQ(printed.find("warning:"), std::string::npos) << printed;
+  // The second run continues the first exactly: no warning about a changed setting. (The
+  // hypervisor's steal warning is about the machine, e.g. ctest -j2 on a busy VM, not the recipe.)
+  std::istringstream lines(printed);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("warning:") != std::string::npos && line.find("the hypervisor took") == std::string::npos)
+      ADD_FAILURE() << line;
   fs::remove_all(root);
 }
 
