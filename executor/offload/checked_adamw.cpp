@@ -38,19 +38,17 @@ void fused_chunk(InPlaceIntegrity& integrity, std::int64_t subgroup, std::int64_
     integrity.record_crcs(subgroup, c, crcs.after);
     return;
   }
+  // (The bf16 weights go straight to `out`: they are not the file's.)
   constexpr auto chunk = static_cast<std::size_t>(InPlaceIntegrity::kChunk);
   thread_local std::vector<float> scratch;
-  thread_local std::vector<bf16> scratch_out;
   scratch.resize(3 * chunk);
-  if (out) scratch_out.resize(chunk);
   float* sp = scratch.data();
-  const AdamWChunkCrcs crcs = adamw_crc_update(a, {p, m, v, sp, sp + chunk, sp + 2 * chunk}, g32, g16,
-                                               out ? scratch_out.data() : nullptr, len);
+  const AdamWChunkCrcs crcs =
+      adamw_crc_update(a, {p, m, v, sp, sp + chunk, sp + 2 * chunk}, g32, g16, out, len);
   integrity.verify_crcs(subgroup, c, crcs.before, len, where);
   std::memcpy(p, sp, len * sizeof(float));
   std::memcpy(m, sp + chunk, len * sizeof(float));
   std::memcpy(v, sp + 2 * chunk, len * sizeof(float));
-  if (out) std::memcpy(out, scratch_out.data(), len * sizeof(bf16));
   integrity.record_crcs(subgroup, c, crcs.after);
 }
 

@@ -1,5 +1,5 @@
 // AVX2 AdamW with the CRC32C of p, m, v taken in the same pass (adamw_crc.hpp): 8 elements per
-// iteration, the same operations in the same order as adamw_avx2.cpp's update8. The 32 bytes of
+// iteration, adamw_lanes_avx2.hpp's update8, as adamw_avx2.cpp. The 32 bytes of
 // each array it is about to load continue that array's CRC with the crc32 instruction; each of
 // the three 32-byte vectors it stores is folded into its own 256-bit accumulator with
 // VPCLMULQDQ (two carry-less products and two xors: the folding of executor/io/crc32c.cpp,
@@ -13,57 +13,11 @@
 
 #include <cstring>
 
+#include "kernels/cpu/adamw_lanes_avx2.hpp"
 #include "kernels/cpu/adamw_variants.hpp"
-#include "kernels/cpu/convert_lanes.hpp"
 
 namespace mlpo::detail {
 namespace {
-
-struct Lanes {
-  __m256 beta1, one_minus_beta1, beta2, one_minus_beta2, bc1, bc2, lr, lr_times_wd, eps, grad_scale;
-  explicit Lanes(const AdamWConstants& c)
-      : beta1(_mm256_set1_ps(c.beta1)),
-        one_minus_beta1(_mm256_set1_ps(c.one_minus_beta1)),
-        beta2(_mm256_set1_ps(c.beta2)),
-        one_minus_beta2(_mm256_set1_ps(c.one_minus_beta2)),
-        bc1(_mm256_set1_ps(c.bias_correction1)),
-        bc2(_mm256_set1_ps(c.bias_correction2)),
-        lr(_mm256_set1_ps(c.lr)),
-        lr_times_wd(_mm256_set1_ps(c.lr_times_wd)),
-        eps(_mm256_set1_ps(c.eps)),
-        grad_scale(_mm256_set1_ps(c.grad_scale)) {}
-};
-
-inline __m256 load_grad(const float* g) { return _mm256_loadu_ps(g); }
-inline __m256 load_grad(const bf16* g) {
-  return bf16x8_to_fp32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
-}
-
-// What one iteration loaded and stored, as integer vectors for the folding.
-struct Block {
-  __m256i in[3], out[3];  // p, m, v
-};
-
-// adamw_avx2.cpp's update8, reading from the *_in arrays and writing to p, m, v.
-template <class Grad>
-inline Block update8(const Lanes& c, const float* p_in, const float* m_in, const float* v_in, float* p,
-                     float* m, float* v, const Grad* grad, bf16* p_out) {
-  const __m256 mold = _mm256_loadu_ps(m_in), vold = _mm256_loadu_ps(v_in), pold = _mm256_loadu_ps(p_in);
-  const __m256 g = _mm256_mul_ps(load_grad(grad), c.grad_scale);
-  const __m256 mi = _mm256_add_ps(_mm256_mul_ps(c.beta1, mold), _mm256_mul_ps(c.one_minus_beta1, g));
-  const __m256 vi =
-      _mm256_add_ps(_mm256_mul_ps(c.beta2, vold), _mm256_mul_ps(c.one_minus_beta2, _mm256_mul_ps(g, g)));
-  const __m256 mhat = _mm256_div_ps(mi, c.bc1);
-  const __m256 vhat = _mm256_div_ps(vi, c.bc2);
-  const __m256 step = _mm256_mul_ps(c.lr, _mm256_div_ps(mhat, _mm256_add_ps(_mm256_sqrt_ps(vhat), c.eps)));
-  const __m256 pi = _mm256_sub_ps(pold, _mm256_add_ps(_mm256_mul_ps(c.lr_times_wd, pold), step));
-  _mm256_storeu_ps(m, mi);
-  _mm256_storeu_ps(v, vi);
-  _mm256_storeu_ps(p, pi);
-  if (p_out) _mm_storeu_si128(reinterpret_cast<__m128i*>(p_out), fp32x8_to_bf16(pi));
-  return {{_mm256_castps_si256(pold), _mm256_castps_si256(mold), _mm256_castps_si256(vold)},
-          {_mm256_castps_si256(pi), _mm256_castps_si256(mi), _mm256_castps_si256(vi)}};
-}
 
 // x folded 32 bytes forward (k: the by32 pair in both 128-bit lanes) and xored with `next`.
 inline __m256i fold32(__m256i x, __m256i k, __m256i next) {
