@@ -96,15 +96,15 @@ t = '$params'.upper(); m = {'K': 1e3, 'M': 1e6, 'B': 1e9, 'G': 1e9}
 n = float(t[:-1]) * m[t[-1]] if t[-1] in m else float(t)
 print(max(1, round(0.15 * -(-int(n) // $subgroup))))")
 
+wanted() { [ -z "$only" ] || [[ ",$only," == *",$1,"* ]] || [ ! -f "$out/$1.jsonl" ]; }  # else kept
 plan roof 0 mem:1:0
-[ -n "$only" ] && [[ ",$only," != *",roof,"* ]] && [ -f "$out/roof.jsonl" ] || run roof
+if wanted roof; then run roof; fi
 for c in "${configs[@]}"; do
   read -r name c0 tiers <<< "$c"
   [[ "$name" == *-cache ]] && c0=$cache
   # shellcheck disable=SC2086
   plan "$name" "$c0" $tiers
-  if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi
-  run "$name"
+  if wanted "$name"; then run "$name"; fi
 done
 
 python3 - "$out" "$NVME_READ" "$NVME_WRITE" "$REMOTE_READ" "$REMOTE_WRITE" "${configs[@]}" <<'PY'

@@ -1,11 +1,8 @@
-// AVX2 AdamW: 8 elements per iteration. The tail (< 8 elements) is copied into zero-padded stack
-// blocks, run through the same 8-lane code and copied back, so it gets the very same
-// instructions. Compiled with -mavx2 -ffp-contract=off; called only after the dispatcher saw AVX2.
+// AVX2 AdamW: 8 elements per iteration (adamw_lanes_avx2.hpp), the tail (< 8 elements) through
+// the same 8-lane code. Compiled with -mavx2 -ffp-contract=off; called only after the dispatcher saw AVX2.
 // Operation order: adamw_variants.hpp.
 
 #include <immintrin.h>
-
-#include <cstring>
 
 #include "kernels/cpu/adamw_lanes_avx2.hpp"
 #include "kernels/cpu/adamw_variants.hpp"
@@ -23,20 +20,8 @@ void adamw_avx2(const AdamWConstants& constants, float* p, float* m, float* v, c
   } else {
     for (; i + 8 <= n; i += 8) update8(c, p + i, m + i, v + i, p + i, m + i, v + i, grad + i, nullptr);
   }
-  if (i == n) return;
-  const std::size_t rest = n - i;
-  float tp[8] = {}, tm[8] = {}, tv[8] = {};
-  Grad tg[8] = {};
-  bf16 to[8] = {};
-  std::memcpy(tp, p + i, rest * sizeof(float));
-  std::memcpy(tm, m + i, rest * sizeof(float));
-  std::memcpy(tv, v + i, rest * sizeof(float));
-  std::memcpy(tg, grad + i, rest * sizeof(Grad));
-  update8(c, tp, tm, tv, tp, tm, tv, tg, p_out ? to : nullptr);
-  std::memcpy(p + i, tp, rest * sizeof(float));
-  std::memcpy(m + i, tm, rest * sizeof(float));
-  std::memcpy(v + i, tv, rest * sizeof(float));
-  if (p_out) std::memcpy(p_out + i, to, rest * sizeof(bf16));
+  if (i < n)
+    update_tail(c, p + i, m + i, v + i, p + i, m + i, v + i, grad + i, p_out ? p_out + i : nullptr, n - i);
 }
 
 }  // namespace

@@ -1,13 +1,12 @@
 // AVX2 AdamW with the CRC32C of p, m, v taken in the same pass (adamw_crc.hpp): 8 elements per
-// iteration, adamw_lanes_avx2.hpp's update8, as adamw_avx2.cpp. The 32 bytes of
+// iteration, adamw_lanes_avx2.hpp's update8 and update_tail, as adamw_avx2.cpp. The 32 bytes of
 // each array it is about to load continue that array's CRC with the crc32 instruction; each of
 // the three 32-byte vectors it stores is folded into its own 256-bit accumulator with
 // VPCLMULQDQ (two carry-less products and two xors: the folding of executor/io/crc32c.cpp,
 // 32 bytes at a time), which at the end is folded to 128 bits and reduced with the crc32
-// instruction. The tail (< 8 elements) runs through the same update on a zero-padded copy and
-// its bytes continue each CRC with the crc32 instruction. Compiled with
-// -mavx2 -mpclmul -mvpclmulqdq -msse4.2 -ffp-contract=off; called only after the dispatcher
-// saw all four. Internal linkage for every helper (adamw_variants.hpp).
+// instruction. The tail's bytes (< 8 elements) continue each CRC with the crc32 instruction.
+// Compiled with -mavx2 -mpclmul -mvpclmulqdq -msse4.2 -ffp-contract=off; called only after the
+// dispatcher saw all four. Internal linkage for every helper (adamw_variants.hpp).
 
 #include <immintrin.h>
 
@@ -67,55 +66,37 @@ void adamw_crc_avx2(const AdamWConstants& constants, const CrcFoldConstants& k, 
         _mm256_set_epi64x(static_cast<long long>(k.by32[1]), static_cast<long long>(k.by32[0]),
                           static_cast<long long>(k.by32[1]), static_cast<long long>(k.by32[0]));
     const __m128i k16 = _mm_set_epi64x(static_cast<long long>(k.by16[1]), static_cast<long long>(k.by16[0]));
-    const __m256i init = _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, -1);
-    std::uint64_t s0 = 0xFFFFFFFFu, s1 = 0xFFFFFFFFu, s2 = 0xFFFFFFFFu;
-    for (std::size_t w = 0; w < 8; w += 2) {
-      s0 = _mm_crc32_u64(s0, load64(p_in + w));
-      s1 = _mm_crc32_u64(s1, load64(m_in + w));
-      s2 = _mm_crc32_u64(s2, load64(v_in + w));
-    }
-    const Block first = update8(c, p_in, m_in, v_in, p, m, v, grad, p_out);
-    __m256i a3 = _mm256_xor_si256(first.out[0], init), a4 = _mm256_xor_si256(first.out[1], init),
-            a5 = _mm256_xor_si256(first.out[2], init);
-    for (std::size_t i = 8; i < whole; i += 8) {
+    // The initial state (all ones) goes into the first 4 bytes of each folded stream; an
+    // accumulator of zeros folds to zeros, so the first block is just `init ^ block`.
+    __m256i init = _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, -1);
+    __m256i ap = _mm256_setzero_si256(), am = ap, av = ap;
+    for (std::size_t i = 0; i < whole; i += 8) {
       for (std::size_t w = 0; w < 8; w += 2) {
-        s0 = _mm_crc32_u64(s0, load64(p_in + i + w));
-        s1 = _mm_crc32_u64(s1, load64(m_in + i + w));
-        s2 = _mm_crc32_u64(s2, load64(v_in + i + w));
+        state[0] = _mm_crc32_u64(state[0], load64(p_in + i + w));
+        state[1] = _mm_crc32_u64(state[1], load64(m_in + i + w));
+        state[2] = _mm_crc32_u64(state[2], load64(v_in + i + w));
       }
-      const Block b = update8(c, p_in + i, m_in + i, v_in + i, p + i, m + i, v + i, grad + i,
-                              p_out ? p_out + i : nullptr);
-      a3 = fold32(a3, k32, b.out[0]);
-      a4 = fold32(a4, k32, b.out[1]);
-      a5 = fold32(a5, k32, b.out[2]);
+      const Stored b = update8(c, p_in + i, m_in + i, v_in + i, p + i, m + i, v + i, grad + i,
+                               p_out ? p_out + i : nullptr);
+      ap = fold32(ap, k32, _mm256_xor_si256(b.p, init));
+      am = fold32(am, k32, _mm256_xor_si256(b.m, init));
+      av = fold32(av, k32, _mm256_xor_si256(b.v, init));
+      init = _mm256_setzero_si256();
     }
-    state[0] = s0;
-    state[1] = s1;
-    state[2] = s2;
-    state[3] = reduce(a3, k16);
-    state[4] = reduce(a4, k16);
-    state[5] = reduce(a5, k16);
+    state[3] = reduce(ap, k16);
+    state[4] = reduce(am, k16);
+    state[5] = reduce(av, k16);
   }
   if (whole < n) {
     const std::size_t rest = n - whole;
-    float tp[8] = {}, tm[8] = {}, tv[8] = {};
-    Grad tg[8] = {};
-    bf16 to[8] = {};
-    std::memcpy(tp, p_in + whole, rest * sizeof(float));
-    std::memcpy(tm, m_in + whole, rest * sizeof(float));
-    std::memcpy(tv, v_in + whole, rest * sizeof(float));
-    std::memcpy(tg, grad + whole, rest * sizeof(Grad));
-    state[0] = continue_crc(state[0], tp, rest);
-    state[1] = continue_crc(state[1], tm, rest);
-    state[2] = continue_crc(state[2], tv, rest);
-    update8(c, tp, tm, tv, tp, tm, tv, tg, p_out ? to : nullptr);
-    state[3] = continue_crc(state[3], tp, rest);
-    state[4] = continue_crc(state[4], tm, rest);
-    state[5] = continue_crc(state[5], tv, rest);
-    std::memcpy(p + whole, tp, rest * sizeof(float));
-    std::memcpy(m + whole, tm, rest * sizeof(float));
-    std::memcpy(v + whole, tv, rest * sizeof(float));
-    if (p_out) std::memcpy(p_out + whole, to, rest * sizeof(bf16));
+    state[0] = continue_crc(state[0], p_in + whole, rest);
+    state[1] = continue_crc(state[1], m_in + whole, rest);
+    state[2] = continue_crc(state[2], v_in + whole, rest);
+    update_tail(c, p_in + whole, m_in + whole, v_in + whole, p + whole, m + whole, v + whole, grad + whole,
+                p_out ? p_out + whole : nullptr, rest);
+    state[3] = continue_crc(state[3], p + whole, rest);
+    state[4] = continue_crc(state[4], m + whole, rest);
+    state[5] = continue_crc(state[5], v + whole, rest);
   }
   for (int s = 0; s < 6; ++s) crcs[s] = ~static_cast<std::uint32_t>(state[s]);
 }

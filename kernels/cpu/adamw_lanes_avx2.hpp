@@ -5,6 +5,9 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
+#include <cstring>
+
 #include "kernels/cpu/adamw_variants.hpp"
 #include "kernels/cpu/convert_lanes.hpp"
 
@@ -32,16 +35,16 @@ inline __m256 load_grad(const bf16* g) {
   return bf16x8_to_fp32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(g)));
 }
 
-// What one iteration loaded and stored, as integer vectors for the folding.
-struct Block {
-  __m256i in[3], out[3];  // p, m, v
+// What one step stored in p, m, v, as integer vectors (for a CRC's folding).
+struct Stored {
+  __m256i p, m, v;
 };
 
 // One step of 8 elements, reading from the *_in arrays and writing to p, m, v (the same arrays or
-// others); returns what it loaded and stored.
+// others); returns what it stored.
 template <class Grad>
-inline Block update8(const Lanes& c, const float* p_in, const float* m_in, const float* v_in, float* p,
-                     float* m, float* v, const Grad* grad, bf16* p_out) {
+inline Stored update8(const Lanes& c, const float* p_in, const float* m_in, const float* v_in, float* p,
+                      float* m, float* v, const Grad* grad, bf16* p_out) {
   const __m256 mold = _mm256_loadu_ps(m_in), vold = _mm256_loadu_ps(v_in), pold = _mm256_loadu_ps(p_in);
   const __m256 g = _mm256_mul_ps(load_grad(grad), c.grad_scale);
   const __m256 mi = _mm256_add_ps(_mm256_mul_ps(c.beta1, mold), _mm256_mul_ps(c.one_minus_beta1, g));
@@ -55,8 +58,26 @@ inline Block update8(const Lanes& c, const float* p_in, const float* m_in, const
   _mm256_storeu_ps(v, vi);
   _mm256_storeu_ps(p, pi);
   if (p_out) _mm_storeu_si128(reinterpret_cast<__m128i*>(p_out), fp32x8_to_bf16(pi));
-  return {{_mm256_castps_si256(pold), _mm256_castps_si256(mold), _mm256_castps_si256(vold)},
-          {_mm256_castps_si256(pi), _mm256_castps_si256(mi), _mm256_castps_si256(vi)}};
+  return {_mm256_castps_si256(pi), _mm256_castps_si256(mi), _mm256_castps_si256(vi)};
+}
+
+// The last `rest` (< 8) elements: copied into zero-padded stack blocks, run through update8 and
+// copied back, so they get the very same instructions.
+template <class Grad>
+inline void update_tail(const Lanes& c, const float* p_in, const float* m_in, const float* v_in, float* p,
+                        float* m, float* v, const Grad* grad, bf16* p_out, std::size_t rest) {
+  float tp[8] = {}, tm[8] = {}, tv[8] = {};
+  Grad tg[8] = {};
+  bf16 to[8] = {};
+  std::memcpy(tp, p_in, rest * sizeof(float));
+  std::memcpy(tm, m_in, rest * sizeof(float));
+  std::memcpy(tv, v_in, rest * sizeof(float));
+  std::memcpy(tg, grad, rest * sizeof(Grad));
+  update8(c, tp, tm, tv, tp, tm, tv, tg, p_out ? to : nullptr);
+  std::memcpy(p, tp, rest * sizeof(float));
+  std::memcpy(m, tm, rest * sizeof(float));
+  std::memcpy(v, tv, rest * sizeof(float));
+  if (p_out) std::memcpy(p_out, to, rest * sizeof(bf16));
 }
 
 #endif
