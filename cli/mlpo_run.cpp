@@ -1,8 +1,8 @@
 // mlpo-run: execute pre-training (or the update phase alone) under a plan.
 //
 // Four modes, each with its own flags: training (train::train), --update-only
-// (update_only::run_update_only), prepare-data (train::prepare_data) and report
-// (train::write_run_report). main() declares the flags, checks that the chosen mode reads every
+// (update_only::run_update_only), prepare-data (data::prepare_data) and report
+// (runlog::write_run_report). main() declares the flags, checks that the chosen mode reads every
 // flag given (FlagModes), and hands the mode its flags: each mode validates them, calls its one
 // library function and prints. The --help text is cli/mlpo_run_help.hpp.
 #include <unistd.h>
@@ -27,10 +27,10 @@
 #include "executor/comm/launch_env.hpp"
 #include "executor/comm/open_communicator.hpp"
 #include "executor/update_only/update_only_run.hpp"
-#include "executor/train/hf_checkpoint.hpp"
-#include "executor/train/prepare_data.hpp"
-#include "executor/train/run_log.hpp"
-#include "executor/train/run_report.hpp"
+#include "executor/hf/hf_checkpoint.hpp"
+#include "executor/data/prepare_data.hpp"
+#include "executor/runlog/run_log.hpp"
+#include "executor/runlog/run_report.hpp"
 #include "executor/train/training_loop.hpp"
 #include "kernels/attention_path.hpp"
 
@@ -42,7 +42,7 @@ using mlpo::cli::Precision;
 
 // prepare-data.
 struct PrepareDataFlags {
-  mlpo::train::PrepareDataOptions options;
+  mlpo::data::PrepareDataOptions options;
   std::string model;  // preset or file the data is for
 };
 
@@ -87,7 +87,7 @@ struct UpdateOnlyFlags {
 CLI::App* add_prepare_data(CLI::App& app, PrepareDataFlags& f) {
   auto* prepare = app.add_subcommand(
       "prepare-data", "Tokenize files (byte-level, or a SentencePiece --tokenizer) into an llm.c shard");
-  mlpo::train::PrepareDataOptions& p = f.options;
+  mlpo::data::PrepareDataOptions& p = f.options;
   prepare
       ->add_option("--input", p.inputs,
                    "Files or directories (recursively, sorted by path), concatenated in order")
@@ -395,7 +395,7 @@ mlpo::cli::FlagModes run_flag_modes() {
 // ---- Running each mode ------------------------------------------------------------------
 
 int run_prepare_data(PrepareDataFlags& f) {
-  mlpo::train::PrepareDataOptions& p = f.options;
+  mlpo::data::PrepareDataOptions& p = f.options;
   if (!f.model.empty()) p.model = mlpo::load_model(f.model);
   if (::isatty(STDERR_FILENO))
     p.progress = [](std::uint64_t done, std::uint64_t total) {
@@ -403,7 +403,7 @@ int run_prepare_data(PrepareDataFlags& f) {
                    static_cast<double>(total) / 1e6,
                    100.0 * static_cast<double>(done) / static_cast<double>(total));
     };
-  auto r = mlpo::train::prepare_data(p);
+  auto r = mlpo::data::prepare_data(p);
   if (::isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K");
   std::printf("prepare-data: %lld files, %lld tokens (%s) -> %s\n", static_cast<long long>(r.files),
               static_cast<long long>(r.tokens), r.tokenizer.c_str(), p.out.c_str());
@@ -411,7 +411,7 @@ int run_prepare_data(PrepareDataFlags& f) {
 }
 
 int run_report(const ReportFlags& f) {
-  mlpo::train::write_run_report(f.log, f.out, f.title);
+  mlpo::runlog::write_run_report(f.log, f.out, f.title);
   std::printf("report: %s\n", f.out.c_str());
   return 0;
 }
@@ -446,7 +446,7 @@ mlpo::update_only::UpdateOnlyOptions update_only_options(const StepFlags& s, con
 // One rank's (or the whole local group's) update-only run; `rank0` logs and prints.
 int update_only_ranked(const StepFlags& s, const mlpo::update_only::UpdateOnlyOptions& u, bool rank0) {
   const bool tty = ::isatty(STDOUT_FILENO) && !s.quiet;
-  mlpo::train::RunLog log(rank0 ? s.log_path : std::string(), false);
+  mlpo::runlog::RunLog log(rank0 ? s.log_path : std::string(), false);
   auto result = mlpo::update_only::run_update_only(u, [&](const mlpo::Json& rec) {
     log.write(rec);
     if (s.quiet) return;
@@ -496,7 +496,7 @@ mlpo::train::TrainOptions training_options(const CLI::App& app, const StepFlags&
   if (!f.gpu_memory_limit.empty() && t.backend.rfind("cuda", 0) != 0)
     throw mlpo::Error("--gpu-memory-limit: limits GPU memory, but --backend is " + t.backend +
                       "; add --backend cuda or drop --gpu-memory-limit");
-  t.model = f.model_name.empty() ? mlpo::train::read_hf_model(t.init_from) : mlpo::load_model(f.model_name);
+  t.model = f.model_name.empty() ? mlpo::hf::read_hf_model(t.init_from) : mlpo::load_model(f.model_name);
   t.export_shard_bytes = mlpo::parse_bytes(f.export_shard_size, "--export-shard-size");
   if (f.seq_len > 0) t.model.seq_len = f.seq_len;
   if (!s.plan_path.empty()) {
@@ -535,7 +535,7 @@ std::string eta_text(double seconds) {
 // Notes as they come (warnings and checkpoint throughput to stderr); each step to the log and,
 // unless quiet, as a line with its ETA (and after a checkpoint its throughput, on stderr).
 mlpo::train::TrainEvents print_events(const mlpo::train::TrainOptions& t, bool quiet,
-                                      mlpo::train::RunLog& log, double& elapsed, std::int64_t& done) {
+                                      mlpo::runlog::RunLog& log, double& elapsed, std::int64_t& done) {
   mlpo::train::TrainEvents events;
   // Warnings (a resume without `latest`, ...) and checkpoint throughput to stderr.
   events.note = [](const std::string& line) {
@@ -642,7 +642,7 @@ int run_training(mlpo::train::TrainOptions& t, const std::string& comm_name, con
   mlpo::InterruptGuard interrupts(true, rank0 ? kInterruptMessage : nullptr);
   t.stop_requested = [] { return mlpo::interrupt_signal() != 0; };
   auto body = [&] {
-    mlpo::train::RunLog log(rank0 ? s.log_path : std::string(), t.resume);
+    mlpo::runlog::RunLog log(rank0 ? s.log_path : std::string(), t.resume);
     double elapsed = 0;
     std::int64_t done = 0;
     const mlpo::train::TrainEvents events = print_events(t, s.quiet, log, elapsed, done);

@@ -27,8 +27,8 @@
 #include "executor/io/crc32c.hpp"
 #include "executor/offload/checked_adamw.hpp"
 #include "executor/offload/gradient_norm.hpp"
-#include "executor/train/compute_backend.hpp"
-#include "executor/train/compute_probe.hpp"
+#include "executor/compute/compute_backend.hpp"
+#include "profiles/compute_probe.hpp"
 #include "profiles/gemm_shapes.hpp"
 #include "core/interrupt.hpp"
 #include "profiles/sample_stats.hpp"
@@ -148,18 +148,18 @@ Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
 
 // The executor's forward and backward on the CPU backend as mlpo-run opens it (open_backend, its
 // default --blas-threads: one column block per pool thread): each repetition's GFLOP/s per part.
-train::ComputeProbeSamples run_cpu_model_probe(const HostProbeOptions& options, ThreadPool& pool,
-                                               const ProgressSink& progress) {
-  const train::ComputeBackend device =
-      train::open_backend(train::parse_backend("cpu", "--backend"), pool, pool.size(), 0);
-  train::ComputeProbeOptions probe{options.gemm_model, options.model_micro_batch, options.model_seq_len,
-                                   options.model_repetitions};
-  return train::probe_model_compute(*device.backend, probe,
-                                    [&](const std::string& line) { report(progress, line); });
+profiles::ComputeProbeSamples run_cpu_model_probe(const HostProbeOptions& options, ThreadPool& pool,
+                                                  const ProgressSink& progress) {
+  const compute::ComputeBackend device =
+      compute::open_backend(compute::parse_backend("cpu", "--backend"), pool, pool.size(), 0);
+  profiles::ComputeProbeOptions probe{options.gemm_model, options.model_micro_batch, options.model_seq_len,
+                                      options.model_repetitions};
+  return profiles::probe_model_compute(*device.backend, probe,
+                                       [&](const std::string& line) { report(progress, line); });
 }
 
 ModelComputeFigures cpu_model_figures(const HostProbeOptions& options, std::int64_t threads,
-                                      const train::ComputeProbeSamples& s) {
+                                      const profiles::ComputeProbeSamples& s) {
   ModelComputeFigures f;
   f.model = options.gemm_model.name;
   f.micro_batch = options.model_micro_batch;
@@ -184,7 +184,7 @@ ModelComputeFigures probe_cpu_model(const HostProbeOptions& options, ThreadPool&
 // make the figures; copy 0 reports progress.
 ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& options, unsigned cores,
                                                         const ProgressSink& progress) {
-  std::vector<train::ComputeProbeSamples> samples(cores);
+  std::vector<profiles::ComputeProbeSamples> samples(cores);
   std::vector<std::exception_ptr> errors(cores);
   {
     std::vector<std::jthread> copies;
@@ -200,11 +200,11 @@ ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& 
   }
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
-  train::ComputeProbeSamples all;
+  profiles::ComputeProbeSamples all;
   auto add = [](std::vector<double>& to, const std::vector<double>& from) {
     to.insert(to.end(), from.begin(), from.end());
   };
-  for (const train::ComputeProbeSamples& s : samples) {
+  for (const profiles::ComputeProbeSamples& s : samples) {
     add(all.layer_forward_gflops, s.layer_forward_gflops);
     add(all.layer_backward_gflops, s.layer_backward_gflops);
     add(all.head_forward_gflops, s.head_forward_gflops);

@@ -32,7 +32,7 @@ struct HostProbeOptions {
   bool cpu_gemm = true;
   ModelSpec gemm_model;  // shapes of the CPU GEMM figure and of the model probe
   std::int64_t gemm_tokens = 512;
-  // The model probe (host.cpu_model, executor/train/compute_probe.hpp): the executor's own
+  // The model probe (host.cpu_model, profiles/compute_probe.hpp): the executor's own
   // forward and backward of gemm_model's widths at this micro-batch and sequence length.
   bool cpu_model = true;
   std::int64_t model_micro_batch = 1;

@@ -72,7 +72,7 @@ double cpu_model_bytes(const Accounting& a, const TuneRequest& request);
 // Optimizer state (and fp32 gradients in flush mode) a plan puts on tier `t`, for the whole
 // group that shares it: one node for local tiers, all nodes for remote ones.
 double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t);
-// Device memory one rank takes, as the executor allocates it (executor/train/compute_backend.cpp,
+// Device memory one rank takes, as the executor allocates it (executor/compute/compute_backend.cpp,
 // executor/model/device_memory.cpp): ZeRO-3 (several ranks) gathers one part's bf16 weights
 // at a time and, with grad_accum 1, streams the gradients to the host part by part, so
 // neither shard is resident; one rank keeps every weight (or, with --param-offload, two part

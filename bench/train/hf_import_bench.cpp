@@ -17,9 +17,9 @@
 #include "core/hf_config.hpp"
 #include "core/model_spec.hpp"
 #include "executor/model/model_shape.hpp"
-#include "executor/train/hf_checkpoint.hpp"
-#include "executor/train/hf_export.hpp"
-#include "executor/train/safetensors.hpp"
+#include "executor/hf/hf_checkpoint.hpp"
+#include "executor/hf/hf_export.hpp"
+#include "executor/hf/safetensors.hpp"
 
 namespace {
 
@@ -36,17 +36,17 @@ void generate(const ModelSpec& spec, const std::string& dir, std::uint64_t shard
   const model::ParameterLayout layout(model::shape_of(spec));
   fs::create_directories(dir);
   std::ofstream(fs::path(dir) / "config.json") << hf_config(spec, "bfloat16").dump(2) << "\n";
-  const auto shards = train::plan_hf_shards(layout, sizeof(bf16), shard_bytes);
+  const auto shards = hf::plan_hf_shards(layout, sizeof(bf16), shard_bytes);
   mlpo::Json map = mlpo::Json::object();
   std::vector<bf16> buffer(std::size_t{2} << 20);
   for (const auto& shard : shards) {
-    std::vector<train::SafetensorsEntry> tensors;
+    std::vector<hf::SafetensorsEntry> tensors;
     for (std::size_t e = shard.first_entry; e < shard.end_entry; ++e) {
       tensors.push_back({layout.entries()[e].name, "BF16", layout.entries()[e].shape});
       map[layout.entries()[e].name] = shard.name;
     }
     std::ofstream out(fs::path(dir) / shard.name, std::ios::binary);
-    out << train::safetensors_header(tensors, {{"format", "pt"}});
+    out << hf::safetensors_header(tensors, {{"format", "pt"}});
     for (std::int64_t at = shard.begin; at < shard.end;) {
       const std::int64_t n = std::min<std::int64_t>(static_cast<std::int64_t>(buffer.size()), shard.end - at);
       for (std::int64_t i = 0; i < n; ++i)
@@ -65,8 +65,8 @@ void generate(const ModelSpec& spec, const std::string& dir, std::uint64_t shard
 
 void import(const std::string& dir, std::int64_t subgroup) {
   const auto t0 = std::chrono::steady_clock::now();
-  const ModelSpec spec = train::read_hf_model(dir);
-  train::HfCheckpoint checkpoint(dir, spec);
+  const ModelSpec spec = hf::read_hf_model(dir);
+  hf::HfCheckpoint checkpoint(dir, spec);
   const std::int64_t total = model::ParameterLayout(model::shape_of(spec)).total();
   std::vector<float> p(static_cast<std::size_t>(subgroup));
   double checksum = 0;

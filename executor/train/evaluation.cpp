@@ -7,7 +7,7 @@
 
 namespace mlpo::train {
 
-ValidationSet::ValidationSet(TokenData data, std::int64_t tokens, int micro_batch, std::int64_t seq_len)
+ValidationSet::ValidationSet(data::TokenData data, std::int64_t tokens, int micro_batch, std::int64_t seq_len)
     : data_(std::move(data)), micro_batch_(micro_batch), seq_len_(seq_len) {
   const std::int64_t batch_tokens = static_cast<std::int64_t>(micro_batch) * seq_len;
   const std::int64_t available = data_.windows() / micro_batch;

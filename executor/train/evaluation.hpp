@@ -19,7 +19,7 @@
 
 #include "executor/model/transformer_model.hpp"
 #include "executor/train/step_collectives.hpp"
-#include "executor/train/token_data.hpp"
+#include "executor/data/token_data.hpp"
 
 namespace mlpo::train {
 
@@ -28,7 +28,7 @@ class ValidationSet {
   // `data` opened for the model's vocab and sequence length. Throws mlpo::Error naming
   // --eval-tokens and --eval-data when T is less than one micro-batch or more than the data
   // holds.
-  ValidationSet(TokenData data, std::int64_t tokens, int micro_batch, std::int64_t seq_len);
+  ValidationSet(data::TokenData data, std::int64_t tokens, int micro_batch, std::int64_t seq_len);
 
   std::int64_t sequences() const { return micro_batches_ * micro_batch_; }
   std::int64_t tokens() const { return sequences() * seq_len_; }  // predicted tokens
@@ -40,7 +40,7 @@ class ValidationSet {
   double loss(model::TransformerModel& model, StepCollectives& collectives, int rank, int ranks) const;
 
  private:
-  TokenData data_;
+  data::TokenData data_;
   int micro_batch_;
   std::int64_t seq_len_;
   std::int64_t micro_batches_ = 0;

@@ -5,13 +5,13 @@
 namespace mlpo::train {
 
 RankWeights::RankWeights(Backend& backend, const model::ParameterLayout& layout, std::span<bf16> weights,
-                         comm::LayerExchange* exchange, const TrainingFootprint& footprint)
+                         comm::LayerExchange* exchange, const compute::TrainingFootprint& footprint)
     : weights_(weights) {
   if (exchange) {
     provider_ = std::make_unique<model::GatheredWeights>(backend, layout, *exchange, weights);
   } else if (footprint.param_offload) {
     auto p = std::make_unique<model::HostStreamedWeights>(backend, layout, DType::bf16, weights.data(),
-                                                          weight_slots(footprint));
+                                                          compute::weight_slots(footprint));
     streamed_ = p.get();
     provider_ = std::move(p);
   } else {

@@ -29,7 +29,7 @@
 #include "executor/model/resident_weights.hpp"
 #include "executor/model/weight_provider.hpp"
 #include "executor/offload/subgroup_layout.hpp"
-#include "executor/train/compute_backend.hpp"
+#include "executor/compute/compute_backend.hpp"
 #include "executor/train/step_record.hpp"
 #include "kernels/backend.hpp"
 
@@ -40,7 +40,7 @@ class RankWeights {
   // `exchange`: the job's layer exchange with several ranks (ZeRO-3), null on one process.
   // `footprint`: --param-offload and the streaming provider's slots.
   RankWeights(Backend& backend, const model::ParameterLayout& layout, std::span<bf16> weights,
-              comm::LayerExchange* exchange, const TrainingFootprint& footprint);
+              comm::LayerExchange* exchange, const compute::TrainingFootprint& footprint);
 
   // What the model takes its weights from.
   model::WeightProvider* provider() const { return provider_.get(); }

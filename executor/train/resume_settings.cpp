@@ -5,7 +5,7 @@
 namespace mlpo::train {
 
 Json resume_settings(const TrainOptions& o, const LrSchedule& lr, unsigned blas_threads,
-                     const TokenData& data, int ranks) {
+                     const data::TokenData& data, int ranks) {
   return Json{{"seq_len", o.model.seq_len},
               {"micro_batch", o.micro_batch},
               {"grad_accum", static_cast<std::int64_t>(o.grad_accum) * ranks},

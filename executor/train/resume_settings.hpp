@@ -14,14 +14,14 @@
 
 #include "core/json_io.hpp"
 #include "executor/train/lr_schedule.hpp"
-#include "executor/train/token_data.hpp"
+#include "executor/data/token_data.hpp"
 #include "executor/train/training_loop.hpp"
 
 namespace mlpo::train {
 
 // `lr`: the schedule as run (decay_end resolved); `blas_threads`: as run (0 resolved).
 Json resume_settings(const TrainOptions& options, const LrSchedule& lr, unsigned blas_threads,
-                     const TokenData& data, int ranks);
+                     const data::TokenData& data, int ranks);
 
 // One "warning: resume: ..." line per compared setting of `run` that `checkpoint` lacks or
 // holds with another value, in key order; none when they match.

@@ -10,7 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/path_checks.hpp"
-#include "executor/train/hf_export.hpp"
+#include "executor/hf/hf_export.hpp"
 
 namespace mlpo::train {
 
@@ -46,7 +46,7 @@ void check_optimizer_options(const TrainOptions& o) {
 }  // namespace
 
 void check_train_options(const TrainOptions& o, const comm::Communicator& comm,
-                         const BackendChoice& backend) {
+                         const compute::BackendChoice& backend) {
   if (o.steps < 1) throw Error("--steps: must be >= 1");
   if (o.micro_batch < 1) throw Error("--micro-batch: must be >= 1");
   if (o.grad_accum < 1) throw Error("--grad-accum: must be >= 1");
@@ -55,7 +55,7 @@ void check_train_options(const TrainOptions& o, const comm::Communicator& comm,
   if (o.resume && o.checkpoint_dir.empty())
     throw Error("--resume needs --checkpoint-dir (where the checkpoints are)");
   if (comm.memory() != comm::MemorySpace::host) {
-    if (backend.kind != BackendChoice::Kind::cuda)
+    if (backend.kind != compute::BackendChoice::Kind::cuda)
       throw Error(std::string("--comm ") + comm.backend() +
                   ": this communicator moves GPU buffers, but training runs on the "
                   "CPU backend, whose buffers are host memory; use --comm mpi (or auto), or --backend cuda");
@@ -74,7 +74,7 @@ void check_train_options(const TrainOptions& o, const comm::Communicator& comm,
     throw Error("--param-offload: is for a single process; with " + std::to_string(comm.size()) +
                 " ranks the weights are already sharded (ZeRO-3) and gathered one part at a time; drop "
                 "--param-offload");
-  if (!o.export_safetensors.empty() && exports_single_file(o.export_safetensors)) {
+  if (!o.export_safetensors.empty() && hf::exports_single_file(o.export_safetensors)) {
     check_output_file(o.export_safetensors, "--export-safetensors");
   } else if (!o.export_safetensors.empty()) {  // a directory (hf_export.hpp checks what it holds)
     fs::path target = fs::absolute(o.export_safetensors).lexically_normal();

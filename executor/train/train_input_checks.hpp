@@ -8,7 +8,7 @@
 
 #include "core/plan.hpp"
 #include "executor/comm/communicator.hpp"
-#include "executor/train/compute_backend.hpp"
+#include "executor/compute/compute_backend.hpp"
 #include "executor/train/training_loop.hpp"
 
 namespace mlpo::train {
@@ -21,7 +21,7 @@ namespace mlpo::train {
 // not a directory, in a directory that exists and is writable. train() makes these checks
 // before it prints anything (the default plan included).
 void check_train_options(const TrainOptions& options, const comm::Communicator& comm,
-                         const BackendChoice& backend);
+                         const compute::BackendChoice& backend);
 
 // The plan is valid, made for a model of `params` parameters, and each file tier's directory
 // exists. (Its cluster shape against the launched world: comm::check_world_matches, collective.)

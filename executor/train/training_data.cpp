@@ -1,14 +1,15 @@
 #include "executor/train/training_data.hpp"
 
 #include "core/error.hpp"
-#include "executor/train/tokenizer.hpp"
+#include "executor/data/tokenizer.hpp"
 
 namespace mlpo::train {
 
 namespace {
 
-void check_recorded_vocab(const TokenData& data, const Tokenizer& tokenizer, const std::string& flag) {
-  for (const TokenFile& f : data.files())
+void check_recorded_vocab(const data::TokenData& data, const data::Tokenizer& tokenizer,
+                          const std::string& flag) {
+  for (const data::TokenFile& f : data.files())
     if (f.recorded_vocab() != 0 && f.recorded_vocab() != tokenizer.vocab())
       throw Error(flag + " " + f.path() + ": was made with a tokenizer of " +
                   std::to_string(f.recorded_vocab()) + " tokens (its header records it), but --tokenizer " +
@@ -23,12 +24,13 @@ TrainingData open_training_data(const TrainOptions& o) {
   if (o.eval_every < 0) throw Error("--eval-every: must be >= 0 (0: only after the last step)");
   if (o.eval_data.empty() && (o.eval_every > 0 || o.eval_tokens > 0))
     throw Error("--eval-every and --eval-tokens need --eval-data (the held-out token file to evaluate on)");
-  TrainingData d{TokenData(o.data, o.model.vocab, o.model.seq_len, o.token_bytes, "--data"), std::nullopt};
-  std::optional<TokenData> eval;
+  TrainingData d{data::TokenData(o.data, o.model.vocab, o.model.seq_len, o.token_bytes, "--data"),
+                 std::nullopt};
+  std::optional<data::TokenData> eval;
   if (!o.eval_data.empty())
     eval.emplace(o.eval_data, o.model.vocab, o.model.seq_len, o.token_bytes, "--eval-data");
   if (!o.tokenizer.empty()) {
-    const Tokenizer tokenizer = Tokenizer::sentencepiece(o.tokenizer, "--tokenizer");
+    const data::Tokenizer tokenizer = data::Tokenizer::sentencepiece(o.tokenizer, "--tokenizer");
     if (tokenizer.vocab() > o.model.vocab)
       throw Error("--tokenizer " + o.tokenizer + ": vocabulary of " + std::to_string(tokenizer.vocab()) +
                   " tokens is larger than the model's vocab of " + std::to_string(o.model.vocab) +

@@ -7,13 +7,13 @@
 #include <optional>
 
 #include "executor/train/evaluation.hpp"
-#include "executor/train/token_data.hpp"
+#include "executor/data/token_data.hpp"
 #include "executor/train/training_loop.hpp"
 
 namespace mlpo::train {
 
 struct TrainingData {
-  TokenData train;
+  data::TokenData train;
   std::optional<ValidationSet> validation;
 };
 

@@ -29,13 +29,13 @@ std::int64_t largest_range(const model::ParameterLayout& layout) {
 // The model's buffers on the CPU backend, whose device memory is host memory; each item names
 // the flag that shrinks it ("" when none does).
 void add_cpu_model(offload::HostMemoryNeed& need, const model::ModelShape& shape,
-                   const TrainingFootprint& f) {
-  model::DeviceMemoryNeed m = training_device_memory(shape, f, 0);
+                   const compute::TrainingFootprint& f) {
+  model::DeviceMemoryNeed m = compute::training_device_memory(shape, f, 0);
   // The resident provider's load staging chunk: training uploads bf16 directly, never through it.
-  if (weight_slots(f) == 0) m.activations -= (std::int64_t{1} << 20) * 4;
+  if (compute::weight_slots(f) == 0) m.activations -= (std::int64_t{1} << 20) * 4;
   const bool can_offload = !f.param_offload && f.ranks == 1;
   std::string gradient_fix;
-  if (!streams_gradients(f))
+  if (!compute::streams_gradients(f))
     gradient_fix = f.grad_accum > 1
                        ? (can_offload ? "use --grad-accum 1 with --param-offload" : "use --grad-accum 1")
                        : "use --param-offload";
@@ -50,7 +50,7 @@ void add_cpu_model(offload::HostMemoryNeed& need, const model::ModelShape& shape
 }  // namespace
 
 offload::HostMemoryNeed training_host_memory(const model::ModelShape& shape,
-                                             const TrainingFootprint& footprint, const Plan& plan,
+                                             const compute::TrainingFootprint& footprint, const Plan& plan,
                                              const RankShard& shard, bool cpu_backend) {
   offload::HostMemoryNeed need;
   if (cpu_backend) add_cpu_model(need, shape, footprint);

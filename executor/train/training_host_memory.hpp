@@ -28,14 +28,14 @@
 #include "core/plan.hpp"
 #include "core/rank_shard.hpp"
 #include "executor/offload/host_memory_need.hpp"
-#include "executor/train/compute_backend.hpp"
+#include "executor/compute/compute_backend.hpp"
 
 namespace mlpo::train {
 
 // What one rank of the run allocates in host memory; `cpu_backend`: the model's buffers are in
 // host memory too. `shard`: the rank's part of the parameters (all of them for one process).
 offload::HostMemoryNeed training_host_memory(const model::ModelShape& shape,
-                                             const TrainingFootprint& footprint, const Plan& plan,
+                                             const compute::TrainingFootprint& footprint, const Plan& plan,
                                              const RankShard& shard, bool cpu_backend);
 
 struct HostMemoryAvailable {

@@ -29,15 +29,15 @@
 #include "executor/offload/gradient_norm.hpp"
 #include "executor/offload/rank_engine.hpp"
 #include "executor/offload/tier_run_directories.hpp"
-#include "executor/train/checkpoint.hpp"
-#include "executor/train/checkpoint_directory.hpp"
-#include "executor/train/compute_backend.hpp"
+#include "executor/checkpoint/checkpoint.hpp"
+#include "executor/checkpoint/checkpoint_directory.hpp"
+#include "executor/compute/compute_backend.hpp"
 #include "executor/train/default_plan.hpp"
-#include "executor/train/gathered_safetensors.hpp"
-#include "executor/train/gradient_handover.hpp"
-#include "executor/train/hf_checkpoint.hpp"
-#include "executor/train/hf_export.hpp"
-#include "executor/train/micro_batch_gradient_sum.hpp"
+#include "executor/hf/gathered_safetensors.hpp"
+#include "executor/compute/gradient_handover.hpp"
+#include "executor/hf/hf_checkpoint.hpp"
+#include "executor/hf/hf_export.hpp"
+#include "executor/compute/micro_batch_gradient_sum.hpp"
 #include "executor/train/phase_trace.hpp"
 #include "executor/train/rank_weights.hpp"
 #include "executor/train/resume_settings.hpp"
@@ -73,7 +73,7 @@ std::string rate_text(double bytes, double seconds) {
 Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double loss, double grad_norm) {
   std::string where = "no checkpoint was written (no --checkpoint-dir)";
   if (!o.checkpoint_dir.empty()) {
-    const auto newest = newest_checkpoint(o.checkpoint_dir);
+    const auto newest = checkpoint::newest_checkpoint(o.checkpoint_dir);
     where = newest ? "the last checkpoint, " + newest->string() + ", is untouched: --resume continues from it"
                    : "no checkpoint was written yet";
   }
@@ -93,46 +93,48 @@ using Note = std::function<void(const std::string&)>;
 struct RunInputs {
   model::ModelShape shape;
   model::ParameterLayout layout;
-  BackendChoice backend_choice;
+  compute::BackendChoice backend_choice;
   WeightDecayScope decay_scope;
   TrainingData data;
   comm::ZeroPartition partition;
-  std::optional<Checkpoint> checkpoint;  // --resume, when there is one
-  std::optional<HfCheckpoint> init;      // --init-from, unless there is a checkpoint
-  HfExportOptions hf_export;
+  std::optional<checkpoint::Checkpoint> checkpoint;  // --resume, when there is one
+  std::optional<hf::HfCheckpoint> init;              // --init-from, unless there is a checkpoint
+  hf::HfExportOptions hf_export;
   bool export_file = false;  // --export-safetensors names one .safetensors file (else a directory)
 };
 
 // The checkpoint to continue from (--resume; none yet is a note, not an error), after checking
 // the directory: without --resume it must hold no checkpoint, and either way it must have room
 // for one more beside the last, so a full disk is an error now, not at step N.
-std::optional<Checkpoint> open_checkpoint(const TrainOptions& o, const model::ParameterLayout& layout,
-                                          const comm::ZeroPartition& partition, const Note& input_note) {
-  std::optional<Checkpoint> checkpoint;
+std::optional<checkpoint::Checkpoint> open_checkpoint(const TrainOptions& o,
+                                                      const model::ParameterLayout& layout,
+                                                      const comm::ZeroPartition& partition,
+                                                      const Note& input_note) {
+  std::optional<checkpoint::Checkpoint> checkpoint;
   if (o.checkpoint_dir.empty()) return checkpoint;
   const std::int64_t params = layout.total();
   const RankShard& mine = partition.mine();
   if (o.resume) {
     // Each rank checks the state files it will read; rank 0 also the weights file.
-    checkpoint = Checkpoint::open_latest(o.checkpoint_dir, o.model, params,
-                                         {mine.global_begin, mine.global_end(), partition.rank() == 0});
+    checkpoint = checkpoint::Checkpoint::open_latest(
+        o.checkpoint_dir, o.model, params, {mine.global_begin, mine.global_end(), partition.rank() == 0});
     if (!checkpoint)
       input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
   } else {
-    expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
+    checkpoint::expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
   }
   if (!checkpoint || checkpoint->position().step < o.steps)
-    check_checkpoint_space(
-        o.checkpoint_dir,
-        checkpoint_bytes(params, static_cast<std::int64_t>(layout.entries().size()), partition.ranks()));
+    checkpoint::check_checkpoint_space(
+        o.checkpoint_dir, checkpoint::checkpoint_bytes(
+                              params, static_cast<std::int64_t>(layout.entries().size()), partition.ranks()));
   return checkpoint;
 }
 
 // Whether the export is one .safetensors file (bf16 only); a Hugging Face directory is checked
 // here (hf_export.hpp).
-bool check_export(const TrainOptions& o, const HfExportOptions& hf_export) {
-  const bool export_file = !o.export_safetensors.empty() && exports_single_file(o.export_safetensors);
-  if (!o.export_safetensors.empty() && !export_file) check_hf_export(hf_export);
+bool check_export(const TrainOptions& o, const hf::HfExportOptions& hf_export) {
+  const bool export_file = !o.export_safetensors.empty() && hf::exports_single_file(o.export_safetensors);
+  if (!o.export_safetensors.empty() && !export_file) hf::check_hf_export(hf_export);
   if (export_file && (o.export_dtype != "bf16" || !o.export_tokenizer_files.empty()))
     throw Error("--export-safetensors " + o.export_safetensors +
                 ": one .safetensors file holds bf16 weights only; for "
@@ -148,10 +150,10 @@ RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Not
   validate(o.model);
   const model::ModelShape shape = model::shape_of(o.model);
   model::ParameterLayout layout(shape);
-  BackendChoice backend_choice = parse_backend(o.backend, "--backend");
+  compute::BackendChoice backend_choice = compute::parse_backend(o.backend, "--backend");
   if (!o.attention.empty()) {
     backend_choice.attention = parse_attention_path(o.attention, "--attention");
-    if (backend_choice.kind != BackendChoice::Kind::cuda)
+    if (backend_choice.kind != compute::BackendChoice::Kind::cuda)
       throw Error("--attention " + o.attention +
                   ": chooses the GPU's attention kernels, and this run trains on the CPU backend (one "
                   "implementation); drop --attention, or train with --backend cuda");
@@ -160,18 +162,18 @@ RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Not
   check_train_options(o, job, backend_choice);
   TrainingData data = open_training_data(o);
   comm::ZeroPartition partition(layout.total(), comm.size(), comm.rank());
-  std::optional<Checkpoint> checkpoint = open_checkpoint(o, layout, partition, input_note);
+  std::optional<checkpoint::Checkpoint> checkpoint = open_checkpoint(o, layout, partition, input_note);
   // A Hugging Face checkpoint to start from: config.json and every tensor checked here; a
   // checkpoint of this run, when there is one, takes precedence (a restarted --init-from run).
-  std::optional<HfCheckpoint> init;
+  std::optional<hf::HfCheckpoint> init;
   if (!o.init_from.empty()) {
     if (checkpoint)
       note("resume: --init-from " + o.init_from + " is not read; the run continues from its checkpoint");
     else
       init.emplace(o.init_from, o.model);
   }
-  HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes,
-                            o.export_tokenizer_files, o.tokenizer};
+  hf::HfExportOptions hf_export{o.export_safetensors, o.export_dtype, o.export_shard_bytes,
+                                o.export_tokenizer_files, o.tokenizer};
   const bool export_file = check_export(o, hf_export);
   return RunInputs{shape,
                    std::move(layout),
@@ -188,8 +190,8 @@ RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Not
 // One line for the export: where, which files, how large, which dtype — and, for a byte-level
 // model (no SentencePiece model given), that no tokenizer travels with it.
 std::string export_line(const TrainOptions& o, bool single_file) {
-  std::string line = "export: " + describe_export(o.export_safetensors, single_file,
-                                                  single_file ? std::string("bf16") : o.export_dtype);
+  std::string line = "export: " + hf::describe_export(o.export_safetensors, single_file,
+                                                      single_file ? std::string("bf16") : o.export_dtype);
   const bool tokenizer = !o.tokenizer.empty() || !o.export_tokenizer_files.empty();
   if (!tokenizer)
     line += "; no tokenizer: the model is byte-level (token ids are the bytes of UTF-8 text, vocab " +
@@ -248,11 +250,11 @@ Plan run_plan(const TrainOptions& o, std::int64_t params, comm::Communicator& co
 // Whether the run fits in host memory — the CPU backend's model, the host weights and gradients,
 // the offload engine — checked before anything large is allocated; the line to note.
 std::string check_run_host_memory(const TrainOptions& o, const RunInputs& in,
-                                  const TrainingFootprint& footprint, const Plan& plan,
+                                  const compute::TrainingFootprint& footprint, const Plan& plan,
                                   const comm::Communicator& comm) {
   const RankShard& mine = in.partition.mine();
   const offload::HostMemoryNeed need = training_host_memory(
-      in.shape, footprint, plan, mine, in.backend_choice.kind == BackendChoice::Kind::cpu);
+      in.shape, footprint, plan, mine, in.backend_choice.kind == compute::BackendChoice::Kind::cpu);
   const std::string run = o.run_name.empty() ? offload::default_run_name() : o.run_name;
   const std::optional<HostMemoryAvailable> available =
       host_memory_for_run(plan, mine, run, o.host_memory_limit);
@@ -273,10 +275,10 @@ LrSchedule lr_schedule(const TrainOptions& o) {
 // ---- Initial state: fp32 master p (+ m, v) in the engine; bf16 weights = round(p) -----
 
 // From this run's checkpoint: p, m, v of this rank's range; returns where the run stands.
-TrainingPosition resume_state(Checkpoint& checkpoint, const TrainOptions& o, const Json& settings,
-                              offload::UpdatePipeline& pipeline, const RankShard& mine,
-                              std::span<bf16> weights, const Note& note) {
-  const TrainingPosition pos = checkpoint.position();
+checkpoint::TrainingPosition resume_state(checkpoint::Checkpoint& checkpoint, const TrainOptions& o,
+                                          const Json& settings, offload::UpdatePipeline& pipeline,
+                                          const RankShard& mine, std::span<bf16> weights, const Note& note) {
+  const checkpoint::TrainingPosition pos = checkpoint.position();
   for (const std::string& line : checkpoint.notes()) note(line);
   if (pos.seed != o.seed)
     note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " +
@@ -300,7 +302,7 @@ TrainingPosition resume_state(Checkpoint& checkpoint, const TrainOptions& o, con
 
 // From a Hugging Face checkpoint (--init-from): each rank streams its own range, tensor by
 // tensor, into its subgroups' homes; m = v = 0.
-void load_hf_weights(HfCheckpoint& init, const TrainOptions& o, offload::UpdatePipeline& pipeline,
+void load_hf_weights(hf::HfCheckpoint& init, const TrainOptions& o, offload::UpdatePipeline& pipeline,
                      const RankShard& mine, std::span<bf16> weights, const Note& note) {
   pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
     init.read(mine.global_begin + sg.begin, sg.elements, p);
@@ -359,8 +361,8 @@ struct ComputeTimes {
 // micro-batches (unless the model streams them out, a = 1) and handed over after the last.
 class RankMicroBatches {
  public:
-  RankMicroBatches(const TrainOptions& o, const TokenData& data, int ranks, int rank, Backend& backend,
-                   model::TransformerModel& model, GradientHandover& grads, bool streamed_gradients)
+  RankMicroBatches(const TrainOptions& o, const data::TokenData& data, int ranks, int rank, Backend& backend,
+                   model::TransformerModel& model, compute::GradientHandover& grads, bool streamed_gradients)
       : data_(data),
         backend_(backend),
         model_(model),
@@ -378,7 +380,7 @@ class RankMicroBatches {
   }
 
   // The step whose sequences start at `pos`; each micro-batch's loss in losses().
-  ComputeTimes run(const TrainingPosition& pos) {
+  ComputeTimes run(const checkpoint::TrainingPosition& pos) {
     ComputeTimes times;
     for (int j = 0; j < a_; ++j) {
       const std::int64_t g = static_cast<std::int64_t>(rank_) * a_ + j;  // global micro-batch
@@ -409,15 +411,16 @@ class RankMicroBatches {
   double tokens() const { return static_cast<double>(B_ * T_ * global_micro_batches_); }
 
  private:
-  const TokenData& data_;
+  const data::TokenData& data_;
   Backend& backend_;
   model::TransformerModel& model_;
-  GradientHandover& grads_;
+  compute::GradientHandover& grads_;
   const int rank_, a_;
   const std::int64_t global_micro_batches_;
   const float loss_scale_;
   const std::int64_t T_, B_;
-  std::optional<MicroBatchGradientSum> gradient_sum_;  // none when the gradients are streamed (a = 1)
+  std::optional<compute::MicroBatchGradientSum>
+      gradient_sum_;  // none when the gradients are streamed (a = 1)
   std::vector<std::int32_t> inputs_, targets_;
   std::vector<double> losses_;
 };
@@ -464,8 +467,8 @@ class StepReductions {
 class TrainingRun {
  public:
   TrainingRun(const TrainOptions& o, const TrainEvents& events, comm::Communicator& job, RunInputs& in,
-              ThreadPool& threads, ComputeBackend& device, const Plan& plan, const LrSchedule& lr,
-              unsigned blas_threads, const TrainingFootprint& footprint)
+              ThreadPool& threads, compute::ComputeBackend& device, const Plan& plan, const LrSchedule& lr,
+              unsigned blas_threads, const compute::TrainingFootprint& footprint)
       : o_(o),
         events_(events),
         job_(job),
@@ -494,7 +497,7 @@ class TrainingRun {
         grads_(backend_, in.layout, in.partition, exchange_.get()),
         // Gathered from the shards (ZeRO-3), streamed from host memory (--param-offload) or resident.
         model_weights_(backend_, in.layout, weights_, exchange_.get(), footprint),
-        model_(backend_, in.shape, {o.micro_batch, DType::bf16, streams_gradients(footprint)},
+        model_(backend_, in.shape, {o.micro_batch, DType::bf16, compute::streams_gradients(footprint)},
                model_weights_.provider()) {
     pipeline_.set_weight_decay_mask(weight_decay_mask(in.decay_scope, in.layout, mine_));
   }
@@ -520,7 +523,7 @@ class TrainingRun {
   // The working memory of the steps, after the initial state is loaded.
   void prepare_steps() {
     micro_batches_.emplace(o_, in_.data.train, ranks_, rank_, backend_, model_, grads_,
-                           streams_gradients(footprint_));
+                           compute::streams_gradients(footprint_));
     collectives_.emplace(job_, backend_);
     reductions_.emplace(*collectives_, in_.layout.total(), micro_batches_->global_micro_batches());
     if (in_.data.validation)
@@ -546,10 +549,11 @@ class TrainingRun {
     const std::map<std::string, std::string> export_metadata{{"format", "pt"},
                                                              {"step", std::to_string(pos_.step)}};
     if (in_.export_file)
-      export_safetensors(comm_, in_.partition, weights_, in_.layout, export_metadata, o_.export_safetensors);
+      hf::export_safetensors(comm_, in_.partition, weights_, in_.layout, export_metadata,
+                             o_.export_safetensors);
     else if (!o_.export_safetensors.empty())
-      export_hf_directory(comm_, in_.partition, in_.layout, o_.model, weights_, pipeline_, export_metadata,
-                          in_.hf_export);
+      hf::export_hf_directory(comm_, in_.partition, in_.layout, o_.model, weights_, pipeline_,
+                              export_metadata, in_.hf_export);
     if (!o_.export_safetensors.empty()) note(export_line(o_, in_.export_file));
   }
 
@@ -686,11 +690,12 @@ class TrainingRun {
   void save_checkpoint(const std::function<void(double, std::int64_t)>& log_step) {
     const auto c0 = Clock::now();
     trace_.mark("checkpoint-begin " + std::to_string(pos_.step));
-    CheckpointWriteOptions write{hooks_.checkpoint_pause, [&](const CheckpointWriteStats& stats) {
-                                   log_step(seconds_since(c0), static_cast<std::int64_t>(stats.bytes));
-                                 }};
-    write_checkpoint(comm_, o_.checkpoint_dir, o_.model, in_.layout, in_.partition, weights_, pipeline_, pos_,
-                     settings_, write);
+    checkpoint::CheckpointWriteOptions write{
+        hooks_.checkpoint_pause, [&](const checkpoint::CheckpointWriteStats& stats) {
+          log_step(seconds_since(c0), static_cast<std::int64_t>(stats.bytes));
+        }};
+    checkpoint::write_checkpoint(comm_, o_.checkpoint_dir, o_.model, in_.layout, in_.partition, weights_,
+                                 pipeline_, pos_, settings_, write);
     trace_.mark("checkpoint-end " + std::to_string(pos_.step));
     ++checkpoints_;
   }
@@ -703,11 +708,11 @@ class TrainingRun {
   RunInputs& in_;
   const RankShard& mine_;
   ThreadPool& threads_;
-  ComputeBackend& device_;
+  compute::ComputeBackend& device_;
   Backend& backend_;
   const Plan& plan_;
   const LrSchedule& lr_;
-  const TrainingFootprint footprint_;
+  const compute::TrainingFootprint footprint_;
   const std::string run_;
   offload::TierRunDirectories run_dirs_;
   offload::RankEngine engine_;
@@ -720,10 +725,10 @@ class TrainingRun {
   HostBuffer weights_owner_;
   const std::span<bf16> weights_;
   std::unique_ptr<comm::LayerExchange> exchange_;
-  GradientHandover grads_;
+  compute::GradientHandover grads_;
   RankWeights model_weights_;
   model::TransformerModel model_;
-  TrainingPosition pos_{0, o_.seed, 0};
+  checkpoint::TrainingPosition pos_{0, o_.seed, 0};
   // The steps' working memory (prepare_steps).
   std::optional<RankMicroBatches> micro_batches_;
   std::optional<StepCollectives> collectives_;
@@ -753,9 +758,10 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   // The compute device, and whether the run fits in its memory: both before anything is written.
   ThreadPool threads(o.threads);
   const unsigned blas_threads = o.blas_threads ? o.blas_threads : usable_cores();
-  ComputeBackend device = open_backend(in.backend_choice, threads, blas_threads, comm.local_rank());
-  const TrainingFootprint footprint{o.micro_batch, o.grad_accum, comm.size(), o.param_offload};
-  if (const auto line = check_training_memory(device, in.shape, footprint, o.gpu_memory_limit))
+  compute::ComputeBackend device =
+      compute::open_backend(in.backend_choice, threads, blas_threads, comm.local_rank());
+  const compute::TrainingFootprint footprint{o.micro_batch, o.grad_accum, comm.size(), o.param_offload};
+  if (const auto line = compute::check_training_memory(device, in.shape, footprint, o.gpu_memory_limit))
     input_note(*line);
   const Plan plan = run_plan(o, in.layout.total(), comm, input_note);
   input_note(check_run_host_memory(o, in, footprint, plan, comm));
@@ -781,7 +787,8 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   }
   TrainResult result = run.finish(seconds_since(run_start));
   result.interrupted = !completed;
-  if (const auto newest = o.checkpoint_dir.empty() ? std::nullopt : newest_checkpoint(o.checkpoint_dir))
+  if (const auto newest =
+          o.checkpoint_dir.empty() ? std::nullopt : checkpoint::newest_checkpoint(o.checkpoint_dir))
     result.last_checkpoint = newest->string();
   return result;
 }

@@ -5,7 +5,7 @@
 //
 //   * weight fetches of parameter offload (HostStreamedWeights): the next part's bf16 weights
 //     host -> device while the current part computes;
-//   * the gradient hand-over (train::GradientHandover): each range's bf16 gradient device ->
+//   * the gradient hand-over (compute::GradientHandover): each range's bf16 gradient device ->
 //     host while backward computes the next layer;
 //   * the updated bf16 weights host -> device, subgroup by subgroup, while the CPU updates the
 //     next subgroups (resident weights).

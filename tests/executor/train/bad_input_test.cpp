@@ -9,7 +9,7 @@
 
 #include "core/plan.hpp"
 #include "executor/model/parameter_layout.hpp"
-#include "executor/train/token_file.hpp"
+#include "executor/data/token_file.hpp"
 #include "tests/executor/train/process_util.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -99,7 +99,7 @@ TEST_F(BadInput, TokensOutsideTheModelsVocab) {
 TEST_F(BadInput, DataMadeWithALargerTokenizerThanTheModelsVocab) {
   std::string tokens(2 * 40, '\0');
   test::write_file(dir_ / "spm.bin",
-                   shard_header(1, 40, 32000) + tokens);  // header[3]: the tokenizer's vocab
+                   data::shard_header(1, 40, 32000) + tokens);  // header[3]: the tokenizer's vocab
   expect_rejected(
       run({"--data", dir_ / "spm.bin", "--checkpoint-dir", dir_ / "ckpt", "--resume", "--export-safetensors",
            dir_ / "out.safetensors"},

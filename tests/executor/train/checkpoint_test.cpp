@@ -9,9 +9,9 @@
 #include "core/error.hpp"
 #include "executor/io/capacity.hpp"
 #include "executor/model/parameter_layout.hpp"
-#include "executor/train/checkpoint.hpp"
-#include "executor/train/checkpoint_directory.hpp"
-#include "executor/train/safetensors.hpp"
+#include "executor/checkpoint/checkpoint.hpp"
+#include "executor/checkpoint/checkpoint_directory.hpp"
+#include "executor/hf/safetensors.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 #include "tests/support/error_of.hpp"
@@ -67,14 +67,14 @@ TEST(Checkpoint, WeightsUseHuggingFaceLlamaNamesAndShapes) {
   TrainOptions o = tiny_options(dir, test::make_token_file(dir));
   o.steps = 1;
   train(o, {});
-  const auto tensors = read_safetensors_header(dir / "ckpt/ckpt-1/model.safetensors");
+  const auto tensors = hf::read_safetensors_header(dir / "ckpt/ckpt-1/model.safetensors");
   const model::ParameterLayout layout(model::ModelShape{256, 128, 4, 4, 2, 384, 32});
   ASSERT_EQ(tensors.size(), layout.entries().size());
   auto find = [&](const std::string& name) {
     for (const auto& t : tensors)
       if (t.name == name) return t;
     ADD_FAILURE() << "missing " << name;
-    return SafetensorsTensor{};
+    return hf::SafetensorsTensor{};
   };
   EXPECT_EQ(find("model.embed_tokens.weight").shape, (std::vector<std::int64_t>{256, 128}));
   EXPECT_EQ(find("model.layers.3.self_attn.k_proj.weight").shape, (std::vector<std::int64_t>{64, 128}));
@@ -94,7 +94,7 @@ TEST(Checkpoint, CorruptStateFileIsRejectedOnOpen) {
   m[1000] = static_cast<char>(m[1000] ^ 1);
   test::write_file(dir / "ckpt/ckpt-3/optimizer.rank0.m.f32", m);
   try {
-    Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+    checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
     FAIL() << "a corrupt checkpoint was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("optimizer.rank0.m.f32"), std::string::npos) << e.what();
@@ -150,12 +150,12 @@ TEST(Checkpoint, CheckpointOfAnotherModelIsRejected) {
   ModelSpec other = o.model;
   other.hidden = 64;
   try {
-    Checkpoint::open_latest(dir / "ckpt", other, 1000);
+    checkpoint::Checkpoint::open_latest(dir / "ckpt", other, 1000);
     FAIL() << "a checkpoint of another model was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("another model (hidden 128"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(Checkpoint::open_latest(dir / "nothing-here", o.model, 1).has_value());
+  EXPECT_FALSE(checkpoint::Checkpoint::open_latest(dir / "nothing-here", o.model, 1).has_value());
 }
 
 std::vector<std::string> entries(const std::string& dir) {
@@ -251,22 +251,23 @@ TEST(Checkpoint, EditedManifestIsRejected) {
   ASSERT_TRUE(manifest.contains("manifest_crc32c"));
   test::write_file(path, manifest.dump(4));
   EXPECT_NE(error_of([&] {
-              Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+              checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
             }).find(path + ": its bytes differ"),
             std::string::npos);
   test::write_file(path, original);
-  EXPECT_NO_THROW(Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()));
+  EXPECT_NO_THROW(checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()));
 
   manifest["data_position"] = manifest["data_position"].get<std::int64_t>() + 2;
   test::write_file(path, manifest.dump(2));
-  const std::string error = error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
+  const std::string error =
+      error_of([&] { checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
   EXPECT_NE(error.find(path + ": manifest_crc32c differs"), std::string::npos) << error;
 
   manifest = Json::parse(original);
   manifest.erase("manifest_crc32c");
   test::write_file(path, manifest.dump(2));
   EXPECT_NE(error_of([&] {
-              Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+              checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
             }).find("no manifest_crc32c"),
             std::string::npos);
 }
@@ -281,7 +282,7 @@ TEST(Checkpoint, ManifestOfVersion2WithoutSealLoadsWithAWarning) {
   manifest.erase("manifest_crc32c");
   manifest["schema"] = "mlpo.checkpoint/2";
   test::write_file(path, manifest.dump(2));
-  const auto c = Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+  const auto c = checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->position().step, 3);
   ASSERT_EQ(c->notes().size(), 1u);
@@ -299,7 +300,7 @@ TEST(Checkpoint, DamagedNewestCheckpointIsAnErrorNamingTheOlderOne) {
   for (bool with_latest : {true, false}) {
     if (!with_latest) fs::remove(dir / "ckpt/latest");
     const std::string error =
-        error_of([&] { Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
+        error_of([&] { checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params()); });
     EXPECT_NE(error.find("ckpt-4/optimizer.rank0.v.f32: CRC32C differs"), std::string::npos) << error;
     EXPECT_NE(error.find("ckpt-2 is an older complete checkpoint: remove " + dir / "ckpt/ckpt-4"),
               std::string::npos)
@@ -328,7 +329,7 @@ TEST(Checkpoint, FailedWriteLeavesNoPartialCheckpoint) {
   ::signal(SIGXFSZ, old_handler);
   EXPECT_NE(error.find("ckpt-2.tmp/optimizer.rank0.p.f32: write failed"), std::string::npos) << error;
   EXPECT_EQ(entries(dir / "ckpt"), (std::vector<std::string>{"ckpt-1", "latest"}));
-  const auto c = Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+  const auto c = checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->position().step, 1);
 }
@@ -339,7 +340,7 @@ TEST(Checkpoint, RunWithoutRoomForACheckpointIsRefusedBeforeItStarts) {
   TrainOptions o = tiny_options(dir, test::make_token_file(dir));
   o.model = find_preset("mlpo-280b");  // a 3.9 TB checkpoint, far more than any test machine's disk
   o.model.seq_len = 32;
-  const std::uint64_t needed = checkpoint_bytes(static_cast<std::int64_t>(270e9), 1, 1);
+  const std::uint64_t needed = checkpoint::checkpoint_bytes(static_cast<std::int64_t>(270e9), 1, 1);
   if (io::free_bytes(dir.path(), "test") >= needed)
     GTEST_SKIP() << "the temp dir has room for a 280B checkpoint";
   const std::string error = error_of([&] { train(o, {}); });
@@ -366,7 +367,7 @@ TEST(Checkpoint, NonFiniteStepStopsTheRunAndKeepsTheLastCheckpoint) {
       << error;
   EXPECT_NE(error.find("ckpt-" + std::to_string(logged) + ", is untouched"), std::string::npos) << error;
   ASSERT_GT(logged, 0);
-  const auto c = Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
+  const auto c = checkpoint::Checkpoint::open_latest(dir / "ckpt", o.model, tiny_params());
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->position().step, logged);
 }

@@ -17,7 +17,7 @@
 
 #include "core/json_io.hpp"
 #include "core/plan.hpp"
-#include "executor/train/checkpoint_directory.hpp"
+#include "executor/checkpoint/checkpoint_directory.hpp"
 #include "tests/executor/train/process_util.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -135,9 +135,9 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
         ++no_latest;
       }
       // The checkpoint the restart must resume from: the one `latest` names, else the newest.
-      const auto complete = complete_checkpoints(ckpt);
-      const auto latest = read_latest(ckpt);
-      const std::int64_t resume_step = latest             ? *checkpoint_step(*latest)
+      const auto complete = checkpoint::complete_checkpoints(ckpt);
+      const auto latest = checkpoint::read_latest(ckpt);
+      const std::int64_t resume_step = latest             ? *checkpoint::checkpoint_step(*latest)
                                        : complete.empty() ? 0
                                                           : complete.front();
 
@@ -159,7 +159,8 @@ TEST(CrashSafety, RandomKillsMissingLatestAndFlippedBytesEndExactlyAsTheUninterr
             << "the error does not name " << file << ":\n"
             << test::read_file(output);
         EXPECT_EQ(first_line(trace), "") << "a run resumed from a checkpoint with a flipped byte in " << file;
-        EXPECT_EQ(complete_checkpoints(ckpt), complete) << "the failed restart changed the checkpoints";
+        EXPECT_EQ(checkpoint::complete_checkpoints(ckpt), complete)
+            << "the failed restart changed the checkpoints";
         test::write_file(file, good);
         ++flips;
         continue;

@@ -29,7 +29,7 @@ class Evaluation : public ::testing::Test {
     for (int i = 0; i < 80; ++i)
       held_out += "while (j < m) total += y[j] * v[j++]; // " + std::to_string(i) + "\n";
     test::write_file(dir_ / "val.txt", held_out);
-    prepare_data({dir_ / "val.txt"}, dir_ / "val.bin");
+    data::prepare_data({dir_ / "val.txt"}, dir_ / "val.bin");
   }
 
   TrainOptions options() const {

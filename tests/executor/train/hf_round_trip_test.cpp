@@ -9,7 +9,7 @@
 #include "core/error.hpp"
 #include "core/hf_config.hpp"
 #include "executor/train/training_loop.hpp"
-#include "executor/train/prepare_data.hpp"
+#include "executor/data/prepare_data.hpp"
 #include "tests/executor/train/tiny_tokenizer.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -77,7 +77,7 @@ TEST(HfRoundTrip, ExportedDirectoryIsAShardedLlamaCheckpoint) {
 
 TEST(HfRoundTrip, TheRunsSentencePieceTokenizerIsExportedAsTokenizerModel) {
   TempDir dir;
-  const PrepareDataOptions p = test::prepare_with_tiny_tokenizer(dir, 100, "text.txt", "tokens.bin");
+  const data::PrepareDataOptions p = test::prepare_with_tiny_tokenizer(dir, 100, "text.txt", "tokens.bin");
   TrainOptions o = options(p.out, 1);
   o.model.vocab = 320;
   o.plan.reset();

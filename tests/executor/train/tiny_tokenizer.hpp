@@ -40,14 +40,14 @@ inline std::string train_tiny_tokenizer(const TempDir& dir, int vocab, const std
 
 // `lines` lines of tokenizer_corpus() in `dir/<text>`, prepared into `dir/<out>` with a tiny
 // tokenizer of 320 pieces: the options prepare_data ran with (inputs, out, tokenizer).
-inline PrepareDataOptions prepare_with_tiny_tokenizer(const TempDir& dir, int lines, const std::string& text,
-                                                      const std::string& out) {
+inline data::PrepareDataOptions prepare_with_tiny_tokenizer(const TempDir& dir, int lines,
+                                                            const std::string& text, const std::string& out) {
   write_file(dir / text, tokenizer_corpus(lines));
-  PrepareDataOptions p;
+  data::PrepareDataOptions p;
   p.inputs = {dir / text};
   p.out = dir / out;
   p.tokenizer = train_tiny_tokenizer(dir, 320);
-  prepare_data(p);
+  data::prepare_data(p);
   return p;
 }
 

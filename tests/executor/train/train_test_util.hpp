@@ -14,7 +14,7 @@
 #include "core/model_spec.hpp"
 #include "core/plan.hpp"
 #include "executor/model/parameter_layout.hpp"
-#include "executor/train/prepare_data.hpp"
+#include "executor/data/prepare_data.hpp"
 #include "executor/train/training_loop.hpp"
 
 namespace mlpo::train::test {
@@ -53,7 +53,7 @@ inline std::string make_token_file(const TempDir& dir) {
   for (int i = 0; i < 300; ++i)
     text += "for (int i = " + std::to_string(i % 17) + "; i < n; ++i) sum += x[i] * w[i];\n";
   write_file(dir / "corpus.txt", text);
-  prepare_data({dir / "corpus.txt"}, dir / "tokens.bin");
+  data::prepare_data({dir / "corpus.txt"}, dir / "tokens.bin");
   return dir / "tokens.bin";
 }
 

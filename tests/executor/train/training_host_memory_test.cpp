@@ -18,8 +18,8 @@
 #include "executor/comm/zero_partition.hpp"
 #include "executor/model/host_streamed_weights.hpp"
 #include "executor/model/resident_weights.hpp"
-#include "executor/train/gradient_handover.hpp"
-#include "executor/train/micro_batch_gradient_sum.hpp"
+#include "executor/compute/gradient_handover.hpp"
+#include "executor/compute/micro_batch_gradient_sum.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/model/counting_backend.hpp"
 #include "tests/executor/train/training_objects.hpp"
@@ -43,7 +43,7 @@ TEST(TrainingHostMemory, AccountingMatchesWhatTheTrainerAllocatesForTiny) {
   for (int accum : {1, 2, 3})
     for (bool offload : {false, true})
       for (int micro_batch : {1, 4}) {
-        const TrainingFootprint f{micro_batch, accum, 1, offload};
+        const compute::TrainingFootprint f{micro_batch, accum, 1, offload};
         const offload::HostMemoryNeed need = training_host_memory(shape, f, plan, shard, true);
         const TrainingAllocations allocated = allocated_by_training(shape, f);
         const auto counted = static_cast<double>(allocated.device + allocated.host);
@@ -60,7 +60,7 @@ TEST(TrainingHostMemory, ListsTheModelOnlyOnTheCpuBackendAndTheEngineAlways) {
   Plan plan = test::memory_plan(params);
   plan.host_cache_subgroups = 2;
   const RankShard shard = comm::ZeroPartition(params, 1, 0).mine();
-  const TrainingFootprint f{2, 1, 1, false};
+  const compute::TrainingFootprint f{2, 1, 1, false};
   const offload::HostMemoryNeed cpu = training_host_memory(shape, f, plan, shard, true);
   const offload::HostMemoryNeed gpu = training_host_memory(shape, f, plan, shard, false);
   const offload::HostMemoryNeed engine = offload::host_memory_need(plan, shard);

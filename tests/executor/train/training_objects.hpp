@@ -15,9 +15,9 @@
 #include "executor/model/host_streamed_weights.hpp"
 #include "executor/model/resident_weights.hpp"
 #include "executor/model/transformer_model.hpp"
-#include "executor/train/compute_backend.hpp"
-#include "executor/train/gradient_handover.hpp"
-#include "executor/train/micro_batch_gradient_sum.hpp"
+#include "executor/compute/compute_backend.hpp"
+#include "executor/compute/gradient_handover.hpp"
+#include "executor/compute/micro_batch_gradient_sum.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "tests/executor/model/counting_backend.hpp"
 
@@ -28,24 +28,25 @@ struct TrainingAllocations {
   std::int64_t host = 0;    // Backend::allocate_host, the bf16 weights included
 };
 
-inline TrainingAllocations allocated_by_training(const model::ModelShape& shape, const TrainingFootprint& f) {
+inline TrainingAllocations allocated_by_training(const model::ModelShape& shape,
+                                                 const compute::TrainingFootprint& f) {
   ThreadPool pool(1);
   CpuBackend cpu(pool, CpuBackendOptions{1, cpu::GemmPath::blas});
   testing::CountingBackend counting(cpu);
   const model::ParameterLayout layout(shape);
   const HostBuffer weights = counting.allocate_host(static_cast<std::size_t>(layout.total()) * sizeof(bf16));
   std::unique_ptr<model::WeightProvider> provider;
-  if (weight_slots(f) > 0)
+  if (compute::weight_slots(f) > 0)
     provider = std::make_unique<model::HostStreamedWeights>(
-        counting, layout, DType::bf16, static_cast<const bf16*>(weights.data()), weight_slots(f));
+        counting, layout, DType::bf16, static_cast<const bf16*>(weights.data()), compute::weight_slots(f));
   else
     provider = std::make_unique<model::ResidentWeights>(counting, layout, DType::bf16);
-  model::TransformerModel model(counting, shape, {f.micro_batch, DType::bf16, streams_gradients(f)},
+  model::TransformerModel model(counting, shape, {f.micro_batch, DType::bf16, compute::streams_gradients(f)},
                                 provider.get());
   const comm::ZeroPartition partition(layout.total(), 1, 0);
-  GradientHandover handover(counting, layout, partition, nullptr);
-  std::optional<MicroBatchGradientSum> sum;
-  if (!streams_gradients(f)) sum.emplace(counting, model.gradients(), f.grad_accum);
+  compute::GradientHandover handover(counting, layout, partition, nullptr);
+  std::optional<compute::MicroBatchGradientSum> sum;
+  if (!compute::streams_gradients(f)) sum.emplace(counting, model.gradients(), f.grad_accum);
   return {counting.allocated(), counting.host_allocated()};
 }
 

@@ -10,7 +10,7 @@
 
 #include "core/error.hpp"
 #include "executor/model/parameter_layout.hpp"
-#include "executor/train/safetensors.hpp"
+#include "executor/hf/safetensors.hpp"
 #include "executor/train/training_loop.hpp"
 #include "executor/train/weight_decay_scope.hpp"
 #include "tests/executor/train/train_test_util.hpp"
@@ -26,7 +26,7 @@ std::map<std::string, std::vector<float>> train_one_step(TrainOptions o, const s
   train(o, {});
   const std::string bytes = test::read_file(path);
   std::map<std::string, std::vector<float>> out;
-  for (const auto& t : read_safetensors_header(path)) {
+  for (const auto& t : hf::read_safetensors_header(path)) {
     std::vector<float>& w = out[t.name];
     for (std::uint64_t at = t.begin; at < t.end; at += 2) {
       bf16 x;

@@ -206,7 +206,7 @@ TEST_F(ZeroTraining, TwoRanksGiveTheEvalLossOfOneProcessBitwise) {
   for (int i = 0; i < 60; ++i)
     held_out += "while (j < m) total += y[j] * v[j++]; // " + std::to_string(i) + "\n";
   test::write_file(*dir_ / "val.txt", held_out);
-  prepare_data({*dir_ / "val.txt"}, *dir_ / "val.bin");
+  data::prepare_data({*dir_ / "val.txt"}, *dir_ / "val.bin");
   const std::vector<std::string> eval = {"--eval-data", *dir_ / "val.bin", "--eval-every",
                                          "2",           "--eval-tokens",   "192"};
   const JobOutcome one = run_job(0, "eval-one", eval);
