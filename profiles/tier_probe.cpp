@@ -185,8 +185,10 @@ void drain(Issued (&slots)[2]) {
 // write's clock stops when the data has left this host's memory: when the last O_DIRECT
 // write completes (the device has it, as the offload engine's writes, which are never
 // synced), or after an fsync for a buffered file (its writes would otherwise only be in the
-// page cache). O_DIRECT files are fsync'd after the clock, so the next pass does not start
-// with this one's writes still being flushed below.
+// page cache). O_DIRECT files are fsync'd after the clock, once every stream has stopped, so
+// the next pass does not start with this one's writes still being flushed below, and no
+// stream's fsync (a device cache flush: on a loop device, a sync of its backing file) stalls
+// the streams still writing.
 double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, std::uint64_t request,
                 bool check) {
   std::latch go(1);
@@ -216,7 +218,6 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
         finish(slots[1]);
         if (op == io::IoOp::write && !st.file->direct()) sync(st);
         st.end = Clock::now();
-        if (op == io::IoOp::write && st.file->direct()) sync(st);
       } catch (...) {
         drain(slots);
         st.error = std::current_exception();
@@ -229,6 +230,9 @@ double run_pass(std::vector<Stream>& streams, io::IoOp op, std::uint64_t bytes, 
   for (auto& t : threads) t.join();
   for (Stream& st : streams)
     if (st.error) std::rethrow_exception(st.error);
+  if (op == io::IoOp::write)
+    for (Stream& st : streams)
+      if (st.file->direct()) sync(st);
   throw_if_interrupted();
   Clock::time_point last = start;
   for (const Stream& st : streams) last = std::max(last, st.end);
