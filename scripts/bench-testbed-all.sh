@@ -18,7 +18,7 @@ out=out/bench-testbed-all gap=30m
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2 ;;
-    --gap) gap=$2 ;;
+    --gap) gap=$2; [[ $gap =~ ^[0-9]+m?$ ]] || { echo "bench-testbed-all: --gap takes minutes (30m or 0)" >&2; exit 2; } ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "bench-testbed-all: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -44,7 +44,7 @@ step "5. concurrency"
 scripts/bench-testbed-fidelity.sh --profile "$first" --concurrency --out "$out/concurrency" > "$out/5-concurrency.out" 2>&1
 step "6. headline"
 scripts/bench-testbed-fidelity.sh --profile "$first" --headline --out "$out/headline" > "$out/6-headline.out" 2>&1
-wait_s=$(( $(date -d "1970-01-01 UTC + ${gap/m/ minutes}" +%s 2>/dev/null || echo 0) - ($(date +%s) - ended) ))
+wait_s=$(( ${gap%m} * 60 - ($(date +%s) - ended) ))
 [ "$wait_s" -gt 0 ] && { step "waiting ${wait_s} s for the gap"; sleep "$wait_s"; }
 step "1./2. second tier profile and the links"
 second=$(profile_run 1gbit,5gbit)
