@@ -120,6 +120,86 @@ std::string read_text(const std::string& path) {
 
 namespace {
 
+// What every file of one checkpoint write shares: its error hint and the pause after it.
+struct CheckpointFiles {
+  fs::path tmp;
+  std::string hint;
+  const CheckpointWriteOptions& options;
+
+  void pause() const {
+    if (options.pause_per_file.count() > 0) std::this_thread::sleep_for(options.pause_per_file);
+  }
+};
+
+// The full bf16 weights, gathered to rank 0, which writes model.safetensors; returns its file
+// record there (null elsewhere).
+Json write_weights(comm::Communicator& comm, const CheckpointFiles& out, const model::ParameterLayout& layout,
+                   const comm::ZeroPartition& partition, std::span<const bf16> weight_shard,
+                   const TrainingPosition& position, CheckpointWriteStats& stats) {
+  Json weights_record;
+  std::optional<io::SyncedFile> file;
+  if (comm.rank() == 0) file.emplace(out.tmp / kWeightsFile, out.hint);
+  hf::write_gathered_safetensors(comm, partition, weight_shard, layout,
+                                 {{"format", "pt"}, {"step", std::to_string(position.step)}},
+                                 file ? &*file : nullptr);
+  if (file) {
+    weights_record = file->finish();
+    stats.bytes += file->bytes();
+    out.pause();
+  }
+  return weights_record;
+}
+
+// This rank's p, m, v: subgroups are visited in ascending order, each a contiguous range of
+// the shard. Fills the sizes and CRC32Cs of `record` (after its begin and elements).
+void write_rank_state(int rank, const CheckpointFiles& out, const RankShard& mine,
+                      offload::UpdatePipeline& pipeline, std::int64_t (&record)[kRecordFields],
+                      CheckpointWriteStats& stats) {
+  std::optional<io::SyncedFile> files[3];
+  for (int a = 0; a < 3; ++a) files[a].emplace(out.tmp / state_file_name(rank, a), out.hint);
+  std::int64_t next = 0;
+  pipeline.visit_state([&](const offload::Subgroup& sg, const float* sp, const float* sm, const float* sv) {
+    MLPO_CHECK(sg.begin == next, "subgroups must be visited in order");
+    const auto n = static_cast<std::size_t>(sg.elements) * sizeof(float);
+    files[0]->write(sp, n);
+    files[1]->write(sm, n);
+    files[2]->write(sv, n);
+    next += sg.elements;
+  });
+  MLPO_CHECK(next == mine.elements, "optimizer state must cover the rank's shard");
+  for (int a = 0; a < 3; ++a) {
+    files[a]->finish();
+    record[2 + 2 * a] = static_cast<std::int64_t>(files[a]->bytes());
+    record[3 + 2 * a] = static_cast<std::int64_t>(files[a]->crc32c());
+    stats.bytes += files[a]->bytes();
+  }
+  out.pause();
+}
+
+// The manifest's "state" list: every rank's range and file records, from the gathered records.
+Json state_records(int ranks, const std::vector<std::int64_t>& records) {
+  Json state = Json::array();
+  for (int r = 0; r < ranks; ++r) {
+    const std::int64_t* rec = records.data() + static_cast<std::ptrdiff_t>(r) * kRecordFields;
+    Json piece{{"rank", r}, {"begin", rec[0]}, {"elements", rec[1]}};
+    for (int a = 0; a < 3; ++a)
+      piece[kArrays[a]] = file_record(state_file_name(r, a), rec[2 + 2 * a], rec[3 + 2 * a]);
+    state.push_back(std::move(piece));
+  }
+  return state;
+}
+
+// The sealed manifest, written last (rank 0).
+void write_manifest(const CheckpointFiles& out, Json manifest, CheckpointWriteStats& stats) {
+  manifest[kSealField] = manifest_crc32c(manifest);
+  io::SyncedFile f(out.tmp / "manifest.json", out.hint);
+  const std::string text = manifest_text(manifest);
+  f.write(text.data(), text.size());
+  f.finish();
+  stats.bytes += f.bytes();
+  out.pause();
+}
+
 // Every file of the checkpoint into `tmp`, the manifest last (rank 0); see write_checkpoint.
 // Returns this rank's bytes written.
 CheckpointWriteStats write_checkpoint_files(comm::Communicator& comm, const fs::path& tmp,
@@ -130,87 +210,35 @@ CheckpointWriteStats write_checkpoint_files(comm::Communicator& comm, const fs::
                                             const TrainingPosition& position, const Json& settings,
                                             const CheckpointWriteOptions& options) {
   CheckpointWriteStats stats;
-  const bool rank0 = comm.rank() == 0;
-  const std::string hint =
-      comm.size() == 1
-          ? "check the --checkpoint-dir's free space and permissions"
-          : "check the --checkpoint-dir's free space and permissions; every rank must see the same "
-            "directory (a file system shared by all nodes)";
-  auto pause = [&] {
-    if (options.pause_per_file.count() > 0) std::this_thread::sleep_for(options.pause_per_file);
-  };
+  const CheckpointFiles out{
+      tmp,
+      comm.size() == 1 ? "check the --checkpoint-dir's free space and permissions"
+                       : "check the --checkpoint-dir's free space and permissions; every rank must see the "
+                         "same directory (a file system shared by all nodes)",
+      options};
+  const Json weights_record = write_weights(comm, out, layout, partition, weight_shard, position, stats);
 
-  Json weights_record;
-  {
-    std::optional<io::SyncedFile> file;
-    if (rank0) file.emplace(tmp / kWeightsFile, hint);
-    hf::write_gathered_safetensors(comm, partition, weight_shard, layout,
-                                   {{"format", "pt"}, {"step", std::to_string(position.step)}},
-                                   file ? &*file : nullptr);
-    if (file) {
-      weights_record = file->finish();
-      stats.bytes += file->bytes();
-      pause();
-    }
-  }
-
-  // This rank's p, m, v: subgroups are visited in ascending order, each a contiguous range of
-  // the shard.
   const RankShard& mine = partition.mine();
   std::int64_t record[kRecordFields] = {mine.global_begin, mine.elements};
-  {
-    std::optional<io::SyncedFile> files[3];
-    for (int a = 0; a < 3; ++a) files[a].emplace(tmp / state_file_name(comm.rank(), a), hint);
-    std::int64_t next = 0;
-    pipeline.visit_state([&](const offload::Subgroup& sg, const float* sp, const float* sm, const float* sv) {
-      MLPO_CHECK(sg.begin == next, "subgroups must be visited in order");
-      const auto n = static_cast<std::size_t>(sg.elements) * sizeof(float);
-      files[0]->write(sp, n);
-      files[1]->write(sm, n);
-      files[2]->write(sv, n);
-      next += sg.elements;
-    });
-    MLPO_CHECK(next == mine.elements, "optimizer state must cover the rank's shard");
-    for (int a = 0; a < 3; ++a) {
-      files[a]->finish();
-      record[2 + 2 * a] = static_cast<std::int64_t>(files[a]->bytes());
-      record[3 + 2 * a] = static_cast<std::int64_t>(files[a]->crc32c());
-      stats.bytes += files[a]->bytes();
-    }
-    pause();
-  }
+  write_rank_state(comm.rank(), out, mine, pipeline, record, stats);
 
   // Every rank's records to every rank; a rank contributes only after its files are durable.
   std::vector<std::int64_t> records(static_cast<std::size_t>(kRecordFields * comm.size()));
   comm.all_gather(std::span<const std::int64_t>(record), std::span<std::int64_t>(records));
-  if (!rank0) return stats;
+  if (comm.rank() != 0) return stats;
 
-  Json state = Json::array();
-  for (int r = 0; r < comm.size(); ++r) {
-    const std::int64_t* rec = records.data() + static_cast<std::ptrdiff_t>(r) * kRecordFields;
-    Json piece{{"rank", r}, {"begin", rec[0]}, {"elements", rec[1]}};
-    for (int a = 0; a < 3; ++a)
-      piece[kArrays[a]] = file_record(state_file_name(r, a), rec[2 + 2 * a], rec[3 + 2 * a]);
-    state.push_back(std::move(piece));
-  }
-  Json manifest{{"schema", kSchema},
-                {"step", position.step},
-                {"seed", position.seed},
-                {"data_position", position.data_position},
-                {"params", layout.total()},
-                {"ranks", comm.size()},
-                {"model", to_json(model)},
-                {"settings", settings},
-                {"files", Json{{"weights", weights_record}, {"state", state}}}};
-  manifest[kSealField] = manifest_crc32c(manifest);
-  {
-    io::SyncedFile f(tmp / "manifest.json", hint);
-    const std::string text = manifest_text(manifest);
-    f.write(text.data(), text.size());
-    f.finish();
-    stats.bytes += f.bytes();
-    pause();
-  }
+  write_manifest(
+      out,
+      Json{{"schema", kSchema},
+           {"step", position.step},
+           {"seed", position.seed},
+           {"data_position", position.data_position},
+           {"params", layout.total()},
+           {"ranks", comm.size()},
+           {"model", to_json(model)},
+           {"settings", settings},
+           {"files", Json{{"weights", weights_record}, {"state", state_records(comm.size(), records)}}}},
+      stats);
   io::fsync_directory(tmp);
   return stats;
 }
@@ -324,59 +352,12 @@ Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const 
                   " in the model");
     c.settings_ = o.raw("settings");
     JsonObject files = o.object("files");
-    auto read_record = [](JsonObject f, const std::string& expect_name) {
-      StateFile s{f.string("name"), static_cast<std::uint64_t>(f.integer("bytes", 0, INT64_MAX)),
-                  static_cast<std::uint32_t>(f.integer("crc32c", 0, UINT32_MAX))};
-      f.finish();
-      if (s.name != expect_name) f.fail("name", "must be " + expect_name);
-      return s;
-    };
-    const StateFile weights = read_record(files.object("weights"), kWeightsFile);
-    if (v1) {
-      StatePiece piece{0, c.params_, {}};
-      for (int a = 0; a < 3; ++a)
-        piece.files[a] =
-            read_record(files.object(kArrays[a]), std::string("optimizer.") + kArrays[a] + ".f32");
-      c.pieces_.push_back(piece);
-    } else {
-      const auto ranks = o.integer("ranks", 1, 1 << 20);
-      const Json& state = files.array("state");
-      if (static_cast<std::int64_t>(state.size()) != ranks)
-        files.fail("state", "holds " + std::to_string(state.size()) + " entries for " +
-                                std::to_string(ranks) + " ranks");
-      for (std::size_t r = 0; r < state.size(); ++r) {
-        JsonObject s(state[r], files.field(element_path("state", r)));
-        if (s.integer("rank", 0, ranks - 1) != static_cast<std::int64_t>(r))
-          s.fail("rank", "must be " + std::to_string(r));
-        StatePiece piece{s.integer("begin", 0, c.params_), s.integer("elements", 0, c.params_), {}};
-        for (int a = 0; a < 3; ++a)
-          piece.files[a] = read_record(s.object(kArrays[a]), state_file_name(static_cast<int>(r), a));
-        s.finish();
-        c.pieces_.push_back(piece);
-      }
-    }
+    const StateFile weights = read_state_file(files.object("weights"), kWeightsFile);
+    c.pieces_ = read_state_pieces(o, files, v1, c.params_);
     files.finish();
     o.finish();
-    // The pieces must tile [0, params) in order, each file holding its elements.
-    std::int64_t next = 0;
-    for (const StatePiece& piece : c.pieces_) {
-      if (piece.begin != next)
-        throw Error("state files do not cover the parameters without gaps (one starts at " +
-                    std::to_string(piece.begin) + ", expected " + std::to_string(next) + ")");
-      for (const StateFile& f : piece.files)
-        if (f.bytes != static_cast<std::uint64_t>(piece.elements) * sizeof(float))
-          throw Error(f.name + ": holds " + std::to_string(f.bytes / 4) + " values, its range has " +
-                      std::to_string(piece.elements));
-      next += piece.elements;
-    }
-    if (next != c.params_)
-      throw Error("state files cover " + std::to_string(next) + " values, the model has " +
-                  std::to_string(c.params_));
-    if (scope.weights) verify_file(root / name / weights.name, weights.bytes, weights.crc32c);
-    const std::int64_t end = scope.end < 0 ? c.params_ : scope.end;
-    for (const StatePiece& piece : c.pieces_)
-      if (piece.begin < end && piece.begin + piece.elements > scope.begin)
-        for (const StateFile& f : piece.files) verify_file(root / name / f.name, f.bytes, f.crc32c);
+    check_pieces_cover(c.pieces_, c.params_);
+    c.verify_files(weights, scope);
   } catch (const Error& e) {
     const std::string what = e.what();
     if (what.rfind(manifest_path, 0) == 0 || what.rfind(root.string(), 0) == 0) throw;
@@ -385,6 +366,69 @@ Checkpoint Checkpoint::open_checkpoint(const std::filesystem::path& root, const 
     throw Error(manifest_path + ": " + e.what());
   }
   return c;
+}
+
+Checkpoint::StateFile Checkpoint::read_state_file(JsonObject record, const std::string& expect_name) {
+  StateFile s{record.string("name"), static_cast<std::uint64_t>(record.integer("bytes", 0, INT64_MAX)),
+              static_cast<std::uint32_t>(record.integer("crc32c", 0, UINT32_MAX))};
+  record.finish();
+  if (s.name != expect_name) record.fail("name", "must be " + expect_name);
+  return s;
+}
+
+std::vector<Checkpoint::StatePiece> Checkpoint::read_state_pieces(JsonObject& manifest, JsonObject& files,
+                                                                  bool v1, std::int64_t params) {
+  std::vector<StatePiece> pieces;
+  if (v1) {
+    StatePiece piece{0, params, {}};
+    for (int a = 0; a < 3; ++a)
+      piece.files[a] =
+          read_state_file(files.object(kArrays[a]), std::string("optimizer.") + kArrays[a] + ".f32");
+    pieces.push_back(piece);
+    return pieces;
+  }
+  const auto ranks = manifest.integer("ranks", 1, 1 << 20);
+  const Json& state = files.array("state");
+  if (static_cast<std::int64_t>(state.size()) != ranks)
+    files.fail("state",
+               "holds " + std::to_string(state.size()) + " entries for " + std::to_string(ranks) + " ranks");
+  for (std::size_t r = 0; r < state.size(); ++r) {
+    JsonObject s(state[r], files.field(element_path("state", r)));
+    if (s.integer("rank", 0, ranks - 1) != static_cast<std::int64_t>(r))
+      s.fail("rank", "must be " + std::to_string(r));
+    StatePiece piece{s.integer("begin", 0, params), s.integer("elements", 0, params), {}};
+    for (int a = 0; a < 3; ++a)
+      piece.files[a] = read_state_file(s.object(kArrays[a]), state_file_name(static_cast<int>(r), a));
+    s.finish();
+    pieces.push_back(piece);
+  }
+  return pieces;
+}
+
+void Checkpoint::check_pieces_cover(const std::vector<StatePiece>& pieces, std::int64_t params) {
+  std::int64_t next = 0;
+  for (const StatePiece& piece : pieces) {
+    if (piece.begin != next)
+      throw Error("state files do not cover the parameters without gaps (one starts at " +
+                  std::to_string(piece.begin) + ", expected " + std::to_string(next) + ")");
+    for (const StateFile& f : piece.files)
+      if (f.bytes != static_cast<std::uint64_t>(piece.elements) * sizeof(float))
+        throw Error(f.name + ": holds " + std::to_string(f.bytes / 4) + " values, its range has " +
+                    std::to_string(piece.elements));
+    next += piece.elements;
+  }
+  if (next != params)
+    throw Error("state files cover " + std::to_string(next) + " values, the model has " +
+                std::to_string(params));
+}
+
+void Checkpoint::verify_files(const StateFile& weights, const CheckpointScope& scope) const {
+  const fs::path dir(path_);
+  if (scope.weights) verify_file(dir / weights.name, weights.bytes, weights.crc32c);
+  const std::int64_t end = scope.end < 0 ? params_ : scope.end;
+  for (const StatePiece& piece : pieces_)
+    if (piece.begin < end && piece.begin + piece.elements > scope.begin)
+      for (const StateFile& f : piece.files) verify_file(dir / f.name, f.bytes, f.crc32c);
 }
 
 void Checkpoint::read_state(std::int64_t begin, std::int64_t n, float* p, float* m, float* v) const {

@@ -128,6 +128,16 @@ class Checkpoint {
     std::int64_t begin = 0, elements = 0;
     StateFile files[3];  // p, m, v
   };
+  // A file's record in the manifest; its name must be `expect_name`.
+  static StateFile read_state_file(JsonObject record, const std::string& expect_name);
+  // The state files the manifest lists: one piece in a /1 manifest, one per rank after it.
+  static std::vector<StatePiece> read_state_pieces(JsonObject& manifest, JsonObject& files, bool v1,
+                                                   std::int64_t params);
+  // Throws unless the pieces tile [0, params) in order, each file holding its elements.
+  static void check_pieces_cover(const std::vector<StatePiece>& pieces, std::int64_t params);
+  // Size and CRC32C of the weights (when `scope` asks for them) and of the state files that
+  // cover any of its range.
+  void verify_files(const StateFile& weights, const CheckpointScope& scope) const;
   std::string path_;
   TrainingPosition position_;
   Json settings_;
