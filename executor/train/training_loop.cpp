@@ -587,88 +587,113 @@ class TrainingRun {
   }
 
  private:
-  void run_step(std::int64_t step) {
-    const auto step0 = Clock::now();
-    const std::optional<CpuTicks> cpu0 = read_cpu_ticks();
-    trace_.mark("step-begin " + std::to_string(step));
-
-    // Forward and backward over this rank's micro-batches; gradients tree-summed in fp32.
-    const std::optional<comm::ExchangeTotals> exchange0 = exchange_totals();
-    ComputeTimes times = micro_batches_->run(pos_);
-    auto t0 = Clock::now();
-    grads_.finish();  // the exchange is idle from here: direct collectives are allowed
-    const double gradient_wait_s = seconds_since(t0);  // the gradient copies that did not overlap backward
-    const std::optional<comm::ExchangeTotals> exchange1 = exchange_totals();
-    pos_.data_position += micro_batches_->sequences();
-
-    // The step's loss and global gradient norm: the same values on every rank, so every rank
-    // stops alike, before the update could write a non-finite state (the last checkpoint
-    // stays the one to resume from).
-    const double loss = reductions_->loss(micro_batches_->losses());
-    const double grad_norm = reductions_->gradient_norm(grads_.shard(), mine_.global_begin, threads_);
-    if (!std::isfinite(loss) || !std::isfinite(grad_norm))
-      throw non_finite_step_error(o_, step, loss, grad_norm);
-    if (plan_.gradients == GradientPolicy::flush_fp32) pipeline_.flush_gradients(grads_.shard());  // baseline
-    times.backward_s += seconds_since(t0);
-
-    // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
-    AdamWParams adam{lr_.at(step), o_.beta1,        o_.beta2,
-                     o_.eps,       o_.weight_decay, offload::clip_scale(grad_norm, o_.max_grad_norm),
-                     step};
-    trace_.mark("update-begin " + std::to_string(step));
-    model_weights_.before_update();  // the update rewrites the host weights
-    const offload::UpdateStats upd = pipeline_.update(engine_.plan_iteration(step - 1), grads_.shard(), adam,
-                                                      weights_, model_weights_.on_subgroup_updated());
-    trace_.mark("update-end " + std::to_string(step));
-
-    // New weights back to the compute device.
-    t0 = Clock::now();
-    model_weights_.after_update();
-    const double weights_s = seconds_since(t0);
-    pos_.step = step;
-
-    // Validation loss of the new weights (not part of step_s): forward only, the optimizer
-    // and the data position untouched.
+  // What one step measured on its way, for its log record.
+  struct StepMeasures {
+    Clock::time_point start;
+    std::optional<CpuTicks> cpu0;
+    std::optional<comm::ExchangeTotals> exchange0, exchange1;  // around forward and backward
+    ComputeTimes times;
+    double gradient_wait_s = 0;  // the gradient copies that did not overlap backward
+    double loss = 0, grad_norm = 0;
+    AdamWParams adam;
+    offload::UpdateStats upd;
+    double weights_s = 0;
     std::optional<double> eval_loss;
     double eval_s = 0;
-    if (in_.data.validation && evaluation_due(o_.eval_every, step, o_.steps)) {
-      t0 = Clock::now();
-      eval_loss = in_.data.validation->loss(model_, *collectives_, rank_, ranks_);
-      eval_s = seconds_since(t0);
-    }
+  };
 
-    // The step as the job saw it: times of the slowest rank, counts summed over ranks.
+  void run_step(std::int64_t step) {
+    StepMeasures m{Clock::now(), read_cpu_ticks()};
+    trace_.mark("step-begin " + std::to_string(step));
+    compute_gradients(step, m);
+    update_shard(step, m);
+
+    // New weights back to the compute device.
+    const auto t0 = Clock::now();
+    model_weights_.after_update();
+    m.weights_s = seconds_since(t0);
+    pos_.step = step;
+
+    evaluate(step, m);
     // Collective; with a checkpoint due, called inside its write.
     auto log_step = [&](double checkpoint_s, std::int64_t checkpoint_bytes) {
-      const double tokens = micro_batches_->tokens();
-      StepTimes mine{seconds_since(step0) - eval_s,
-                     times.forward_s,
-                     times.backward_s,
-                     weights_s,
-                     checkpoint_s,
-                     gradient_wait_s,
-                     checkpoint_bytes,
-                     steal_share(cpu0, read_cpu_ticks())};
-      if (exchange0 && exchange1) {
-        mine.exchange_cpu_s = exchange1->thread_cpu_s - exchange0->thread_cpu_s;
-        mine.gather_wait_s = exchange1->gather_wait_s - exchange0->gather_wait_s;
-      }
-      Json rec = step_record({step, loss, adam.lr, grad_norm, adam.grad_scale, tokens}, mine, upd,
-                             model_weights_.fetches_since_last_call(), *collectives_);
-      if (eval_loss) {
-        rec["eval_loss"] = *eval_loss;
-        rec["eval_s"] = eval_s;
-      }
-      tokens_total_ += tokens;
-      seconds_total_ += rec["step_s"].get<double>();
-      if (rank_ == 0 && events_.step) events_.step(rec);
-      steps_.push_back(std::move(rec));
+      log_step_record(step, m, checkpoint_s, checkpoint_bytes);
     };
     const bool due = (o_.checkpoint_every > 0 && step % o_.checkpoint_every == 0) || step == o_.steps;
     if (!o_.checkpoint_dir.empty() && due)
       save_checkpoint(log_step);
     else
       log_step(0, 0);
+  }
+
+  // Forward and backward over this rank's micro-batches; gradients tree-summed in fp32. Then the
+  // step's loss and global gradient norm: the same values on every rank, so every rank stops
+  // alike, before the update could write a non-finite state (the last checkpoint stays the one
+  // to resume from).
+  void compute_gradients(std::int64_t step, StepMeasures& m) {
+    m.exchange0 = exchange_totals();
+    m.times = micro_batches_->run(pos_);
+    const auto t0 = Clock::now();
+    grads_.finish();  // the exchange is idle from here: direct collectives are allowed
+    m.gradient_wait_s = seconds_since(t0);
+    m.exchange1 = exchange_totals();
+    pos_.data_position += micro_batches_->sequences();
+
+    m.loss = reductions_->loss(micro_batches_->losses());
+    m.grad_norm = reductions_->gradient_norm(grads_.shard(), mine_.global_begin, threads_);
+    if (!std::isfinite(m.loss) || !std::isfinite(m.grad_norm))
+      throw non_finite_step_error(o_, step, m.loss, m.grad_norm);
+    if (plan_.gradients == GradientPolicy::flush_fp32) pipeline_.flush_gradients(grads_.shard());  // baseline
+    m.times.backward_s += seconds_since(t0);
+  }
+
+  // Update phase on this rank's shard: AdamW over every subgroup, wherever it lives.
+  void update_shard(std::int64_t step, StepMeasures& m) {
+    m.adam = AdamWParams{lr_.at(step), o_.beta1,        o_.beta2,
+                         o_.eps,       o_.weight_decay, offload::clip_scale(m.grad_norm, o_.max_grad_norm),
+                         step};
+    trace_.mark("update-begin " + std::to_string(step));
+    model_weights_.before_update();  // the update rewrites the host weights
+    m.upd = pipeline_.update(engine_.plan_iteration(step - 1), grads_.shard(), m.adam, weights_,
+                             model_weights_.on_subgroup_updated());
+    trace_.mark("update-end " + std::to_string(step));
+  }
+
+  // Validation loss of the new weights (not part of step_s): forward only, the optimizer and
+  // the data position untouched.
+  void evaluate(std::int64_t step, StepMeasures& m) {
+    if (!in_.data.validation || !evaluation_due(o_.eval_every, step, o_.steps)) return;
+    const auto t0 = Clock::now();
+    m.eval_loss = in_.data.validation->loss(model_, *collectives_, rank_, ranks_);
+    m.eval_s = seconds_since(t0);
+  }
+
+  // The step as the job saw it: times of the slowest rank, counts summed over ranks. Collective.
+  void log_step_record(std::int64_t step, const StepMeasures& m, double checkpoint_s,
+                       std::int64_t checkpoint_bytes) {
+    const double tokens = micro_batches_->tokens();
+    StepTimes mine{seconds_since(m.start) - m.eval_s,
+                   m.times.forward_s,
+                   m.times.backward_s,
+                   m.weights_s,
+                   checkpoint_s,
+                   m.gradient_wait_s,
+                   checkpoint_bytes,
+                   steal_share(m.cpu0, read_cpu_ticks())};
+    if (m.exchange0 && m.exchange1) {
+      mine.exchange_cpu_s = m.exchange1->thread_cpu_s - m.exchange0->thread_cpu_s;
+      mine.gather_wait_s = m.exchange1->gather_wait_s - m.exchange0->gather_wait_s;
+    }
+    Json rec = step_record({step, m.loss, m.adam.lr, m.grad_norm, m.adam.grad_scale, tokens}, mine, m.upd,
+                           model_weights_.fetches_since_last_call(), *collectives_);
+    if (m.eval_loss) {
+      rec["eval_loss"] = *m.eval_loss;
+      rec["eval_s"] = m.eval_s;
+    }
+    tokens_total_ += tokens;
+    seconds_total_ += rec["step_s"].get<double>();
+    if (rank_ == 0 && events_.step) events_.step(rec);
+    steps_.push_back(std::move(rec));
   }
 
   // Whether to stop before the next step; with several ranks, any rank's request stops them all.
