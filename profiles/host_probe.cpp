@@ -213,108 +213,126 @@ ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& 
   return cpu_model_figures(options, 1, all);
 }
 
-}  // namespace
-
-HostProfile read_host_facts() {
-  HostProfile h;
-  h.cores = usable_cores();  // the CPUs this process may use (a cpuset or taskset)
-  h.memory_bytes = meminfo_bytes("MemTotal").value_or(0);
-  h.available_bytes = std::min(host_memory_available().value_or(0), h.memory_bytes);
-  h.numa_nodes = numa_nodes();
-  return h;
+// memcpy bandwidth, on one thread and on all of them.
+void probe_memcpy_rates(HostProfile& h, const HostProbeOptions& options, ThreadPool& all,
+                        const ProgressSink& progress) {
+  const unsigned cores = static_cast<unsigned>(h.cores);
+  report(progress, "host: memcpy, 1 thread, " + format_bytes(static_cast<double>(options.memcpy_bytes)));
+  ThreadPool one(1);
+  h.memcpy_gbps_single = probe_memcpy(one, options.memcpy_bytes, options.repetitions);
+  report(progress, "host: memcpy, " + std::to_string(cores) + " threads");
+  h.memcpy_gbps = probe_memcpy(all, options.memcpy_bytes, options.repetitions);
 }
 
-HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& progress) {
-  HostProfile h = read_host_facts();
-  const int reps = options.repetitions;
-  const unsigned cores = static_cast<unsigned>(h.cores);
-  ThreadPool all(cores);
-
-  {
-    report(progress, "host: memcpy, 1 thread, " + format_bytes(static_cast<double>(options.memcpy_bytes)));
-    ThreadPool one(1);
-    h.memcpy_gbps_single = probe_memcpy(one, options.memcpy_bytes, reps);
-    report(progress, "host: memcpy, " + std::to_string(cores) + " threads");
-    h.memcpy_gbps = probe_memcpy(all, options.memcpy_bytes, reps);
-  }
-
-  {
-    const std::size_t n = round_up(options.adam_state_bytes / 12, adamw_grain);
-    HostArray<float> p(n, all), m(n, all), v(n, all);
-    HostArray<bf16> grad(n, all), p_out(n, all);
+// The optimizer state and gradients the update probes run over: n elements of p, m, v (fp32)
+// and of the bf16 gradient and weights.
+struct UpdateArrays {
+  UpdateArrays(std::size_t n, ThreadPool& all)
+      : n(n), p(n, all), m(n, all), v(n, all), grad(n, all), p_out(n, all) {
     all.parallel_for(n, adamw_grain, [&](std::size_t b, std::size_t e) {
       for (std::size_t i = b; i < e; ++i) {
         p.data()[i] = 0.01f * static_cast<float>(i % 97);
         grad.data()[i] = float_to_bf16(1e-3f * static_cast<float>(static_cast<int>(i % 13) - 6));
       }
     });
-    std::vector<unsigned> threads = options.adam_threads;
-    if (threads.empty())
-      for (unsigned t = 1; t <= cores; ++t) threads.push_back(t);
-    const auto state_bytes = static_cast<std::int64_t>(12 * n);
-    AdamWParams params;
-    params.weight_decay = 0.01f;
-    for (unsigned t : threads) {
-      report(progress, "host: AdamW (bf16 gradients), " + std::to_string(t) + " thread(s), " +
-                           format_bytes(static_cast<double>(state_bytes)) + " of state");
-      ThreadPool pool(t);
-      h.adam_elements_per_s.push_back(
-          {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, state_bytes, [&] {
-             adamw_update_bf16grad(pool, params, p.data(), m.data(), v.data(), grad.data(), p_out.data(), n);
-             ++params.step;
-           })});
-    }
-    h.adam_estimated = false;
-
-    // The same update as the pipeline runs it with integrity on: the very function, per
-    // 64 Ki-element chunk verify, AdamW, record (its first call records only).
-    for (unsigned t : threads) {
-      report(progress, "host: AdamW with CRC32C per 64 Ki-element chunk (the update pipeline's), " +
-                           std::to_string(t) + " thread(s)");
-      ThreadPool pool(t);
-      offload::InPlaceIntegrity integrity;
-      integrity.add_subgroup(0, static_cast<std::int64_t>(n));
-      const offload::WeightDecayMask every_element_decays;
-      h.adam_checked_elements_per_s.push_back(
-          {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, state_bytes, [&] {
-             offload::checked_adamw(pool, integrity, 0, every_element_decays, 0, params, p.data(), m.data(),
-                                    v.data(), nullptr, grad.data(), p_out.data(), n, /*mapped=*/false,
-                                    "host probe");
-             ++params.step;
-           })});
-    }
-
-    report(progress, "host: bf16 <-> fp32 conversion, " + std::to_string(cores) + " threads");
-    const double fp32_bytes = 4.0 * static_cast<double>(n);
-    h.bf16_convert_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
-                                    [&] { fp32_to_bf16(all, p.data(), p_out.data(), n); });
-    h.bf16_to_fp32_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
-                                    [&] { bf16_to_fp32(all, grad.data(), m.data(), n); });
-
-    // The integrity check runs per 64 Ki-element chunk inside AdamW's pass, on data in cache:
-    // crc32c_three over the chunk's p, m and v (256 KiB each), the pipeline's own call.
-    report(progress, "host: CRC32C (" + std::string(io::crc32c_path_name(io::crc32c_path())) +
-                         "), 1 thread, a chunk's p, m, v (3 x 256 KiB) in cache");
-    const std::size_t kChunk = std::min<std::size_t>(256 * 1024, static_cast<std::size_t>(fp32_bytes));
-    const std::size_t passes = std::max<std::size_t>(1, static_cast<std::size_t>(fp32_bytes) / kChunk);
-    volatile std::uint32_t sink = 0;  // read back each pass: the loop cannot be dropped
-    h.crc32c_gbps = time_rate(reps, static_cast<double>(3 * passes * kChunk), GB,
-                              static_cast<std::int64_t>(3 * kChunk), [&] {
-                                for (std::size_t i = 0; i < passes; ++i)
-                                  sink = sink + io::crc32c_three(p.data(), m.data(), v.data(), kChunk)[0];
-                              });
-
-    // The gradient norm's pass after backward: the executor's own function over a bf16 shard.
-    report(progress, "host: gradient norm (bf16 sums of squares), " + std::to_string(cores) + " threads");
-    volatile double norm_sink = 0;
-    h.grad_norm_elements_per_s =
-        time_rate(reps, static_cast<double>(n), 1.0, static_cast<std::int64_t>(2 * n), [&] {
-          const std::vector<double> sums =
-              offload::chunk_square_sums(std::span<const bf16>(grad.data(), n), all);
-          norm_sink = norm_sink + offload::global_norm(sums);
-        });
   }
+  std::int64_t state_bytes() const { return static_cast<std::int64_t>(12 * n); }
 
+  std::size_t n;
+  HostArray<float> p, m, v;
+  HostArray<bf16> grad, p_out;
+};
+
+// AdamW's rate per thread count: the plain update, then the same update as the pipeline runs
+// it with integrity on (the very function, per 64 Ki-element chunk verify, AdamW, record; its
+// first call records only).
+void probe_adamw_rates(HostProfile& h, const std::vector<unsigned>& threads, const UpdateArrays& a, int reps,
+                       const ProgressSink& progress) {
+  const std::size_t n = a.n;
+  AdamWParams params;
+  params.weight_decay = 0.01f;
+  for (unsigned t : threads) {
+    report(progress, "host: AdamW (bf16 gradients), " + std::to_string(t) + " thread(s), " +
+                         format_bytes(static_cast<double>(a.state_bytes())) + " of state");
+    ThreadPool pool(t);
+    h.adam_elements_per_s.push_back(
+        {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, a.state_bytes(), [&] {
+           adamw_update_bf16grad(pool, params, a.p.data(), a.m.data(), a.v.data(), a.grad.data(),
+                                 a.p_out.data(), n);
+           ++params.step;
+         })});
+  }
+  h.adam_estimated = false;
+
+  for (unsigned t : threads) {
+    report(progress, "host: AdamW with CRC32C per 64 Ki-element chunk (the update pipeline's), " +
+                         std::to_string(t) + " thread(s)");
+    ThreadPool pool(t);
+    offload::InPlaceIntegrity integrity;
+    integrity.add_subgroup(0, static_cast<std::int64_t>(n));
+    const offload::WeightDecayMask every_element_decays;
+    h.adam_checked_elements_per_s.push_back(
+        {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, a.state_bytes(), [&] {
+           offload::checked_adamw(pool, integrity, 0, every_element_decays, 0, params, a.p.data(), a.m.data(),
+                                  a.v.data(), nullptr, a.grad.data(), a.p_out.data(), n, /*mapped=*/false,
+                                  "host probe");
+           ++params.step;
+         })});
+  }
+}
+
+// The passes around the update: bf16 <-> fp32 conversion, the integrity check's CRC32C and the
+// gradient norm.
+void probe_update_passes(HostProfile& h, const UpdateArrays& a, ThreadPool& all, int reps,
+                         const ProgressSink& progress) {
+  const std::size_t n = a.n;
+  const unsigned cores = static_cast<unsigned>(h.cores);
+  report(progress, "host: bf16 <-> fp32 conversion, " + std::to_string(cores) + " threads");
+  const double fp32_bytes = 4.0 * static_cast<double>(n);
+  h.bf16_convert_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
+                                  [&] { fp32_to_bf16(all, a.p.data(), a.p_out.data(), n); });
+  h.bf16_to_fp32_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
+                                  [&] { bf16_to_fp32(all, a.grad.data(), a.m.data(), n); });
+
+  // The integrity check runs per 64 Ki-element chunk inside AdamW's pass, on data in cache:
+  // crc32c_three over the chunk's p, m and v (256 KiB each), the pipeline's own call.
+  report(progress, "host: CRC32C (" + std::string(io::crc32c_path_name(io::crc32c_path())) +
+                       "), 1 thread, a chunk's p, m, v (3 x 256 KiB) in cache");
+  const std::size_t kChunk = std::min<std::size_t>(256 * 1024, static_cast<std::size_t>(fp32_bytes));
+  const std::size_t passes = std::max<std::size_t>(1, static_cast<std::size_t>(fp32_bytes) / kChunk);
+  volatile std::uint32_t sink = 0;  // read back each pass: the loop cannot be dropped
+  h.crc32c_gbps = time_rate(reps, static_cast<double>(3 * passes * kChunk), GB,
+                            static_cast<std::int64_t>(3 * kChunk), [&] {
+                              for (std::size_t i = 0; i < passes; ++i)
+                                sink = sink + io::crc32c_three(a.p.data(), a.m.data(), a.v.data(), kChunk)[0];
+                            });
+
+  // The gradient norm's pass after backward: the executor's own function over a bf16 shard.
+  report(progress, "host: gradient norm (bf16 sums of squares), " + std::to_string(cores) + " threads");
+  volatile double norm_sink = 0;
+  h.grad_norm_elements_per_s =
+      time_rate(reps, static_cast<double>(n), 1.0, static_cast<std::int64_t>(2 * n), [&] {
+        const std::vector<double> sums =
+            offload::chunk_square_sums(std::span<const bf16>(a.grad.data(), n), all);
+        norm_sink = norm_sink + offload::global_norm(sums);
+      });
+}
+
+// The update's CPU figures over a state of options.adam_state_bytes.
+void probe_update_rates(HostProfile& h, const HostProbeOptions& options, ThreadPool& all,
+                        const ProgressSink& progress) {
+  const unsigned cores = static_cast<unsigned>(h.cores);
+  const UpdateArrays arrays(round_up(options.adam_state_bytes / 12, adamw_grain), all);
+  std::vector<unsigned> threads = options.adam_threads;
+  if (threads.empty())
+    for (unsigned t = 1; t <= cores; ++t) threads.push_back(t);
+  probe_adamw_rates(h, threads, arrays, options.repetitions, progress);
+  probe_update_passes(h, arrays, all, options.repetitions, progress);
+}
+
+// Fixed costs per call that small work does not hide.
+void probe_thread_costs(HostProfile& h, ThreadPool& all, int reps, const ProgressSink& progress) {
+  const unsigned cores = static_cast<unsigned>(h.cores);
   // The pool's fixed cost per call: every subgroup's AdamW wakes the rank's workers and waits
   // for them (ThreadPool::parallel_for), microseconds that a small subgroup's work does not hide.
   if (cores > 1) {
@@ -328,13 +346,16 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
 
   // The update pipeline's fixed cost per update: it starts a reader and a writer thread per
   // tier it moves bytes on and joins them at the end (a tiny model's update is a millisecond).
-  {
-    report(progress, "host: thread start and join");
-    std::atomic<std::int64_t> ran{0};
-    h.thread_start_s = seconds_per_call(
-        reps, 200, [&] { std::thread([&] { ran.fetch_add(1, std::memory_order_relaxed); }).join(); });
-  }
+  report(progress, "host: thread start and join");
+  std::atomic<std::int64_t> ran{0};
+  h.thread_start_s = seconds_per_call(
+      reps, 200, [&] { std::thread([&] { ran.fetch_add(1, std::memory_order_relaxed); }).join(); });
+}
 
+// The CPU backend's GEMMs and forward/backward, when asked for.
+void probe_cpu_compute(HostProfile& h, const HostProbeOptions& options, ThreadPool& all,
+                       const ProgressSink& progress) {
+  const unsigned cores = static_cast<unsigned>(h.cores);
   if (options.cpu_gemm) {
     report(progress, "host: CPU backend GEMM (" + options.gemm_model.name + " layer shapes, " +
                          std::to_string(options.gemm_tokens) + " tokens)");
@@ -351,6 +372,26 @@ HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& prog
       h.cpu_model_one_thread = probe_cpu_model_one_thread_per_core(options, cores, progress);
     }
   }
+}
+
+}  // namespace
+
+HostProfile read_host_facts() {
+  HostProfile h;
+  h.cores = usable_cores();  // the CPUs this process may use (a cpuset or taskset)
+  h.memory_bytes = meminfo_bytes("MemTotal").value_or(0);
+  h.available_bytes = std::min(host_memory_available().value_or(0), h.memory_bytes);
+  h.numa_nodes = numa_nodes();
+  return h;
+}
+
+HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& progress) {
+  HostProfile h = read_host_facts();
+  ThreadPool all(static_cast<unsigned>(h.cores));
+  probe_memcpy_rates(h, options, all, progress);
+  probe_update_rates(h, options, all, progress);
+  probe_thread_costs(h, all, options.repetitions, progress);
+  probe_cpu_compute(h, options, all, progress);
   return h;
 }
 
