@@ -50,6 +50,108 @@ std::string curves_table(const std::vector<CurvePoint>& read, const std::vector<
   return out;
 }
 
+// One CPU forward/backward measurement, when it was made.
+std::string cpu_model_lines(const ModelComputeFigures& m) {
+  if (!m.measured()) return "";
+  std::string out;
+  out += printf_string("  CPU model (%s, %lld x %lld tokens, %lld threads)\n", m.model.c_str(),
+                       static_cast<long long>(m.micro_batch), static_cast<long long>(m.seq_len),
+                       static_cast<long long>(m.threads));
+  out += "    layer forward         " + spread(m.layer_forward_gflops, "GFLOP/s") + "\n";
+  out += "    layer backward        " + spread(m.layer_backward_gflops, "GFLOP/s") + "\n";
+  out += "    head forward          " + spread(m.head_forward_gflops, "GFLOP/s") + "\n";
+  out += "    head backward         " + spread(m.head_backward_gflops, "GFLOP/s") + "\n";
+  return out;
+}
+
+// The host's figures: memory, AdamW, the passes around it, thread costs and the CPU backend.
+std::string host_lines(const HostProfile& h) {
+  std::string out;
+  out += "  memcpy, 1 thread        " + spread(h.memcpy_gbps_single, "GB/s") + "\n";
+  out += "  memcpy, all threads     " + spread(h.memcpy_gbps, "GB/s") + "\n";
+  for (const CurvePoint& pt : h.adam_elements_per_s)
+    out += printf_string(
+        "  AdamW bf16-grad, %2lld thr %s\n", static_cast<long long>(pt.streams),
+        spread(scaled(pt.value, 1e-9), h.adam_estimated ? "Gelem/s (estimated)" : "Gelem/s").c_str());
+  for (const CurvePoint& pt : h.adam_checked_elements_per_s)
+    out += printf_string("  AdamW + CRC32C,  %2lld thr %s\n", static_cast<long long>(pt.streams),
+                         spread(scaled(pt.value, 1e-9), "Gelem/s").c_str());
+  if (h.bf16_convert_gbps.median > 0)
+    out += "  fp32 -> bf16            " + spread(h.bf16_convert_gbps, "GB/s") + "\n";
+  if (h.bf16_to_fp32_gbps.median > 0)
+    out += "  bf16 -> fp32            " + spread(h.bf16_to_fp32_gbps, "GB/s") + "\n";
+  if (h.crc32c_gbps.median > 0) out += "  CRC32C, 1 thr, cached   " + spread(h.crc32c_gbps, "GB/s") + "\n";
+  if (h.grad_norm_elements_per_s.median > 0)
+    out += "  gradient norm (bf16)    " + spread(scaled(h.grad_norm_elements_per_s, 1e-9), "Gelem/s") + "\n";
+  if (h.pool_dispatch_s.median > 0)
+    out += "  thread pool wake+join   " + spread(scaled(h.pool_dispatch_s, 1e6), "us") + "\n";
+  if (h.thread_start_s.median > 0)
+    out += "  thread start+join       " + spread(scaled(h.thread_start_s, 1e6), "us") + "\n";
+  if (h.cpu_gemm_gflops.median > 0)
+    out += "  CPU GEMM (bf16)         " + spread(h.cpu_gemm_gflops, "GFLOP/s") + "\n";
+  out += cpu_model_lines(h.cpu_model);
+  out += cpu_model_lines(h.cpu_model_one_thread);
+  if (h.cpu_steal)
+    out += printf_string("  CPU time taken by the hypervisor (steal) while measuring: %.1f %%\n",
+                         100 * *h.cpu_steal);
+  return out;
+}
+
+// One GPU model's figures.
+std::string gpu_lines(const GpuProfile& g) {
+  std::string out;
+  out += "gpu: " + std::to_string(g.count) + " x " + g.model + ", " +
+         format_bytes(static_cast<double>(g.memory_bytes)) + ", " + std::to_string(g.sm_count) + " SMs\n";
+  for (const GemmFigure& f : g.gemm)
+    out += printf_string("  GEMM %-8s %6lldx%6lldx%6lld %s\n", f.name.c_str(), static_cast<long long>(f.m),
+                         static_cast<long long>(f.n), static_cast<long long>(f.k),
+                         spread(f.tflops, "TFLOP/s").c_str());
+  out += "  bf16 GEMM, layer       " + spread(g.bf16_tflops, "TFLOP/s") + "\n";
+  out += "  HBM (read+write)       " + spread(g.hbm_gbps, "GB/s") + "\n";
+  out += "  H2D pinned             " + spread(g.h2d_gbps, "GB/s") + "\n";
+  out += "  D2H pinned             " + spread(g.d2h_gbps, "GB/s") + "\n";
+  out += "  H2D + D2H at once      " + spread(g.bidirectional_gbps, "GB/s") + "\n";
+  if (g.all_bf16_tflops.median > 0)
+    out += "  all GPUs: GEMM         " + spread(g.all_bf16_tflops, "TFLOP/s") + "\n";
+  if (g.all_h2d_gbps.median > 0) out += "  all GPUs: H2D          " + spread(g.all_h2d_gbps, "GB/s") + "\n";
+  if (g.all_d2h_gbps.median > 0) out += "  all GPUs: D2H          " + spread(g.all_d2h_gbps, "GB/s") + "\n";
+  return out;
+}
+
+// One tier's curves, its other I/O settings' curves, latency and contention with AdamW.
+std::string tier_lines(const TierProfile& t) {
+  std::string out;
+  out += "tier '" + t.name + "' (" + t.path + ", " + to_string(t.kind) +
+         "): " + format_bytes(static_cast<double>(t.free_bytes)) + " free of " +
+         format_bytes(static_cast<double>(t.capacity_bytes)) + ", bs " +
+         format_bytes(static_cast<double>(t.block_size)) + ", qd " + std::to_string(t.queue_depth) + ", " +
+         (t.direct_io ? "O_DIRECT" : "buffered") + "\n";
+  out += curves_table(t.read_gbps, t.write_gbps, t.mixed_read_gbps, t.mixed_write_gbps);
+  for (const TierIoSetting& io : t.io_settings) {
+    out += "  at bs " + format_bytes(static_cast<double>(io.block_size)) + ", qd " +
+           std::to_string(io.queue_depth) + ":\n";
+    out += curves_table(io.read_gbps, io.write_gbps, io.mixed_read_gbps, io.mixed_write_gbps);
+  }
+  if (t.latency_us.median > 0)
+    out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
+  if (t.io_ratio_adam_busy > 0) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "  with AdamW on every core: read+write at %.2fx, AdamW at %.2fx of its rate alone\n",
+                  t.io_ratio_adam_busy, t.adam_ratio_io_busy);
+    out += line;
+  }
+  if (t.slot_handoff_us > 0 || t.slot_handoff_waits_adam > 0) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "  slot handoff (reader and writer taking turns on one slot): %.0f us, plus %.0f %% of the "
+                  "AdamW a read starts\n",
+                  t.slot_handoff_us, 100 * t.slot_handoff_waits_adam);
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string summary_table(const Profile& p) {
@@ -59,93 +161,10 @@ std::string summary_table(const Profile& p) {
          format_bytes(static_cast<double>(p.host.memory_bytes)) + " memory (" +
          format_bytes(static_cast<double>(p.host.available_bytes)) + " available), " +
          std::to_string(p.host.numa_nodes) + " NUMA node(s)\n";
-  out += "  memcpy, 1 thread        " + spread(p.host.memcpy_gbps_single, "GB/s") + "\n";
-  out += "  memcpy, all threads     " + spread(p.host.memcpy_gbps, "GB/s") + "\n";
-  for (const CurvePoint& pt : p.host.adam_elements_per_s)
-    out += printf_string(
-        "  AdamW bf16-grad, %2lld thr %s\n", static_cast<long long>(pt.streams),
-        spread(scaled(pt.value, 1e-9), p.host.adam_estimated ? "Gelem/s (estimated)" : "Gelem/s").c_str());
-  for (const CurvePoint& pt : p.host.adam_checked_elements_per_s)
-    out += printf_string("  AdamW + CRC32C,  %2lld thr %s\n", static_cast<long long>(pt.streams),
-                         spread(scaled(pt.value, 1e-9), "Gelem/s").c_str());
-  if (p.host.bf16_convert_gbps.median > 0)
-    out += "  fp32 -> bf16            " + spread(p.host.bf16_convert_gbps, "GB/s") + "\n";
-  if (p.host.bf16_to_fp32_gbps.median > 0)
-    out += "  bf16 -> fp32            " + spread(p.host.bf16_to_fp32_gbps, "GB/s") + "\n";
-  if (p.host.crc32c_gbps.median > 0)
-    out += "  CRC32C, 1 thr, cached   " + spread(p.host.crc32c_gbps, "GB/s") + "\n";
-  if (p.host.grad_norm_elements_per_s.median > 0)
-    out += "  gradient norm (bf16)    " + spread(scaled(p.host.grad_norm_elements_per_s, 1e-9), "Gelem/s") +
-           "\n";
-  if (p.host.pool_dispatch_s.median > 0)
-    out += "  thread pool wake+join   " + spread(scaled(p.host.pool_dispatch_s, 1e6), "us") + "\n";
-  if (p.host.thread_start_s.median > 0)
-    out += "  thread start+join       " + spread(scaled(p.host.thread_start_s, 1e6), "us") + "\n";
-  if (p.host.cpu_gemm_gflops.median > 0)
-    out += "  CPU GEMM (bf16)         " + spread(p.host.cpu_gemm_gflops, "GFLOP/s") + "\n";
-  for (const ModelComputeFigures* mp : {&p.host.cpu_model, &p.host.cpu_model_one_thread}) {
-    const ModelComputeFigures& m = *mp;
-    if (!m.measured()) continue;
-    out += printf_string("  CPU model (%s, %lld x %lld tokens, %lld threads)\n", m.model.c_str(),
-                         static_cast<long long>(m.micro_batch), static_cast<long long>(m.seq_len),
-                         static_cast<long long>(m.threads));
-    out += "    layer forward         " + spread(m.layer_forward_gflops, "GFLOP/s") + "\n";
-    out += "    layer backward        " + spread(m.layer_backward_gflops, "GFLOP/s") + "\n";
-    out += "    head forward          " + spread(m.head_forward_gflops, "GFLOP/s") + "\n";
-    out += "    head backward         " + spread(m.head_backward_gflops, "GFLOP/s") + "\n";
-  }
-  if (p.host.cpu_steal)
-    out += printf_string("  CPU time taken by the hypervisor (steal) while measuring: %.1f %%\n",
-                         100 * *p.host.cpu_steal);
+  out += host_lines(p.host);
   if (p.gpus.empty()) out += "gpus: none (" + p.gpus_reason + ")\n";
-  for (const GpuProfile& g : p.gpus) {
-    out += "gpu: " + std::to_string(g.count) + " x " + g.model + ", " +
-           format_bytes(static_cast<double>(g.memory_bytes)) + ", " + std::to_string(g.sm_count) + " SMs\n";
-    for (const GemmFigure& f : g.gemm)
-      out += printf_string("  GEMM %-8s %6lldx%6lldx%6lld %s\n", f.name.c_str(), static_cast<long long>(f.m),
-                           static_cast<long long>(f.n), static_cast<long long>(f.k),
-                           spread(f.tflops, "TFLOP/s").c_str());
-    out += "  bf16 GEMM, layer       " + spread(g.bf16_tflops, "TFLOP/s") + "\n";
-    out += "  HBM (read+write)       " + spread(g.hbm_gbps, "GB/s") + "\n";
-    out += "  H2D pinned             " + spread(g.h2d_gbps, "GB/s") + "\n";
-    out += "  D2H pinned             " + spread(g.d2h_gbps, "GB/s") + "\n";
-    out += "  H2D + D2H at once      " + spread(g.bidirectional_gbps, "GB/s") + "\n";
-    if (g.all_bf16_tflops.median > 0)
-      out += "  all GPUs: GEMM         " + spread(g.all_bf16_tflops, "TFLOP/s") + "\n";
-    if (g.all_h2d_gbps.median > 0) out += "  all GPUs: H2D          " + spread(g.all_h2d_gbps, "GB/s") + "\n";
-    if (g.all_d2h_gbps.median > 0) out += "  all GPUs: D2H          " + spread(g.all_d2h_gbps, "GB/s") + "\n";
-  }
-  for (const TierProfile& t : p.tiers) {
-    out += "tier '" + t.name + "' (" + t.path + ", " + to_string(t.kind) +
-           "): " + format_bytes(static_cast<double>(t.free_bytes)) + " free of " +
-           format_bytes(static_cast<double>(t.capacity_bytes)) + ", bs " +
-           format_bytes(static_cast<double>(t.block_size)) + ", qd " + std::to_string(t.queue_depth) + ", " +
-           (t.direct_io ? "O_DIRECT" : "buffered") + "\n";
-    out += curves_table(t.read_gbps, t.write_gbps, t.mixed_read_gbps, t.mixed_write_gbps);
-    for (const TierIoSetting& io : t.io_settings) {
-      out += "  at bs " + format_bytes(static_cast<double>(io.block_size)) + ", qd " +
-             std::to_string(io.queue_depth) + ":\n";
-      out += curves_table(io.read_gbps, io.write_gbps, io.mixed_read_gbps, io.mixed_write_gbps);
-    }
-    if (t.latency_us.median > 0)
-      out += "  first-byte latency (4 KiB read) " + spread(t.latency_us, "us") + "\n";
-    if (t.io_ratio_adam_busy > 0) {
-      char line[160];
-      std::snprintf(line, sizeof line,
-                    "  with AdamW on every core: read+write at %.2fx, AdamW at %.2fx of its rate alone\n",
-                    t.io_ratio_adam_busy, t.adam_ratio_io_busy);
-      out += line;
-    }
-    if (t.slot_handoff_us > 0 || t.slot_handoff_waits_adam > 0) {
-      char line[200];
-      std::snprintf(
-          line, sizeof line,
-          "  slot handoff (reader and writer taking turns on one slot): %.0f us, plus %.0f %% of the "
-          "AdamW a read starts\n",
-          t.slot_handoff_us, 100 * t.slot_handoff_waits_adam);
-      out += line;
-    }
-  }
+  for (const GpuProfile& g : p.gpus) out += gpu_lines(g);
+  for (const TierProfile& t : p.tiers) out += tier_lines(t);
   if (const CollectiveRates& c = p.comm.host_mpi; c.measured)
     out += "host MPI collectives (" + std::to_string(c.ranks) + " ranks, bus bandwidth): all-gather " +
            spread(c.all_gather_gbps, "GB/s") + ", reduce-scatter " + spread(c.reduce_scatter_gbps, "GB/s") +
