@@ -247,6 +247,96 @@ struct MixedPass {
   double write_gbps() const { return write_gb / write_s; }
 };
 
+// What the directions of one mixed pass share: the start, the count of directions that have
+// moved their bytes, and whether one failed.
+struct MixedPassShared {
+  explicit MixedPassShared(unsigned directions) : directions(directions) {}
+  std::latch go{1};
+  const unsigned directions;
+  std::atomic<unsigned> arrived{0};
+  std::atomic<bool> failed{false};
+};
+
+// One direction (`op`) of stream `s` in a mixed pass: keeps two requests in flight and goes on
+// after moving `bytes` until every direction has, logging what it has moved and when. An
+// error is stored in `error` and stops the other directions.
+void run_mixed_direction(Stream& st, unsigned s, io::IoOp op, std::uint64_t bytes, std::uint64_t request,
+                         std::uint64_t block_size, MixedPassShared& shared, std::exception_ptr& error) {
+  io::request_short_slice_for_this_thread();  // as the pipeline's reader and writer
+  const bool reads = op == io::IoOp::read;
+  std::vector<io::PinnedBuffer>& buffers = reads ? st.buffers : st.write_buffers;
+  Clock::time_point& end = reads ? st.end : st.write_end;
+  auto& log = reads ? st.read_log : st.write_log;
+  log.clear();
+  Issued slots[2];
+  std::uint64_t moved = 0;
+  bool reached = false;
+  auto finish = [&](Issued& slot) {
+    slot.request.wait();
+    const std::uint64_t at = std::exchange(slot.at, UINT64_MAX);
+    if (at == UINT64_MAX) return;
+    if (reads) verify(st, slot.buffer, slot.length, s, at);
+    moved += slot.length;
+    if (!reached && moved >= bytes) {
+      if (!reads && !st.file->direct()) sync(st);  // as in the write pass
+      reached = true;
+      end = Clock::now();
+      log.emplace_back(end, moved);
+      shared.arrived.fetch_add(1);
+    } else {
+      log.emplace_back(Clock::now(), moved);
+    }
+  };
+  try {
+    shared.go.wait();
+    std::uint64_t offset = reads ? 0 : bytes / 2 / block_size * block_size;
+    for (unsigned k = 0;; ++k) {
+      Issued& slot = slots[k % 2];
+      finish(slot);
+      if (interrupt_signal() != 0 || shared.failed.load() ||
+          (reached && shared.arrived.load() == shared.directions))
+        break;
+      const std::uint64_t len = std::min(request, bytes - offset);
+      issue(st, s, op, buffers, k, offset, len, slot);
+      offset += len;
+      if (offset >= bytes) offset = 0;
+    }
+    finish(slots[0]);
+    finish(slots[1]);
+    if (!reads && st.file->direct()) sync(st);
+  } catch (...) {
+    drain(slots);
+    shared.failed.store(true);
+    error = std::current_exception();
+  }
+}
+
+// What a direction's log says it had moved by `t`.
+std::uint64_t moved_by(const std::vector<std::pair<Clock::time_point, std::uint64_t>>& log,
+                       Clock::time_point t) {
+  std::uint64_t moved = 0;
+  for (const auto& [when, total] : log)
+    if (when <= t) moved = total;
+  return moved;
+}
+
+// The pass's figures from its directions' logs: each side's bytes up to its slowest stream's end.
+MixedPass mixed_pass_figures(const std::vector<Stream>& streams, Clock::time_point start) {
+  Clock::time_point read_end = start, write_end = start;
+  for (const Stream& st : streams) {
+    read_end = std::max(read_end, st.end);
+    write_end = std::max(write_end, st.write_end);
+  }
+  MixedPass pass;
+  for (const Stream& st : streams) {
+    pass.read_gb += static_cast<double>(moved_by(st.read_log, read_end)) / GB;
+    pass.write_gb += static_cast<double>(moved_by(st.write_log, write_end)) / GB;
+  }
+  pass.read_s = std::chrono::duration<double>(read_end - start).count();
+  pass.write_s = std::chrono::duration<double>(write_end - start).count();
+  return pass;
+}
+
 // Reads and writes at once: every stream reads its file from the start (checking each
 // page) while writing the same stamps into the file from its middle on — what one rank's
 // reader and writer threads do to a tier during the update, on that rank's one engine.
@@ -262,91 +352,20 @@ struct MixedPass {
 // only for buffered files).
 MixedPass run_mixed_pass(std::vector<Stream>& streams, std::uint64_t bytes, std::uint64_t request,
                          std::uint64_t block_size) {
-  std::latch go(1);
-  const auto directions = static_cast<unsigned>(streams.size() * 2);
-  std::atomic<unsigned> arrived{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::exception_ptr> errors(directions);
-  auto direction = [&](unsigned s, io::IoOp op, std::exception_ptr& error) {
-    io::request_short_slice_for_this_thread();  // as the pipeline's reader and writer
-    Stream& st = streams[s];
-    const bool reads = op == io::IoOp::read;
-    std::vector<io::PinnedBuffer>& buffers = reads ? st.buffers : st.write_buffers;
-    Clock::time_point& end = reads ? st.end : st.write_end;
-    auto& log = reads ? st.read_log : st.write_log;
-    log.clear();
-    Issued slots[2];
-    std::uint64_t moved = 0;
-    bool reached = false;
-    auto finish = [&](Issued& slot) {
-      slot.request.wait();
-      const std::uint64_t at = std::exchange(slot.at, UINT64_MAX);
-      if (at == UINT64_MAX) return;
-      if (reads) verify(st, slot.buffer, slot.length, s, at);
-      moved += slot.length;
-      if (!reached && moved >= bytes) {
-        if (!reads && !st.file->direct()) sync(st);  // as in the write pass
-        reached = true;
-        end = Clock::now();
-        log.emplace_back(end, moved);
-        arrived.fetch_add(1);
-      } else {
-        log.emplace_back(Clock::now(), moved);
-      }
-    };
-    try {
-      go.wait();
-      std::uint64_t offset = reads ? 0 : bytes / 2 / block_size * block_size;
-      for (unsigned k = 0;; ++k) {
-        Issued& slot = slots[k % 2];
-        finish(slot);
-        if (interrupt_signal() != 0 || failed.load() || (reached && arrived.load() == directions)) break;
-        const std::uint64_t len = std::min(request, bytes - offset);
-        issue(st, s, op, buffers, k, offset, len, slot);
-        offset += len;
-        if (offset >= bytes) offset = 0;
-      }
-      finish(slots[0]);
-      finish(slots[1]);
-      if (!reads && st.file->direct()) sync(st);
-    } catch (...) {
-      drain(slots);
-      failed.store(true);
-      error = std::current_exception();
-    }
-  };
+  MixedPassShared shared(static_cast<unsigned>(streams.size() * 2));
+  std::vector<std::exception_ptr> errors(shared.directions);
   std::vector<std::thread> threads;
-  for (unsigned s = 0; s < streams.size(); ++s) {
-    threads.emplace_back(direction, s, io::IoOp::read, std::ref(errors[2 * s]));
-    threads.emplace_back(direction, s, io::IoOp::write, std::ref(errors[2 * s + 1]));
-  }
+  for (unsigned s = 0; s < streams.size(); ++s)
+    for (const io::IoOp op : {io::IoOp::read, io::IoOp::write})
+      threads.emplace_back(run_mixed_direction, std::ref(streams[s]), s, op, bytes, request, block_size,
+                           std::ref(shared), std::ref(errors[2 * s + (op == io::IoOp::read ? 0 : 1)]));
   const Clock::time_point start = Clock::now();
-  go.count_down();
+  shared.go.count_down();
   for (auto& t : threads) t.join();
   for (const auto& e : errors)
     if (e) std::rethrow_exception(e);
   throw_if_interrupted();
-  Clock::time_point read_end = start, write_end = start;
-  for (const Stream& st : streams) {
-    read_end = std::max(read_end, st.end);
-    write_end = std::max(write_end, st.write_end);
-  }
-  // What a direction's log says it had moved by `t`.
-  auto moved_by = [](const std::vector<std::pair<Clock::time_point, std::uint64_t>>& log,
-                     Clock::time_point t) {
-    std::uint64_t moved = 0;
-    for (const auto& [when, total] : log)
-      if (when <= t) moved = total;
-    return moved;
-  };
-  MixedPass pass;
-  for (const Stream& st : streams) {
-    pass.read_gb += static_cast<double>(moved_by(st.read_log, read_end)) / GB;
-    pass.write_gb += static_cast<double>(moved_by(st.write_log, write_end)) / GB;
-  }
-  pass.read_s = std::chrono::duration<double>(read_end - start).count();
-  pass.write_s = std::chrono::duration<double>(write_end - start).count();
-  return pass;
+  return mixed_pass_figures(streams, start);
 }
 
 // The subgroup the slot handoff probe moves per transfer: the tuner's usual 4 Mi elements,
