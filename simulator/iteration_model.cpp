@@ -131,6 +131,17 @@ class IterationModel {
   void collect_results();
 
   void rank_actor(Rank& rank);
+  // The rank's phases, as rank_actor runs them between the barriers: forward; backward, which
+  // returns the fp32 gradient flush, (tier, bytes); what follows it (the gradients' last D2H,
+  // the gradient norm, the flush); the update's walk over the order, which returns the writes
+  // it queued; and its end, once they are done (the streams stopped).
+  void forward_phase(Rank& rank, sg4::Host* gpu, const std::string& lane);
+  std::vector<std::pair<std::size_t, double>> backward_phase(Rank& rank, const NodePlatform& np,
+                                                             sg4::Host* gpu, const std::string& lane);
+  void after_backward(Rank& rank, const NodePlatform& np, const std::string& lane,
+                      const std::vector<std::pair<std::size_t, double>>& flush);
+  std::int64_t update_walk(Rank& rank, const NodePlatform& np, const std::string& lane);
+  void end_update(Rank& rank, const NodePlatform& np, std::int64_t writes);
   void prefetch_actor(Rank& rank);
   void read_stream(Rank& rank, std::size_t tier);
   void write_stream(Rank& rank, std::size_t tier);
@@ -338,69 +349,63 @@ void IterationModel::prefetch_actor(Rank& rank) {
   }
 }
 
-void IterationModel::rank_actor(Rank& rank) {
-  const NodePlatform& np = platform_.nodes[static_cast<std::size_t>(rank.node)];
-  sg4::Host* gpu = np.compute[static_cast<std::size_t>(rank.local)];
-  const std::string lane = "rank " + std::to_string(rank.local);
-  const bool leader = rank.node == 0 && rank.local == 0;
+void IterationModel::forward_phase(Rank& rank, sg4::Host* gpu, const std::string& lane) {
+  const double t = sg4::Engine::get_clock();
+  const std::vector<PassPart> forward = forward_parts(w_, rates_.compute, collectives_);
+  for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) run_pass(rank, gpu, forward, {});
+  record(rank.node, lane, "forward", t);
+}
 
-  barrier_->wait();
-  if (!options_.update_only) {
-    double t = sg4::Engine::get_clock();
-    const std::vector<PassPart> forward = forward_parts(w_, rates_.compute, collectives_);
-    for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) run_pass(rank, gpu, forward, {});
-    record(rank.node, lane, "forward", t);
-    barrier_->wait();
-    if (leader) phase_end_[1] = sg4::Engine::get_clock();
-
-    t = sg4::Engine::get_clock();
-    std::vector<std::pair<std::size_t, double>> flush;  // (tier, bytes), after backward
-    for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
-      const bool last = micro + 1 == w_.micro_steps;
-      run_pass(rank, gpu, backward_parts(w_, rates_.compute, collectives_, last), [&](const PassPart& part) {
-        // With the exchange the full fp32 gradients go to the host in the pass (to_host_s);
-        // without it, the rank's bf16 gradients on the D2H stream.
-        if (np.pcie && !collectives_.modelled())
-          rank.to_host.push({-1, part.layer->grad_elements * kBf16Bytes});
-        if (w_.grad_flush_bytes_per_element == 0 || !last) return;
-        // Each subgroup's fp32 gradients go to its own tier (resident ones stay in memory):
-        // the layer's gradients are spread over the tiers as the shard's elements are.
-        for (std::size_t tier = 0; tier < w_.flush_elements.size(); ++tier) {
-          if (w_.flush_elements[tier] <= 0) continue;
-          const double share = w_.flush_elements[tier] / static_cast<double>(w_.params_per_rank);
-          flush.emplace_back(tier, part.layer->grad_elements * share * w_.grad_flush_bytes_per_element);
-        }
-      });
-    }
-    if (const double small = small_collectives_s(collectives_); small > 0) sg4::this_actor::sleep_for(small);
-    record(rank.node, lane, "backward", t);
-    if (np.pcie) {
-      rank.to_host.push({-1, 0, false, false, true});
-      rank.pcie_done->acquire();
-    }
-    // The global gradient norm over the rank's bf16 shard (the node's ranks at once), once
-    // every gradient is in host memory.
-    if (rates_.grad_norm_eps > 0) {
-      const double norm_start = sg4::Engine::get_clock();
-      sg4::this_actor::sleep_for(static_cast<double>(rates_.ranks_per_node * w_.params_per_rank) /
-                                 rates_.grad_norm_eps);
-      record(rank.node, lane, "gradient norm", norm_start);
-    }
-    // The executor flushes the fp32 gradients once backward is done (flush_gradients, after
-    // the gradient norm), every tier's at once, and waits for them.
-    const double flush_start = sg4::Engine::get_clock();
-    for (const auto& [tier, bytes] : flush) rank.writes[tier].push({-1, bytes});
-    for (std::size_t i = 0; i < flush.size(); ++i) rank.writes_done->acquire();
-    if (!flush.empty()) record(rank.node, lane, "flush", flush_start);
-  } else {
-    barrier_->wait();
-    if (leader) phase_end_[1] = sg4::Engine::get_clock();
+std::vector<std::pair<std::size_t, double>> IterationModel::backward_phase(Rank& rank, const NodePlatform& np,
+                                                                           sg4::Host* gpu,
+                                                                           const std::string& lane) {
+  const double t = sg4::Engine::get_clock();
+  std::vector<std::pair<std::size_t, double>> flush;  // (tier, bytes), after backward
+  for (std::int64_t micro = 0; micro < w_.micro_steps; ++micro) {
+    const bool last = micro + 1 == w_.micro_steps;
+    run_pass(rank, gpu, backward_parts(w_, rates_.compute, collectives_, last), [&](const PassPart& part) {
+      // With the exchange the full fp32 gradients go to the host in the pass (to_host_s);
+      // without it, the rank's bf16 gradients on the D2H stream.
+      if (np.pcie && !collectives_.modelled())
+        rank.to_host.push({-1, part.layer->grad_elements * kBf16Bytes});
+      if (w_.grad_flush_bytes_per_element == 0 || !last) return;
+      // Each subgroup's fp32 gradients go to its own tier (resident ones stay in memory):
+      // the layer's gradients are spread over the tiers as the shard's elements are.
+      for (std::size_t tier = 0; tier < w_.flush_elements.size(); ++tier) {
+        if (w_.flush_elements[tier] <= 0) continue;
+        const double share = w_.flush_elements[tier] / static_cast<double>(w_.params_per_rank);
+        flush.emplace_back(tier, part.layer->grad_elements * share * w_.grad_flush_bytes_per_element);
+      }
+    });
   }
-  barrier_->wait();
-  if (leader) phase_end_[2] = sg4::Engine::get_clock();
+  if (const double small = small_collectives_s(collectives_); small > 0) sg4::this_actor::sleep_for(small);
+  record(rank.node, lane, "backward", t);
+  return flush;
+}
 
-  // Update: Adam walks the order; reads were queued ahead by the prefetcher.
-  rank.start_update->release();
+void IterationModel::after_backward(Rank& rank, const NodePlatform& np, const std::string& lane,
+                                    const std::vector<std::pair<std::size_t, double>>& flush) {
+  if (np.pcie) {
+    rank.to_host.push({-1, 0, false, false, true});
+    rank.pcie_done->acquire();
+  }
+  // The global gradient norm over the rank's bf16 shard (the node's ranks at once), once
+  // every gradient is in host memory.
+  if (rates_.grad_norm_eps > 0) {
+    const double norm_start = sg4::Engine::get_clock();
+    sg4::this_actor::sleep_for(static_cast<double>(rates_.ranks_per_node * w_.params_per_rank) /
+                               rates_.grad_norm_eps);
+    record(rank.node, lane, "gradient norm", norm_start);
+  }
+  // The executor flushes the fp32 gradients once backward is done (flush_gradients, after
+  // the gradient norm), every tier's at once, and waits for them.
+  const double flush_start = sg4::Engine::get_clock();
+  for (const auto& [tier, bytes] : flush) rank.writes[tier].push({-1, bytes});
+  for (std::size_t i = 0; i < flush.size(); ++i) rank.writes_done->acquire();
+  if (!flush.empty()) record(rank.node, lane, "flush", flush_start);
+}
+
+std::int64_t IterationModel::update_walk(Rank& rank, const NodePlatform& np, const std::string& lane) {
   std::int64_t writes = 0;
   for (std::size_t i = 0; i < w_.steps.size(); ++i) {
     const UpdateStep& s = w_.steps[i];
@@ -430,6 +435,10 @@ void IterationModel::rank_actor(Rank& rank) {
       rank.buffers->release();
     }
   }
+  return writes;
+}
+
+void IterationModel::end_update(Rank& rank, const NodePlatform& np, std::int64_t writes) {
   for (std::size_t tier = 0; tier < rank.reads.size(); ++tier) {
     for (int j = 0; j < rank.readers[tier]; ++j) rank.reads[tier].push({-1, 0, false, true});
     for (int j = 0; j < rank.writers[tier]; ++j) rank.writes[tier].push({-1, 0, false, true});
@@ -445,6 +454,32 @@ void IterationModel::rank_actor(Rank& rank) {
   // Starting and joining the pipeline's reader and writer threads: the rank's own time.
   if (const double setup = static_cast<double>(w_.pipeline_threads()) * rates_.thread_start_s; setup > 0)
     sg4::this_actor::sleep_for(setup);
+}
+
+void IterationModel::rank_actor(Rank& rank) {
+  const NodePlatform& np = platform_.nodes[static_cast<std::size_t>(rank.node)];
+  sg4::Host* gpu = np.compute[static_cast<std::size_t>(rank.local)];
+  const std::string lane = "rank " + std::to_string(rank.local);
+  const bool leader = rank.node == 0 && rank.local == 0;
+
+  barrier_->wait();
+  if (!options_.update_only) {
+    forward_phase(rank, gpu, lane);
+    barrier_->wait();
+    if (leader) phase_end_[1] = sg4::Engine::get_clock();
+    const std::vector<std::pair<std::size_t, double>> flush = backward_phase(rank, np, gpu, lane);
+    after_backward(rank, np, lane, flush);
+  } else {
+    barrier_->wait();
+    if (leader) phase_end_[1] = sg4::Engine::get_clock();
+  }
+  barrier_->wait();
+  if (leader) phase_end_[2] = sg4::Engine::get_clock();
+
+  // Update: Adam walks the order; reads were queued ahead by the prefetcher.
+  rank.start_update->release();
+  const std::int64_t writes = update_walk(rank, np, lane);
+  end_update(rank, np, writes);
   barrier_->wait();
   if (leader) phase_end_[3] = sg4::Engine::get_clock();
 }
