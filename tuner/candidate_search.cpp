@@ -76,6 +76,16 @@ void apply(const Inner& in, Plan& p) {
   if (in.io_queue_depth > 0) p.io_queue_depth = in.io_queue_depth;
 }
 
+// The bounds of refine's moves around a plan: the grid's subgroup sizes, the step and largest
+// size of its finer ones, whether a tier has a concurrency limit (then the slot scope is a
+// choice), and the I/O settings every streamed tier measured.
+struct RefineSpace {
+  std::vector<std::int64_t> grid;
+  std::int64_t step = 0, sg_hi = 0;
+  bool limited = false;
+  std::vector<IoSetting> io_settings;
+};
+
 class Search {
  public:
   Search(const Accounting& a, const TuneRequest& r, std::size_t keep, CandidateSearchResult& out)
@@ -111,6 +121,17 @@ class Search {
   void start_refining() { refining_ = true; }
 
  private:
+  // refine's neighbourhood of `cur`, one choice at a time (appended to `trials` in the order
+  // they are scored): subgroup sizes, host caches, buffers and prefetch depths, and the
+  // policies (update order, slot scope, I/O settings).
+  RefineSpace refine_space(const Plan& plan, const TierSetting& st) const;
+  void add_size_trials(const Inner& cur, const RefineSpace& space, std::vector<Inner>& trials) const;
+  void add_cache_trials(const TierSetting& st, const Inner& cur, std::vector<Inner>& trials);
+  void add_pipeline_trials(const TierSetting& st, const Inner& cur, std::vector<Inner>& trials);
+  static void add_policy_trials(const Inner& cur, const RefineSpace& space, std::vector<Inner>& trials);
+  // The subgroups of a rank's shard at subgroup size `sg`.
+  std::int64_t subgroups_at(std::int64_t sg) const { return (a_.params_per_rank + sg - 1) / sg; }
+
   const Accounting& a_;
   const TuneRequest& r_;
   CandidateSearchResult& out_;
@@ -231,76 +252,101 @@ std::vector<std::int64_t> near(std::int64_t v, std::int64_t lo, std::int64_t hi,
   return out;
 }
 
+// The buffers and prefetch depths refine tries.
+constexpr std::pair<std::int64_t, std::int64_t> kRefinePipelines[] = {
+    {2, 1}, {3, 1}, {3, 2}, {4, 2}, {4, 3}, {6, 3}, {6, 4}, {8, 4}, {8, 6}, {12, 6}, {12, 8}, {16, 8}};
+
+RefineSpace Search::refine_space(const Plan& plan, const TierSetting& st) const {
+  RefineSpace space;
+  space.grid = grid_subgroup_sizes(a_);
+  space.step = space.grid.front() >= (std::int64_t{1} << 20) ? std::int64_t{1} << 20 : 1024;
+  space.sg_hi = std::max(space.grid.back(), a_.params_per_rank / 8 / space.step * space.step);
+  space.limited = std::any_of(plan.tiers.begin(), plan.tiers.end(),
+                              [](const PlanTier& t) { return t.concurrency_limit > 0; });
+  space.io_settings = common_io_settings(r_.profile, st.members);
+  return space;
+}
+
+void Search::add_size_trials(const Inner& cur, const RefineSpace& space, std::vector<Inner>& trials) const {
+  for (std::int64_t sg : near(cur.subgroup_elements, space.grid.front(),
+                              std::max(space.sg_hi, cur.subgroup_elements), space.step)) {
+    Inner t = cur;
+    t.subgroup_elements = sg;  // the same share of the shard cached
+    t.cache = std::min(subgroups_at(sg),
+                       static_cast<std::int64_t>(std::llround(
+                           static_cast<double>(cur.cache) * static_cast<double>(subgroups_at(sg)) /
+                           static_cast<double>(subgroups_at(cur.subgroup_elements)))));
+    trials.push_back(t);
+  }
+}
+
+void Search::add_cache_trials(const TierSetting& st, const Inner& cur, std::vector<Inner>& trials) {
+  const std::int64_t n = subgroups_at(cur.subgroup_elements);
+  std::vector<std::int64_t> caches = near(cur.cache, 0, n, 1);
+  caches.push_back(largest_cache(st, cur, n));
+  for (std::int64_t c : {std::int64_t{0}, (n + 63) / 64, (n + 31) / 32, (n + 15) / 16, (n + 7) / 8,
+                         (n + 3) / 4, (n + 1) / 2, n})
+    if (c != cur.cache) caches.push_back(c);
+  for (std::int64_t c : caches) {
+    Inner t = cur;
+    t.cache = c;
+    trials.push_back(t);
+  }
+}
+
+void Search::add_pipeline_trials(const TierSetting& st, const Inner& cur, std::vector<Inner>& trials) {
+  const std::int64_t n = subgroups_at(cur.subgroup_elements);
+  for (const auto& [b, d] : kRefinePipelines) {
+    Inner t = cur;
+    t.buffers = b;
+    t.prefetch = d;
+    trials.push_back(t);
+    // Fewer buffers leave host memory that the cache can take: the joint move, which one
+    // choice at a time cannot make (the larger cache alone does not fit).
+    if (b < cur.buffers) {
+      t.cache = largest_cache(st, t, n);
+      if (t.cache > cur.cache) trials.push_back(t);
+    }
+  }
+}
+
+void Search::add_policy_trials(const Inner& cur, const RefineSpace& space, std::vector<Inner>& trials) {
+  for (OrderPolicy o : {OrderPolicy::alternating, OrderPolicy::ascending}) {
+    Inner t = cur;
+    t.order = o;
+    trials.push_back(t);
+  }
+  if (space.limited) {
+    Inner t = cur;
+    t.slot_scope = cur.slot_scope == SlotScope::combined ? SlotScope::separate : SlotScope::combined;
+    trials.push_back(t);
+  }
+  for (const IoSetting& s : space.io_settings) {  // measured on every streamed tier
+    if (s == IoSetting{cur.io_block_size, cur.io_queue_depth}) continue;
+    Inner t = cur;
+    t.io_block_size = s.block_size;
+    t.io_queue_depth = s.queue_depth;
+    trials.push_back(t);
+  }
+}
+
 // Local search around one plan, one choice at a time, while its score improves.
 void Search::refine(Plan plan) {
   const TierSetting st = setting_of(plan, r_.profile);
-  const std::vector<std::int64_t> grid = grid_subgroup_sizes(a_);
-  const std::int64_t step = grid.front() >= (std::int64_t{1} << 20) ? std::int64_t{1} << 20 : 1024;
-  const std::int64_t sg_hi = std::max(grid.back(), a_.params_per_rank / 8 / step * step);
-  const bool limited = std::any_of(plan.tiers.begin(), plan.tiers.end(),
-                                   [](const PlanTier& t) { return t.concurrency_limit > 0; });
-  const std::pair<std::int64_t, std::int64_t> pipelines[] = {
-      {2, 1}, {3, 1}, {3, 2}, {4, 2}, {4, 3}, {6, 3}, {6, 4}, {8, 4}, {8, 6}, {12, 6}, {12, 8}, {16, 8}};
-  const auto io_settings = common_io_settings(r_.profile, st.members);
+  const RefineSpace space = refine_space(plan, st);
   Inner cur = inner_of(plan);
   double best = score(st, cur);
   if (best == kNone) return;
-  auto subgroups = [&](std::int64_t sg) { return (a_.params_per_rank + sg - 1) / sg; };
   auto ascending_partial = [&](const Inner& in) {
-    return in.order == OrderPolicy::ascending && in.cache > 0 && in.cache < subgroups(in.subgroup_elements);
+    return in.order == OrderPolicy::ascending && in.cache > 0 &&
+           in.cache < subgroups_at(in.subgroup_elements);
   };
   for (int pass = 0; pass < 6; ++pass) {
     std::vector<Inner> trials;
-    for (std::int64_t sg :
-         near(cur.subgroup_elements, grid.front(), std::max(sg_hi, cur.subgroup_elements), step)) {
-      Inner t = cur;
-      t.subgroup_elements = sg;  // the same share of the shard cached
-      t.cache =
-          std::min(subgroups(sg), static_cast<std::int64_t>(std::llround(
-                                      static_cast<double>(cur.cache) * static_cast<double>(subgroups(sg)) /
-                                      static_cast<double>(subgroups(cur.subgroup_elements)))));
-      trials.push_back(t);
-    }
-    const std::int64_t n = subgroups(cur.subgroup_elements);
-    std::vector<std::int64_t> caches = near(cur.cache, 0, n, 1);
-    caches.push_back(largest_cache(st, cur, n));
-    for (std::int64_t c : {std::int64_t{0}, (n + 63) / 64, (n + 31) / 32, (n + 15) / 16, (n + 7) / 8,
-                           (n + 3) / 4, (n + 1) / 2, n})
-      if (c != cur.cache) caches.push_back(c);
-    for (std::int64_t c : caches) {
-      Inner t = cur;
-      t.cache = c;
-      trials.push_back(t);
-    }
-    for (const auto& [b, d] : pipelines) {
-      Inner t = cur;
-      t.buffers = b;
-      t.prefetch = d;
-      trials.push_back(t);
-      // Fewer buffers leave host memory that the cache can take: the joint move, which one
-      // choice at a time cannot make (the larger cache alone does not fit).
-      if (b < cur.buffers) {
-        t.cache = largest_cache(st, t, n);
-        if (t.cache > cur.cache) trials.push_back(t);
-      }
-    }
-    for (OrderPolicy o : {OrderPolicy::alternating, OrderPolicy::ascending}) {
-      Inner t = cur;
-      t.order = o;
-      trials.push_back(t);
-    }
-    if (limited) {
-      Inner t = cur;
-      t.slot_scope = cur.slot_scope == SlotScope::combined ? SlotScope::separate : SlotScope::combined;
-      trials.push_back(t);
-    }
-    for (const IoSetting& s : io_settings) {  // measured on every streamed tier
-      if (s == IoSetting{cur.io_block_size, cur.io_queue_depth}) continue;
-      Inner t = cur;
-      t.io_block_size = s.block_size;
-      t.io_queue_depth = s.queue_depth;
-      trials.push_back(t);
-    }
+    add_size_trials(cur, space, trials);
+    add_cache_trials(st, cur, trials);
+    add_pipeline_trials(st, cur, trials);
+    add_policy_trials(cur, space, trials);
     bool improved = false;
     for (const Inner& t : trials) {
       if (ascending_partial(t)) continue;  // never hits: pure cost
