@@ -16,15 +16,9 @@
 # Timings are never hashed: only losses, weights, optimizer state, plans and predictions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
 bin=build/release; out=out/behaviour-digest
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --bin) bin=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "behaviour-digest: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+parse_options behaviour-digest 2,15 --bin=bin --out=out -- "$@"
 run="$bin/cli/mlpo-run"; tune="$bin/cli/mlpo-tune"
 [ -x "$run" ] && [ -x "$tune" ] || { echo "behaviour-digest: no mlpo-run/mlpo-tune under $bin/cli (build first: scripts/build.sh)" >&2; exit 2; }
 out=$(realpath -m "$out")

@@ -19,30 +19,19 @@
 # Everything goes to --out; the scratch tier's directory is emptied before every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
+. scripts/lib/bench.sh
 model=tiny; mb=4; steps=8; runs=3; ranks="1 2 4"; out=out/bench-collectives; seq=128
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --model) model=$2; shift 2 ;;
-    --micro-batch) mb=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    --ranks) ranks=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
-    *) echo "bench-collectives: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
-bin="$PWD/build/release/cli"
-for tool in mlpo-profile mlpo-tune mlpo-run; do
-  [ -x "$bin/$tool" ] || { echo "bench-collectives: $bin/$tool is missing; run scripts/build.sh release first" >&2; exit 2; }
-done
+parse_options bench-collectives 2,19 --model=model --micro-batch=mb --steps=steps --runs=runs --ranks=ranks \
+  --out=out -- "$@"
+need_tools bench-collectives mlpo-profile mlpo-tune mlpo-run
 command -v mpirun > /dev/null || { echo "bench-collectives: mpirun is missing; run scripts/setup.sh" >&2; exit 2; }
 [ "$runs" -ge 1 ] 2> /dev/null || { echo "bench-collectives: --runs must be a positive count, not '$runs'" >&2; exit 2; }
 mkdir -p "$out/scratch"
 out=$(cd "$out" && pwd)
 mpi=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 echo "bench-collectives: $model, micro-batch $mb, seq $seq, $steps steps, $runs runs per rank count;" \
-  "$(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+  "$(nproc) cores, $(machine_state)"
 
 echo "== data: this repository's docs, byte-level"
 cat docs/*.md > "$out/corpus.txt"

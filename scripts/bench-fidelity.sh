@@ -12,26 +12,16 @@
 # the load average at the start and the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
+. scripts/lib/bench.sh
 model=1b; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""; out=out/bench-fidelity
 subgroup=16777216; cache=10; shm_fraction=0.3
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --profile) profile=$2; shift 2 ;;
-    --model) model=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --disk) disk=$2; shift 2 ;;
-    --shm) shm=$2; shift 2 ;;
-    --subgroup) subgroup=$2; shift 2 ;;
-    --cache) cache=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "bench-fidelity: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+parse_options bench-fidelity 2,13 --profile=profile --model=model --steps=steps --disk=disk --shm=shm \
+  --subgroup=subgroup --cache=cache --out=out -- "$@"
 [ -n "$profile" ] || { echo "bench-fidelity: --profile FILE is required (make one with mlpo-profile)" >&2; exit 2; }
 bin=build/release/cli
 mkdir -p "$disk" "$shm" "$out"
-params=$("$bin/mlpo-tune" --model "$model" --describe --json | python3 -c "import json,sys; print(json.load(sys.stdin)['params'])")
+params=$(model_params "$model")
 
 # plan NAME RANKS DISK_FRACTION CACHE ORDER LIMIT MODE
 plan() {

@@ -15,29 +15,17 @@
 # setting the median measured update and its prediction.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
+. scripts/lib/bench.sh
 model=1b; settings=256KiB:32,4MiB:4; budget=5GiB; rounds=2; steps=4
 disk=/var/tmp/mlpo-bench; out=out/bench-io-settings
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --model) model=$2; shift 2 ;;
-    --settings) settings=$2; shift 2 ;;
-    --budget) budget=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --disk) disk=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "bench-io-settings: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
-bin="$PWD/build/release/cli"
-for tool in mlpo-profile mlpo-tune mlpo-run; do
-  [ -x "$bin/$tool" ] || { echo "bench-io-settings: $bin/$tool is missing; run scripts/build.sh release first" >&2; exit 2; }
-done
+parse_options bench-io-settings 2,15 --model=model --settings=settings --budget=budget --rounds=rounds \
+  --steps=steps --disk=disk --out=out -- "$@"
+need_tools bench-io-settings mlpo-profile mlpo-tune mlpo-run
 [ "$rounds" -ge 1 ] 2> /dev/null || { echo "bench-io-settings: --rounds must be a positive count, not '$rounds'" >&2; exit 2; }
 mkdir -p "$disk" "$out"
-echo "bench-io-settings: $model, settings 1MiB:8,$settings, $rounds round(s) of $steps steps; load" \
-  "$(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "bench-io-settings: $model, settings 1MiB:8,$settings, $rounds round(s) of $steps steps;" \
+  "$(machine_state)"
 
 echo "== 1. mlpo-profile (disk at 1MiB:8 and $settings)"
 "$bin/mlpo-profile" --tier "disk=$disk:nvme" --streams 2 --reps 3 --io-settings "$settings" --model tiny \
@@ -47,7 +35,7 @@ echo "== 1. mlpo-profile (disk at 1MiB:8 and $settings)"
 echo "== 2. mlpo-tune --update-only --host-memory-budget $budget"
 "$bin/mlpo-tune" --model "$model" --profile "$out/profile.json" --update-only --host-memory-budget "$budget" \
   --quiet --out "$out/tuned.json" 2> /dev/null
-params=$("$bin/mlpo-tune" --model "$model" --describe --json | python3 -c "import json,sys; print(json.load(sys.stdin)['params'])")
+params=$(model_params "$model")
 names=$(python3 - "$out" "$settings" <<'PY'
 import json, re, sys
 out, settings = sys.argv[1], sys.argv[2]

@@ -25,17 +25,15 @@
 # Run it after scripts/demo.sh (which installs and builds); it builds again if needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
-./scripts/build.sh release
-bin="$PWD/build/release/cli"
+. scripts/lib/bench.sh
+install_and_build
+private_shm wall
 out="${WALL_OUT:-$PWD/out/memory-wall}"
 model="${WALL_MODEL:-2b}"
 seq="${WALL_SEQ:-128}"
 steps="${WALL_STEPS:-4}"
 budget="${WALL_HOST_BUDGET:-20GiB}"
 total=$((steps + 2))
-shm="/dev/shm/mlpo-wall-$(id -u)"
-trap 'rm -rf "$shm"' EXIT
 rm -rf "$out/checkpoints" "$out"/*.jsonl "$out/scratch"
 mkdir -p "$out/scratch" "$shm"
 run=(/usr/bin/time -f "peak RSS %M KiB" "$bin/mlpo-run")

@@ -27,29 +27,14 @@
 # fastest plan. Keep the machine idle while it runs (~25 min at the default caps).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
+. scripts/lib/bench.sh
 model=1b; steps=3; profile=""; out=out/bench-testbed-fidelity; only=""; concurrency=0; headline=0
 subgroup=16777216
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --profile) profile=$2; shift 2 ;;
-    --model) model=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --only) only=$2; shift 2 ;;
-    --concurrency) concurrency=1; shift ;;
-    --headline) headline=1; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
-    *) echo "bench-testbed-fidelity: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+parse_options bench-testbed-fidelity 2,28 --profile=profile --model=model --steps=steps --out=out --only=only \
+  --concurrency=concurrency:1 --headline=headline:1 -- "$@"
 [ -n "$profile" ] || { echo "bench-testbed-fidelity: --profile FILE is required (scripts/bench-testbed.sh writes tiers-N.json)" >&2; exit 2; }
-bin="$PWD/build/release/cli"
-[ -x "$bin/mlpo-run" ] || { echo "bench-testbed-fidelity: build first (scripts/build.sh release)" >&2; exit 2; }
-tb=(scripts/testbed.sh --name bench)
-{ [ -f /run/mlpo-bench/env ] && "${tb[@]}" status > /dev/null 2>&1; } ||
-  { echo "bench-testbed-fidelity: the testbed 'bench' is not up; bring it up with scripts/bench-testbed.sh (which also profiles its tiers) or scripts/testbed.sh --name bench up ... (docs/testbed.md)" >&2; exit 2; }
-# shellcheck disable=SC1091
-. /run/mlpo-bench/env
+use_testbed bench-testbed-fidelity "scripts/bench-testbed.sh (which also profiles its tiers) or scripts/testbed.sh --name bench up ... (docs/testbed.md)"
 nodes=$NODES
 backbone=$(python3 -c "print(min($REMOTE_READ, $REMOTE_WRITE) / 1e9)")
 nvme=/mnt/mlpo-bench/nvme; remote=/mnt/mlpo-bench/remote; shm=/dev/shm/mlpo-bench
@@ -57,7 +42,7 @@ for n in $(seq 1 "$nodes"); do "${tb[@]}" exec "n$n" mkdir -p "$shm"; done
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 profile="$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile")"
-params=$("$bin/mlpo-tune" --model "$model" --describe --json | python3 -c "import json,sys; print(json.load(sys.stdin)['params'])")
+params=$(model_params "$model")
 ranks_per_node=2
 
 # plan NAME MODE CACHE ORDER SCOPE TIER:FRACTION:K...

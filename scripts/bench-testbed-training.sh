@@ -18,27 +18,13 @@
 # weights are bitwise those of one process. Keep the machine idle while it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
+. scripts/lib/bench.sh
 model=small; steps=6; tiers=""; out=out/bench-testbed-training; links=500mbit,2gbit
 micro=2; seq=256
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --tiers) tiers=$2; shift 2 ;;
-    --links) links=$2; shift 2 ;;
-    --model) model=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
-    *) echo "bench-testbed-training: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+parse_options bench-testbed-training 2,18 --tiers=tiers --links=links --model=model --steps=steps --out=out -- "$@"
 [ -n "$tiers" ] || { echo "bench-testbed-training: --tiers FILE is required (scripts/bench-testbed.sh writes tiers-N.json)" >&2; exit 2; }
-bin="$PWD/build/release/cli"
-[ -x "$bin/mlpo-run" ] || { echo "bench-testbed-training: build first (scripts/build.sh release)" >&2; exit 2; }
-tb=(scripts/testbed.sh --name bench)
-{ [ -f /run/mlpo-bench/env ] && "${tb[@]}" status > /dev/null 2>&1; } ||
-  { echo "bench-testbed-training: the testbed 'bench' is not up; bring it up with scripts/bench-testbed.sh or scripts/testbed.sh --name bench up ... (docs/testbed.md)" >&2; exit 2; }
-# shellcheck disable=SC1091
-. /run/mlpo-bench/env
+use_testbed bench-testbed-training "scripts/bench-testbed.sh or scripts/testbed.sh --name bench up ... (docs/testbed.md)"
 nodes=$NODES; ranks_per_node=2; ranks=$((nodes * ranks_per_node))
 backbone=$(python3 -c "print(min($REMOTE_READ, $REMOTE_WRITE) / 1e9)")
 first_link=$LINK

@@ -21,26 +21,12 @@
 # --cpus-per-node 1). Keep the machine idle while it runs (~5 min at the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
+. scripts/lib/bench.sh
 params=100M; steps=4; subgroup=4194304; out=out/bench-update-bound; only=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --params) params=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --subgroup) subgroup=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) echo "bench-update-bound: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+parse_options bench-update-bound 2,22 --params=params --steps=steps --subgroup=subgroup --out=out --only=only -- "$@"
 [ "$steps" -ge 2 ] || { echo "bench-update-bound: --steps must be at least 2 (step 1 is not averaged)" >&2; exit 2; }
-bin="$PWD/build/release/cli"
-[ -x "$bin/mlpo-run" ] || { echo "bench-update-bound: build first (scripts/build.sh release)" >&2; exit 2; }
-tb=(scripts/testbed.sh --name bench)
-{ [ -f /run/mlpo-bench/env ] && "${tb[@]}" status > /dev/null 2>&1; } ||
-  { echo "bench-update-bound: the testbed 'bench' is not up; bring it up with scripts/testbed.sh --name bench up ... (see --help)" >&2; exit 2; }
-# shellcheck disable=SC1091
-. /run/mlpo-bench/env
+use_testbed bench-update-bound "scripts/testbed.sh --name bench up ... (see --help)"
 nvme=/mnt/mlpo-bench/nvme; remote=/mnt/mlpo-bench/remote; shm=/dev/shm/mlpo-bench-bound
 "${tb[@]}" exec n1 mkdir -p "$shm"
 mkdir -p "$out"

@@ -35,35 +35,15 @@
 # its physical bound from the profile, achieved/bound and the speedup over the baseline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/options.sh
 
 params=1B; steps=4; disk=/var/tmp/mlpo-bench; shm=/dev/shm/mlpo-bench; profile=""
 subgroup=16777216; cache_bytes=$((2 * 1024 * 1024 * 1024)); shm_fraction=0.3; qd=8; limit=2; repeat=1; invariance=0; ablation=1; out=out/bench-update
 buffers=8; prefetch=4; profile_size=4GiB; each_row=0
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --params) params=$2; shift 2 ;;
-    --steps) steps=$2; shift 2 ;;
-    --disk) disk=$2; shift 2 ;;
-    --shm) shm=$2; shift 2 ;;
-    --profile) profile=$2; shift 2 ;;
-    --profile-now) profile=now; shift ;;
-    --profile-each-row) each_row=1; shift ;;
-    --subgroup) subgroup=$2; shift 2 ;;
-    --cache-bytes) cache_bytes=$2; shift 2 ;;
-    --shm-fraction) shm_fraction=$2; shift 2 ;;
-    --invariance) invariance=1; shift ;;
-    --qd) qd=$2; shift 2 ;;
-    --limit) limit=$2; shift 2 ;;
-    --repeat) repeat=$2; shift 2 ;;
-    --buffers) buffers=$2; shift 2 ;;
-    --prefetch) prefetch=$2; shift 2 ;;
-    --profile-size) profile_size=$2; shift 2 ;;
-    --no-ablation) ablation=0; shift ;;
-    --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
-    *) echo "bench-update: unknown option $1 (see --help)" >&2; exit 2 ;;
-  esac
-done
+parse_options bench-update 2,36 --params=params --steps=steps --disk=disk --shm=shm --profile=profile \
+  --profile-now=profile:now --profile-each-row=each_row:1 --subgroup=subgroup --cache-bytes=cache_bytes \
+  --shm-fraction=shm_fraction --invariance=invariance:1 --qd=qd --limit=limit --repeat=repeat --buffers=buffers \
+  --prefetch=prefetch --profile-size=profile_size --no-ablation=ablation:0 --out=out -- "$@"
 [ -n "$profile" ] || { echo "bench-update: --profile FILE or --profile-now is required (make a profile with mlpo-profile)" >&2; exit 2; }
 [ "$each_row" = 0 ] || [ "$profile" = now ] || { echo "bench-update: --profile-each-row needs --profile-now" >&2; exit 2; }
 run=build/release/cli/mlpo-run

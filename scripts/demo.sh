@@ -15,16 +15,14 @@
 # Everything it writes goes to ./out/demo (and the shm tier's directory, removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
-./scripts/build.sh release
-bin="$PWD/build/release/cli"
+. scripts/lib/bench.sh
+install_and_build
 out="$PWD/out/demo"
 budget="${DEMO_HOST_BUDGET:-352MiB}"
 # /dev/shm is memory: profiled as kind `other` it is a streamed tier (reads and writes through
 # io_uring like the disk), so the demo shows two tiers streaming side by side. As kind `host`
 # it would instead be mapped and updated in place, moving no bytes through the I/O engine.
-shm="/dev/shm/mlpo-demo-$(id -u)"
-trap 'rm -rf "$shm"' EXIT
+private_shm demo
 # Each demo run starts afresh: the previous run's checkpoints would otherwise (rightly) make
 # mlpo-run refuse to start a new run in the same checkpoint directory.
 rm -rf "$out/checkpoints" "$out/run.jsonl"
