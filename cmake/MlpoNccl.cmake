@@ -1,0 +1,15 @@
+# NCCL (GPU collectives) is looked for next to the CUDA toolkit (cmake/MlpoCuda.cmake), so only
+# in a build with CUDA; without it the NCCL communicator is not built and a status line says so.
+set(MLPO_HAVE_NCCL OFF)
+if(NOT MLPO_HAVE_CUDA)
+  message(STATUS "MLPO: no CUDA, so no NCCL communicator")
+  return()
+endif()
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/include)
+find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}/lib ${CUDAToolkit_LIBRARY_ROOT}/lib64)
+if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+  set(MLPO_HAVE_NCCL ON)
+  message(STATUS "MLPO: NCCL communicator enabled (${NCCL_LIBRARY})")
+else()
+  message(STATUS "MLPO: NCCL not found (nccl.h / libnccl next to the CUDA toolkit); the NCCL communicator is not built")
+endif()
