@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo {
 namespace {
@@ -21,12 +22,7 @@ Plan two_tiers(const std::string& a, const std::string& b) {
 }
 
 std::string refusal(const Plan& p) {
-  try {
-    validate(p);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return mlpo::testing::error_of([&] { validate(p); });
 }
 
 }  // namespace

@@ -17,6 +17,11 @@ TuneRequest request_on(const std::vector<std::string>& tiers, std::int64_t host_
   return mlpo::testing::update_only_request(tiers, host_gib);
 }
 
+// The 1b model's plan on one node of two ranks over `tiers`, before fill_fractions.
+Plan plan_1b_on(const Accounting& a, std::vector<PlanTier> tiers) {
+  return mlpo::testing::plan_for("1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2, std::move(tiers));
+}
+
 RankedPlan ranked(const Accounting& a, const TuneRequest& r, const Plan& p) {
   return RankedPlan{p, sim::analyze(a, r.profile, p, r.options), sim::simulate(a, r.profile, p, r.options)};
 }
@@ -24,8 +29,7 @@ RankedPlan ranked(const Accounting& a, const TuneRequest& r, const Plan& p) {
 TEST(SimulatedRefine, GivesIdleHostMemoryToTheCacheAndIsFaster) {
   const TuneRequest r = request_on({"nvme"}, 16);
   const Accounting a = account(r.model, r.shape);
-  Plan p = mlpo::testing::plan_for("1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
-                                   {mlpo::testing::plan_tier(r.profile, "nvme", 1)});
+  Plan p = plan_1b_on(a, {mlpo::testing::plan_tier(r.profile, "nvme", 1)});
   ASSERT_TRUE(fill_fractions(a, r, p));
   ASSERT_FALSE(check_fits(a, p, r));  // no cache: most of the 16 GiB idle
   const RankedPlan start = ranked(a, r, p);
@@ -44,9 +48,8 @@ TEST(SimulatedRefine, GivesIdleHostMemoryToTheCacheAndIsFaster) {
 TEST(SimulatedRefine, NeverReturnsASlowerPlanThanItStartsFrom) {
   const TuneRequest r = request_on({"nvme", "pfs"}, 6);
   const Accounting a = account(r.model, r.shape);
-  Plan p = mlpo::testing::plan_for(
-      "1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
-      {mlpo::testing::plan_tier(r.profile, "nvme", 0.5, 1), mlpo::testing::plan_tier(r.profile, "pfs", 0.5)});
+  Plan p = plan_1b_on(a, {mlpo::testing::plan_tier(r.profile, "nvme", 0.5, 1),
+                          mlpo::testing::plan_tier(r.profile, "pfs", 0.5)});
   ASSERT_TRUE(fill_fractions(a, r, p));
   ASSERT_FALSE(check_fits(a, p, r));
   const RankedPlan start = ranked(a, r, p);
@@ -62,8 +65,7 @@ TEST(SimulatedRefine, NeverReturnsASlowerPlanThanItStartsFrom) {
 TEST(SimulatedRefine, LeavesAPlanUpdatedInPlaceAloneWithoutARun) {
   const TuneRequest r = request_on({"shm"}, 64);
   const Accounting a = account(r.model, r.shape);
-  Plan p = mlpo::testing::plan_for("1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
-                                   {mlpo::testing::plan_tier(r.profile, "shm", 1)});
+  Plan p = plan_1b_on(a, {mlpo::testing::plan_tier(r.profile, "shm", 1)});
   ASSERT_TRUE(fill_fractions(a, r, p));
   std::size_t simulated = 0, moves = 0;
   const RankedPlan out = refine_simulated(a, r, ranked(a, r, p), simulated, moves);
@@ -75,8 +77,7 @@ TEST(SimulatedRefine, LeavesAPlanUpdatedInPlaceAloneWithoutARun) {
 TEST(SimulatedRefine, LeavesAPlanThatCachesEverySubgroupAloneWithoutARun) {
   const TuneRequest r = request_on({"nvme"}, 64);
   const Accounting a = account(r.model, r.shape);
-  Plan p = mlpo::testing::plan_for("1b", a.optimizer_bytes / kOptimizerStateBytes, 1, 2,
-                                   {mlpo::testing::plan_tier(r.profile, "nvme", 1)});
+  Plan p = plan_1b_on(a, {mlpo::testing::plan_tier(r.profile, "nvme", 1)});
   p.host_cache_subgroups = (a.params_per_rank + p.subgroup_elements - 1) / p.subgroup_elements;
   ASSERT_TRUE(fill_fractions(a, r, p));
   ASSERT_FALSE(check_fits(a, p, r));

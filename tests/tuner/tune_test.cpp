@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "tests/support/error_of.hpp"
 #include "tests/support/sample_inputs.hpp"
 #include "tuner/explain.hpp"
 #include "tuner/search.hpp"
@@ -34,12 +35,7 @@ Profile only(const Profile& p, const std::vector<std::string>& names) {
 }
 
 std::string error_of(const TuneRequest& r) {
-  try {
-    tune(r);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return mlpo::testing::error_of([&] { tune(r); });
 }
 
 TEST(Tune, AddingATierNeverPredictsSlowerThanTheBestPlanWithoutIt) {

@@ -35,6 +35,19 @@ std::string with_field(std::string line, const std::string& key, double value) {
   return line.insert(line.size() - 1, ",\"" + key + "\":" + std::to_string(value));
 }
 
+// What most tests here validate a log against: the `small` preset on one rank of the I/O-bound
+// test machine (io_bound_profile), its accounting, and (small_on_nvme) a plan with the whole
+// state on that machine's nvme tier.
+struct SmallOnIoBoundMachine {
+  Profile profile = mlpo::testing::io_bound_profile();
+  ModelSpec spec = find_preset("small");
+  Accounting a = account(spec, ClusterShape{});
+};
+
+Plan small_on_nvme(const Profile& profile, std::int64_t params) {
+  return mlpo::testing::plan_for("small", params, 1, 1, {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+}
+
 TEST(ValidateRun, SkipsTheWarmUpStepAndAveragesTheRest) {
   const std::string path = write_log("run1.jsonl", {step(0, 100, 5), step(1, 2, 10), step(2, 4, 30)});
   const MeasuredRun m = read_run_log(path);
@@ -57,11 +70,8 @@ TEST(ValidateRun, MalformedLineIsAnErrorNamingFileAndLine) {
 }
 
 TEST(ValidateRun, ComparesUpdateOnlyRunWithTheSimulatedUpdate) {
-  const Profile profile = mlpo::testing::io_bound_profile();
-  const ModelSpec spec = find_preset("small");
-  const Accounting a = account(spec, ClusterShape{});
-  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
-                                      {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  const auto [profile, spec, a] = SmallOnIoBoundMachine{};
+  Plan plan = small_on_nvme(profile, a.params.total);
   plan.subgroup_elements = 1 << 16;
   // What the simulator predicts, measured 10 % slower.
   const double predicted = 24.0 * static_cast<double>(a.params_per_rank) / 2e9;
@@ -82,11 +92,8 @@ TEST(ValidateRun, ComparesUpdateOnlyRunWithTheSimulatedUpdate) {
 TEST(ValidateRun, HoldsTheRunsAdamWTimeAgainstThePredictionsWhereTheLogHasIt) {
   // adam_s tells a CPU slower than its profile from a slower tier; logs without it (older
   // runs) get no row.
-  const Profile profile = mlpo::testing::io_bound_profile();
-  const ModelSpec spec = find_preset("small");
-  const Accounting a = account(spec, ClusterShape{});
-  const Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
-                                            {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  const auto [profile, spec, a] = SmallOnIoBoundMachine{};
+  const Plan plan = small_on_nvme(profile, a.params.total);
   auto with_adam = [](int n, double adam_s) { return with_field(step(n, 1.0, 0), "adam_s", adam_s); };
   const ValidationReport r =
       validate_run(write_log("run-adam.jsonl", {with_adam(0, 9), with_adam(1, 0.2), with_adam(2, 0.4)}), plan,
@@ -108,11 +115,8 @@ TEST(ValidateRun, SaysWhenTheHypervisorTookMoreCpuDuringTheRunThanDuringTheProfi
   // cpu_steal in the log (mlpo-run's per-step share) against the profile's host.cpu_steal:
   // printed in both outputs; more than 3 points apart is a warning that names the machine,
   // with how much that alone moves CPU-bound phases.
-  Profile profile = mlpo::testing::io_bound_profile();
-  const ModelSpec spec = find_preset("small");
-  const Accounting a = account(spec, ClusterShape{});
-  const Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
-                                            {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  auto [profile, spec, a] = SmallOnIoBoundMachine{};
+  const Plan plan = small_on_nvme(profile, a.params.total);
   auto with_steal = [](int n, double share) { return with_field(step(n, 1.0, 0), "cpu_steal", share); };
   const std::string stolen =
       write_log("run-steal.jsonl", {with_steal(0, 0.9), with_steal(1, 0.15), with_steal(2, 0.25)});
@@ -186,11 +190,8 @@ TEST(ValidateRun, HoldsAZeroRunsCollectiveWaitsAndExchangeCpuAgainstTheAnalyticM
   EXPECT_DOUBLE_EQ(row("exchange_cpu_s")->predicted, an.exchange_core_s);
   EXPECT_GT(an.exchange_core_s, 0);
   // One rank's log has no exchange: no rows.
-  const ValidationReport one =
-      validate_run(write_log("run-one.jsonl", {step(0, 9, 0), step(1, 1, 0)}),
-                   mlpo::testing::plan_for("small", a.params.total, 1, 1,
-                                           {mlpo::testing::plan_tier(profile, "nvme", 1.0)}),
-                   profile, spec);
+  const ValidationReport one = validate_run(write_log("run-one.jsonl", {step(0, 9, 0), step(1, 1, 0)}),
+                                            small_on_nvme(profile, a.params.total), profile, spec);
   EXPECT_TRUE(std::none_of(one.rows.begin(), one.rows.end(),
                            [](const Comparison& c) { return c.quantity == "collective_wait_s"; }));
 }
@@ -200,11 +201,8 @@ TEST(ValidateRun, UpdateOnlyRunWithGradientPreparationPredictsNoFlushBytes) {
   // without a forward phase the run is still update-only, and the baseline's predicted tier
   // bytes are the update's alone: 16 B read and 12 B written per element of every subgroup's
   // whole extent (the short last one's too, as the executor moves it).
-  const Profile profile = mlpo::testing::io_bound_profile();
-  const ModelSpec spec = find_preset("small");
-  const Accounting a = account(spec, ClusterShape{});
-  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
-                                      {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  const auto [profile, spec, a] = SmallOnIoBoundMachine{};
+  Plan plan = small_on_nvme(profile, a.params.total);
   plan.subgroup_elements = 1 << 16;
   plan = mlpo::testing::baseline_of(plan, plan.tiers[0]);
   const std::string path =
@@ -223,11 +221,8 @@ TEST(ValidateRun, UpdateOnlyBaselineHoldsItsGradientFlushAgainstTheAnalyticFlush
   // The baseline's fp32 flush (gradient_flush_s in the log) against the analytic model's
   // backward flush term, and update + flush, the figure a baseline is compared by; a plan
   // that delays its gradients gets neither row.
-  const Profile profile = mlpo::testing::io_bound_profile();
-  const ModelSpec spec = find_preset("small");
-  const Accounting a = account(spec, ClusterShape{});
-  Plan plan = mlpo::testing::plan_for("small", a.params.total, 1, 1,
-                                      {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  const auto [profile, spec, a] = SmallOnIoBoundMachine{};
+  Plan plan = small_on_nvme(profile, a.params.total);
   plan.subgroup_elements = 1 << 16;
   const Plan baseline = mlpo::testing::baseline_of(plan, plan.tiers[0]);
   auto flushed = [](int n, double flush_s) {
@@ -255,7 +250,7 @@ TEST(ValidateRun, UpdateOnlyBaselineHoldsItsGradientFlushAgainstTheAnalyticFlush
 
 TEST(ValidateRun, PlanForAnotherModelIsAnError) {
   const Profile profile = mlpo::testing::io_bound_profile();
-  Plan plan = mlpo::testing::plan_for("small", 12345, 1, 1, {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  Plan plan = small_on_nvme(profile, 12345);
   const std::string path = write_log("run4.jsonl", {step(0, 1, 0), step(1, 1, 0)});
   EXPECT_THROW(validate_run(path, plan, profile, find_preset("small")), Error);
 }

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "executor/offload/state_store.hpp"
+#include "tests/support/error_of.hpp"
 #include "offload_test_util.hpp"
 #include "pipeline_rig.hpp"
 
@@ -31,13 +32,33 @@ void flip_byte(const std::filesystem::path& file, std::uint64_t offset) {
 }
 
 std::string error_of(Rig& rig, std::int64_t iteration) {
-  try {
-    rig.step(iteration);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return mlpo::testing::error_of([&] { rig.step(iteration); });
 }
+
+// What the corruption tests start from: a rank's state half on a streamed disk tier (plan
+// tier 0) and half on a mapped host tier (plan tier 1), written by one step; `crc` false turns
+// the plan's checks off.
+struct WrittenState {
+  explicit WrittenState(const std::string& tag, bool crc = true)
+      : dirs(tag), rig(plan_of(dirs, crc), 8 * 16384) {
+    rig.step(0);
+  }
+  static Plan plan_of(const testing::ScratchTiers& dirs, bool crc) {
+    Plan plan = dirs.plan(0.5, 0, OrderPolicy::ascending);
+    if (!crc) plan.crc = false;
+    return plan;
+  }
+  // The rank's state file in the disk tier's directory and in the host tier's.
+  std::filesystem::path disk_file() const {
+    return std::filesystem::path(dirs.disk()) / "mlpo/test/rank0.state";
+  }
+  std::filesystem::path host_file() const {
+    return std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state";
+  }
+
+  testing::ScratchTiers dirs;
+  Rig rig;
+};
 
 // Byte offset, in its tier's state file, of element 100 of subgroup s's m array.
 std::uint64_t byte_in_m(const Rig& rig, std::int64_t s) {
@@ -63,10 +84,9 @@ TEST(TierIntegrity, IsOnByDefaultForEveryFileTierKind) {
 }
 
 TEST(TierIntegrity, FlippedByteInAStreamedTierFileIsACrcErrorNamingTheFile) {
-  testing::ScratchTiers dirs("crc-disk");
-  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
-  rig.step(0);
-  const auto file = std::filesystem::path(dirs.disk()) / "mlpo/test/rank0.state";
+  WrittenState state("crc-disk");
+  Rig& rig = state.rig;
+  const auto file = state.disk_file();
   flip_byte(file, byte_in_m(rig, first_subgroup_on(rig, 0)));
   const std::string message = error_of(rig, 1);
   EXPECT_NE(message.find("CRC32C mismatch"), std::string::npos) << message;
@@ -75,10 +95,9 @@ TEST(TierIntegrity, FlippedByteInAStreamedTierFileIsACrcErrorNamingTheFile) {
 }
 
 TEST(TierIntegrity, FlippedByteInAMappedHostTierIsACrcErrorNotAWrongState) {
-  testing::ScratchTiers dirs("crc-host");
-  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
-  rig.step(0);
-  const auto file = std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state";
+  WrittenState state("crc-host");
+  Rig& rig = state.rig;
+  const auto file = state.host_file();
   const std::int64_t s = first_subgroup_on(rig, 1);
   ASSERT_TRUE(rig.store.resident(s)) << "the host tier is mapped and updated in place";
   flip_byte(file, byte_in_m(rig, s));
@@ -89,11 +108,9 @@ TEST(TierIntegrity, FlippedByteInAMappedHostTierIsACrcErrorNotAWrongState) {
 }
 
 TEST(TierIntegrity, FlippedByteInAMappedHostTierIsCaughtWhenTheStateIsRead) {
-  testing::ScratchTiers dirs("crc-visit");
-  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
-  rig.step(0);
-  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state",
-            byte_in_m(rig, first_subgroup_on(rig, 1)));
+  WrittenState state("crc-visit");
+  Rig& rig = state.rig;
+  flip_byte(state.host_file(), byte_in_m(rig, first_subgroup_on(rig, 1)));
   EXPECT_THROW(rig.pipeline.visit_state([](const Subgroup&, const float*, const float*, const float*) {}),
                Error);
 }
@@ -102,10 +119,9 @@ TEST(TierIntegrity, FlippedByteInAMappedHostTierIsCaughtWhenTheStateIsRead) {
 // error names the array, the subgroup and its bytes in the file; visit_state (digests,
 // checkpoints) checks what it reads the same way.
 TEST(TierIntegrity, FlippedByteInAStreamedTierNamesTheArrayAndIsCaughtWhenTheStateIsRead) {
-  testing::ScratchTiers dirs("crc-disk-visit");
-  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
-  rig.step(0);
-  const auto file = std::filesystem::path(dirs.disk()) / "mlpo/test/rank0.state";
+  WrittenState state("crc-disk-visit");
+  Rig& rig = state.rig;
+  const auto file = state.disk_file();
   const std::int64_t s = first_subgroup_on(rig, 0);
   ASSERT_FALSE(rig.store.resident(s)) << "the disk tier is streamed";
   flip_byte(file, byte_in_m(rig, s));
@@ -124,21 +140,16 @@ TEST(TierIntegrity, FlippedByteInAStreamedTierNamesTheArrayAndIsCaughtWhenTheSta
 }
 
 TEST(TierIntegrity, OptingOutInThePlanTurnsTheChecksOff) {
-  testing::ScratchTiers dirs("crc-off");
-  Plan plan = dirs.plan(0.5, 0, OrderPolicy::ascending);
-  plan.crc = false;
-  Rig rig(plan, 8 * 16384);
-  rig.step(0);
-  flip_byte(std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state",
-            byte_in_m(rig, first_subgroup_on(rig, 1)));
+  WrittenState state("crc-off", /*crc=*/false);
+  Rig& rig = state.rig;
+  flip_byte(state.host_file(), byte_in_m(rig, first_subgroup_on(rig, 1)));
   EXPECT_EQ(error_of(rig, 1), "");
 }
 
 TEST(TierIntegrity, TruncatedMappedHostTierIsAClearErrorNotASigbus) {
-  testing::ScratchTiers dirs("trunc-host");
-  Rig rig(dirs.plan(0.5, 0, OrderPolicy::ascending), 8 * 16384);
-  rig.step(0);
-  const auto file = std::filesystem::path(dirs.shm()) / "mlpo/test/rank0.state";
+  WrittenState state("trunc-host");
+  Rig& rig = state.rig;
+  const auto file = state.host_file();
   std::filesystem::resize_file(file, 4096);
   const std::string message = error_of(rig, 1);
   EXPECT_NE(message.find(file.string()), std::string::npos) << message;
