@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,26 @@ using Result = mlpo::testing::CommandResult;
 Result run(const std::string& command) { return mlpo::testing::run_command(command); }
 
 const std::string kTune = MLPO_TUNE_BIN;
+
+// Writes `text` to the file at `path`; false when it cannot be opened.
+bool write_text(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return true;
+}
+
+// The first `n` bytes of the file at `path` (fewer if it is shorter); nullopt when it cannot
+// be opened.
+std::optional<std::string> first_bytes(const std::string& path, std::size_t n) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return std::nullopt;
+  std::string bytes(n, '\0');
+  bytes.resize(std::fread(bytes.data(), 1, n, f));
+  std::fclose(f);
+  return bytes;
+}
 
 }  // namespace
 
@@ -58,12 +79,8 @@ TEST(TuneDescribe, UnknownPresetExitsTwo) {
 
 TEST(TuneDescribe, MalformedModelFileExitsTwoNamingField) {
   std::string path = ::testing::TempDir() + "/mlpo-bad-model.json";
-  FILE* f = std::fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  std::fputs(R"({"schema":"mlpo.model/1","vocab":256,"hidden":-3,"layers":2,"heads":2,"kv_heads":2,)"
-             R"("ffn_hidden":8,"seq_len":8})",
-             f);
-  std::fclose(f);
+  ASSERT_TRUE(write_text(path, R"({"schema":"mlpo.model/1","vocab":256,"hidden":-3,"layers":2,"heads":2,)"
+                               R"("kv_heads":2,"ffn_hidden":8,"seq_len":8})"));
   Result r = run(kTune + " --model " + path + " --describe");
   std::remove(path.c_str());
   EXPECT_EQ(r.status, 2);
@@ -80,6 +97,13 @@ namespace {
 
 const std::string kExampleProfile = std::string(MLPO_SOURCE_DIR) + "/profiles/data/example-cluster-node.json";
 
+// mlpo-tune's update-only pick for 1b on the example node with 12 GiB of host memory, written
+// to `plan`.
+Result tune_1b_update_only(const std::string& plan) {
+  return run(kTune + " --model 1b --profile " + kExampleProfile +
+             " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+}
+
 }  // namespace
 
 TEST(TuneSearch, WritesAPlanWithPredictionAndBaselineAndExplains) {
@@ -95,12 +119,9 @@ TEST(TuneSearch, WritesAPlanWithPredictionAndBaselineAndExplains) {
   EXPECT_GT(j["prediction"]["iteration_s"].get<double>(), 0);
   EXPECT_GT(j["baseline_prediction"]["iteration_s"].get<double>(),
             j["prediction"]["iteration_s"].get<double>());
-  FILE* f = std::fopen(svg.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  char head[5] = {};
-  EXPECT_EQ(std::fread(head, 1, 4, f), 4u);
-  std::fclose(f);
-  EXPECT_EQ(std::string(head), "<svg");
+  const std::optional<std::string> head = first_bytes(svg, 4);
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(*head, "<svg");
   std::remove(plan.c_str());
   std::remove(svg.c_str());
 }
@@ -119,17 +140,13 @@ TEST(TuneSearch, WithoutProfileExitsTwo) {
 
 TEST(TuneValidate, PrintsPredictedVersusMeasuredWithError) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-vplan.json";
-  Result t = run(kTune + " --model 1b --profile " + kExampleProfile +
-                 " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  Result t = tune_1b_update_only(plan);
   ASSERT_EQ(t.status, 0) << t.out;
   const std::string log = ::testing::TempDir() + "/mlpo-cli-run.jsonl";
-  FILE* f = std::fopen(log.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  std::fputs(
+  ASSERT_TRUE(write_text(
+      log,
       "{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
-      "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[],\"new_field\":true}\n",
-      f);
-  std::fclose(f);
+      "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[],\"new_field\":true}\n"));
   Result r = run(kTune + " --validate " + log + " --plan " + plan + " --profile " + kExampleProfile);
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("update_s"), std::string::npos) << r.out;
@@ -140,19 +157,15 @@ TEST(TuneValidate, PrintsPredictedVersusMeasuredWithError) {
 
 TEST(TuneSimulate, PrintsTheBreakdownOfTheGivenPlanAndItsJson) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-splan.json";
-  Result t = run(kTune + " --model 1b --profile " + kExampleProfile +
-                 " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  Result t = tune_1b_update_only(plan);
   ASSERT_EQ(t.status, 0) << t.out;
   const std::string svg = ::testing::TempDir() + "/mlpo-cli-sim.svg";
   Result r = run(kTune + " --simulate " + plan + " --profile " + kExampleProfile +
                  " --update-only --host-memory-budget 12GiB --timeline " + svg);
   EXPECT_EQ(r.status, 0) << r.out;
-  FILE* f = std::fopen(svg.c_str(), "r");
-  ASSERT_NE(f, nullptr) << r.out;
-  char head[5] = {};
-  EXPECT_EQ(std::fread(head, 1, 4, f), 4u);
-  std::fclose(f);
-  EXPECT_EQ(std::string(head), "<svg") << head;
+  const std::optional<std::string> head = first_bytes(svg, 4);
+  ASSERT_TRUE(head.has_value()) << r.out;
+  EXPECT_EQ(*head, "<svg") << *head;
   std::remove(svg.c_str());
   for (const char* part : {"predicted (SimGrid)", "bound per phase", "per tier"})
     EXPECT_NE(r.out.find(part), std::string::npos) << r.out;
@@ -172,17 +185,12 @@ TEST(TuneSimulate, PrintsTheBreakdownOfTheGivenPlanAndItsJson) {
 
 TEST(TuneValidate, JsonCarriesEveryRow) {
   const std::string plan = ::testing::TempDir() + "/mlpo-cli-vjplan.json";
-  Result t = run(kTune + " --model 1b --profile " + kExampleProfile +
-                 " --host-memory-budget 12GiB --simulate-top 2 --update-only --quiet --out " + plan);
+  Result t = tune_1b_update_only(plan);
   ASSERT_EQ(t.status, 0) << t.out;
   const std::string log = ::testing::TempDir() + "/mlpo-cli-vjrun.jsonl";
-  FILE* f = std::fopen(log.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  std::fputs(
-      "{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
-      "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n",
-      f);
-  std::fclose(f);
+  ASSERT_TRUE(write_text(log,
+                         "{\"step\":0,\"update_s\":50,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"
+                         "{\"step\":1,\"update_s\":5,\"forward_s\":0,\"backward_s\":0,\"tiers\":[]}\n"));
   Result r =
       run(kTune + " --validate " + log + " --plan " + plan + " --profile " + kExampleProfile + " --json");
   ASSERT_EQ(r.status, 0) << r.out;
@@ -222,11 +230,7 @@ class ScratchFile {
  public:
   ScratchFile(const std::string& name, const std::string& text)
       : path_(::testing::TempDir() + "/mlpo-cli-" + name) {
-    FILE* f = std::fopen(path_.c_str(), "w");
-    if (f) {
-      std::fputs(text.c_str(), f);
-      std::fclose(f);
-    }
+    write_text(path_, text);
   }
   ~ScratchFile() { std::remove(path_.c_str()); }
   const std::string& path() const { return path_; }
