@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "tests/executor/io/temp_dir.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::profiles {
 namespace {
@@ -12,12 +13,7 @@ namespace {
 using io::testing::TempDir;
 
 std::string error_of(const ProfileRequest& r) {
-  try {
-    prepare_profile(r);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return mlpo::testing::error_of([&] { prepare_profile(r); });
 }
 
 TEST(PrepareProfile, DuplicateTierNamesAreRejected) {

@@ -11,6 +11,7 @@
 #include "core/units.hpp"
 #include "tests/executor/io/temp_dir.hpp"
 #include "tests/profiles/small_tmpfs.hpp"
+#include "tests/support/error_of.hpp"
 
 namespace mlpo::profiles {
 namespace {
@@ -51,13 +52,11 @@ TEST(TierSpecParsing, MissingNameOrPathIsAnError) {
 }
 
 TEST(TierProbePlanning, MissingPathIsAnErrorNamingIt) {
-  try {
-    plan_tier_probe({"gone", "/nonexistent/mlpo-profile", TierKind::other}, tiny_options());
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("/nonexistent/mlpo-profile"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
-  }
+  mlpo::testing::expect_refusal(
+      [&] {
+        plan_tier_probe({"gone", "/nonexistent/mlpo-profile", TierKind::other}, tiny_options());
+      },
+      {"/nonexistent/mlpo-profile", "does not exist"}, "no error");
 }
 
 TEST(TierProbePlanning, FileInsteadOfDirectoryIsAnError) {
@@ -80,12 +79,11 @@ TEST(TierProbePlanning, StreamCountsDoubleUpToTheMaximum) {
 TEST(TierProbePlanning, TooLittleFreeSpaceIsAnErrorAndCreatesNothing) {
   testing::SmallTmpfs small("size=4m");
   if (!small.mounted()) GTEST_SKIP() << "cannot mount a small tmpfs here (needs root)";
-  try {
-    plan_tier_probe({"small", small.path(), TierKind::host}, tiny_options());
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("too little for the probe"), std::string::npos) << e.what();
-  }
+  mlpo::testing::expect_refusal(
+      [&] {
+        plan_tier_probe({"small", small.path(), TierKind::host}, tiny_options());
+      },
+      {"too little for the probe"}, "no error");
   EXPECT_TRUE(is_empty_dir(small.path()));
 }
 
@@ -181,12 +179,11 @@ TEST(IoSettingsParsing, ListsBlockSizeAndQueueDepthAndNamesWhatIsWrong) {
   TierProbeOptions o = tiny_options();
   o.io_settings = {IoSetting{o.block_size, o.queue_depth}};
   TempDir dir;
-  try {
-    plan_tier_probe({"disk", dir.path(), TierKind::other}, o);
-    ADD_FAILURE() << "the main setting listed again: no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("main setting"), std::string::npos) << e.what();
-  }
+  mlpo::testing::expect_refusal(
+      [&] {
+        plan_tier_probe({"disk", dir.path(), TierKind::other}, o);
+      },
+      {"main setting"}, "the main setting listed again: no error");
 }
 
 TEST(TierProbe, TmpfsRunsBufferedWithOneWarning) {
