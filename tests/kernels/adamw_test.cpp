@@ -16,11 +16,9 @@
 
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
+#include "tests/kernels/simd_variant.hpp"
 
 namespace mlpo {
-
-// Test names and failure messages say "avx512", not "4-byte object <03-00 00-00>".
-inline void PrintTo(SimdIsa isa, std::ostream* os) { *os << to_string(isa); }
 
 namespace {
 
@@ -378,13 +376,7 @@ bool bitwise_equal(const State& a, const State& b) {
          std::memcmp(a.p_out.data(), b.p_out.data(), n * 2) == 0;
 }
 
-class AdamWVariant : public ::testing::TestWithParam<SimdIsa> {
- protected:
-  void SetUp() override {
-    if (!simd_isa_supported(GetParam()))
-      GTEST_SKIP() << "this CPU lacks " << to_string(GetParam()) << "; its variant cannot run here";
-  }
-};
+class AdamWVariant : public testing::SimdVariantTest {};
 
 TEST_P(AdamWVariant, AgreesWithScalarWithinTwoUlpsAfterTwentySteps) {
   const Problem problem(9 * 1000 + 13, 4);
@@ -459,9 +451,7 @@ TEST_P(AdamWVariant, Fp32GradientsHoldingBf16ValuesGiveTheBf16Result) {
                             run_steps(problem, widened, typical(), GetParam())));
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, AdamWVariant,
-                         ::testing::Values(SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isa, AdamWVariant, testing::simd_variants(), testing::simd_variant_name);
 
 TEST(AdamWThreads, ResultsAreBitwiseIdenticalForOneTwoThreeAndEightThreads) {
   const Problem problem(1000003, 10);

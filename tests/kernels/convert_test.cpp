@@ -12,11 +12,9 @@
 #include <vector>
 
 #include "core/thread_pool.hpp"
+#include "tests/kernels/simd_variant.hpp"
 
 namespace mlpo {
-
-// Test names and failure messages say "avx512", not "4-byte object <03-00 00-00>".
-inline void PrintTo(SimdIsa isa, std::ostream* os) { *os << to_string(isa); }
 
 namespace {
 
@@ -47,13 +45,7 @@ std::vector<float> tricky_floats(std::size_t random_count) {
   return out;
 }
 
-class ConvertVariant : public ::testing::TestWithParam<SimdIsa> {
- protected:
-  void SetUp() override {
-    if (!simd_isa_supported(GetParam()))
-      GTEST_SKIP() << "this CPU lacks " << to_string(GetParam()) << "; its variant cannot run here";
-  }
-};
+class ConvertVariant : public testing::SimdVariantTest {};
 
 TEST_P(ConvertVariant, Bf16ToFp32IsExactForAllBitPatterns) {
   std::vector<bf16> in(65536 + 3);
@@ -87,9 +79,7 @@ TEST_P(ConvertVariant, NaNStaysNaNAndInfStaysInf) {
   EXPECT_EQ(bf16_to_float(out[4]), -std::numeric_limits<float>::infinity());
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, ConvertVariant,
-                         ::testing::Values(SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isa, ConvertVariant, testing::simd_variants(), testing::simd_variant_name);
 
 TEST(ConvertThreads, PoolSizeDoesNotChangeTheOutput) {
   const std::vector<float> in = tricky_floats(1000003);
