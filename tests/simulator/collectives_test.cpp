@@ -8,6 +8,7 @@
 #include "simulator/exchange_schedule.hpp"
 #include "simulator/iteration_model.hpp"
 #include "simulator/simulation_rates.hpp"
+#include "tests/support/mentions.hpp"
 #include "tests/support/sample_inputs.hpp"
 
 namespace mlpo::sim {
@@ -33,12 +34,6 @@ Plan shm_plan(const Profile& p, const Accounting& a) {
       plan_for(a.spec.name, a.params.total, a.shape.nodes, a.shape.gpus_per_node, {plan_tier(p, "shm", 1.0)});
   plan.cluster.grad_accum = a.shape.grad_accum;
   return plan;
-}
-
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  for (const auto& l : lines)
-    if (l.find(text) != std::string::npos) return true;
-  return false;
 }
 
 TEST(ExchangeSchedule, ComputeBoundPassExposesOnlyTheFirstGather) {
@@ -162,17 +157,18 @@ TEST(Collectives, ProfileWithoutFiguresWarnsAndModelsNone) {
   p.comm = {};
   const Accounting a = accounting("1b", 1, 4);
   const AnalyticBreakdown an = analyze(a, p, shm_plan(p, a), {});
-  EXPECT_TRUE(mentions(an.warnings, "no comm.host_mpi figures")) << ::testing::PrintToString(an.warnings);
+  EXPECT_TRUE(mlpo::testing::mentions(an.warnings, "no comm.host_mpi figures"))
+      << ::testing::PrintToString(an.warnings);
   EXPECT_EQ(an.forward_exchange_s, 0);
   EXPECT_EQ(an.prediction.forward_s, an.forward_compute_s);
   // One rank needs no figures: no warning.
   const Accounting one = accounting("1b", 1, 1);
-  EXPECT_FALSE(mentions(analyze(one, p, shm_plan(p, one), {}).warnings, "comm."));
+  EXPECT_FALSE(mlpo::testing::mentions(analyze(one, p, shm_plan(p, one), {}).warnings, "comm."));
   // Several nodes without inter-node figures: modelled at the node's rate, with a warning.
   const Profile node = profile_with_collectives(10);
   const Accounting two_nodes = accounting("1b", 2, 4);
   const AnalyticBreakdown an2 = analyze(two_nodes, node, shm_plan(node, two_nodes), {});
-  EXPECT_TRUE(mentions(an2.warnings, "no comm.inter_node figures"));
+  EXPECT_TRUE(mlpo::testing::mentions(an2.warnings, "no comm.inter_node figures"));
   EXPECT_GT(an2.forward_exchange_s, 0);
   Profile slow_network = node;
   slow_network.comm.inter_node = node.comm.host_mpi;
@@ -206,7 +202,7 @@ TEST(Collectives, NcclFiguresAreKeptButNotUsedAndSaySo) {
   both.comm.nccl.all_gather_gbps.median = both.comm.nccl.reduce_scatter_gbps.median = 400;
   const Accounting a = accounting("1b", 1, 4);
   const AnalyticBreakdown an = analyze(a, both, shm_plan(both, a), {});
-  EXPECT_TRUE(mentions(an.warnings, "comm.nccl figures are not used"));
+  EXPECT_TRUE(mlpo::testing::mentions(an.warnings, "comm.nccl figures are not used"));
   EXPECT_EQ(an.prediction.forward_s, analyze(a, mpi, shm_plan(mpi, a), {}).prediction.forward_s);
 }
 

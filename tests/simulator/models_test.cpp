@@ -11,6 +11,7 @@
 #include "core/rates.hpp"
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
+#include "tests/support/mentions.hpp"
 #include "tests/support/sample_inputs.hpp"
 
 namespace mlpo::sim {
@@ -48,12 +49,6 @@ Profile overlapping_profile(double read_share, double write_share) {
       pt.value.median = pt.value.min = pt.value.max = pt.value.median * write_share;
   }
   return p;
-}
-
-bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  for (const auto& l : lines)
-    if (l.find(text) != std::string::npos) return true;
-  return false;
 }
 
 TEST(SimGridModel, OneTierUpdateTakesBytesOverBandwidthWhenIoBound) {
@@ -176,9 +171,11 @@ TEST(Models, ProfileWithoutMixedFiguresFallsBackWithOneWarningLine) {
   int lines = 0;
   for (const auto& w : r.warnings) lines += w.find("no mixed read+write figures") != std::string::npos;
   EXPECT_EQ(lines, 1);
-  EXPECT_TRUE(mentions(r.warnings, "'nvme', 'pfs'"));
-  EXPECT_FALSE(mentions(simulate(a, overlapping_profile(0.8, 0.8), plan, kUpdateOnly).warnings, "mixed"));
-  EXPECT_TRUE(mentions(analyze(a, old, plan, kUpdateOnly).warnings, "no mixed read+write figures"));
+  EXPECT_TRUE(mlpo::testing::mentions(r.warnings, "'nvme', 'pfs'"));
+  EXPECT_FALSE(mlpo::testing::mentions(simulate(a, overlapping_profile(0.8, 0.8), plan, kUpdateOnly).warnings,
+                                       "mixed"));
+  EXPECT_TRUE(
+      mlpo::testing::mentions(analyze(a, old, plan, kUpdateOnly).warnings, "no mixed read+write figures"));
 }
 
 TEST(Models, MoreBandwidthNeverPredictsSlower) {
@@ -404,12 +401,12 @@ TEST(Models, CpuForwardAndBackwardArePartByPartAtTheProfilesMeasuredRates) {
   const SimulationResult sim = simulate(a, p, plan, {});
   EXPECT_NEAR(sim.prediction.forward_s / forward, 1.0, 0.01);
   EXPECT_NEAR(sim.prediction.backward_s / backward, 1.0, 0.01);
-  EXPECT_TRUE(mentions(sim.warnings, "host.cpu_model"));
+  EXPECT_TRUE(mlpo::testing::mentions(sim.warnings, "host.cpu_model"));
   // Without the model figures the GEMM rate times everything (and says what it leaves out).
   p.host.cpu_model = {};
   const AnalyticBreakdown gemm = analyze(a, p, plan, {});
   EXPECT_NEAR(gemm.prediction.forward_s / ((L * layer + head) / 100e9), 1.0, 1e-9);
-  EXPECT_TRUE(mentions(simulate(a, p, plan, {}).warnings, "GEMM only"));
+  EXPECT_TRUE(mlpo::testing::mentions(simulate(a, p, plan, {}).warnings, "GEMM only"));
 }
 
 TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {
@@ -423,9 +420,10 @@ TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {
     plan.cluster = a.shape;
     const std::string fix = "mlpo-profile --model small --micro-batch " + std::to_string(micro_batch) +
                             " --seq-len " + std::to_string(seq_len);
-    const bool analytic = mentions(analyze(a, p, plan, {}).warnings, fix);
-    EXPECT_EQ(analytic, mentions(simulate(a, p, plan, {}).warnings, fix));
-    EXPECT_EQ(analytic, mentions(simulate(a, p, plan, {}).warnings, "measured at micro-batch 1 x seq 64"));
+    const bool analytic = mlpo::testing::mentions(analyze(a, p, plan, {}).warnings, fix);
+    EXPECT_EQ(analytic, mlpo::testing::mentions(simulate(a, p, plan, {}).warnings, fix));
+    EXPECT_EQ(analytic, mlpo::testing::mentions(simulate(a, p, plan, {}).warnings,
+                                                "measured at micro-batch 1 x seq 64"));
     return analytic;
   };
   EXPECT_FALSE(advice(1, 64));
@@ -436,7 +434,7 @@ TEST(Models, ACpuModelMeasuredAtAnotherRunShapeIsNamedWithTheProfileToMake) {
   const Accounting a = account(find_preset("small"), ClusterShape{1, 1, 4, 64, 1});
   Plan plan = plan_for("small", a.params.total, 1, 1, {plan_tier(p, "shm", 1.0)});
   plan.cluster = a.shape;
-  EXPECT_FALSE(mentions(analyze(a, p, plan, kUpdateOnly).warnings, "measured at micro-batch"));
+  EXPECT_FALSE(mlpo::testing::mentions(analyze(a, p, plan, kUpdateOnly).warnings, "measured at micro-batch"));
 }
 
 TEST(Models, ParamOffloadOnTheCpuCopiesEachPartsWeightsBeforeItRuns) {

@@ -162,12 +162,20 @@ TEST(TierIo, ReadPastTheEndOfATruncatedFileIsAnErrorNotZeros) {
   }
 }
 
-TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
-  TempDir disk("/var/tmp");
-  PinnedBufferPool pool(4 * MiB);
-  Tier tier{"nvme", disk.path(), 256 * KiB, 4, true, /*crc=*/true};
-  TierIo tio(tier, &pool, {});
+// What the CRC tests run on: a direct-I/O nvme tier in /var/tmp with the engine's CRCs on, 4 MiB
+// of pinned buffers, and a 2 MiB file on it.
+struct CheckedTier {
+  TempDir disk{"/var/tmp"};
+  PinnedBufferPool pool{4 * MiB};
+  TierIo tio{Tier{"nvme", disk.path(), 256 * KiB, 4, true, /*crc=*/true}, &pool, {}};
   TierFile& file = tio.open_file("state.bin", 2 * MiB);
+};
+
+TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
+  CheckedTier t;
+  PinnedBufferPool& pool = t.pool;
+  TierIo& tio = t.tio;
+  TierFile& file = t.file;
   PinnedBuffer buf = pool.acquire(1 * MiB + 5);
   fill_random(buf.data(), buf.size(), 11);
   tio.write(file, 0, 1 * MiB + 5, buf.data()).wait();
@@ -192,11 +200,10 @@ TEST(TierIo, CorruptedByteIsReportedAsCrcMismatch) {
 // CrcBy::caller: the engine neither records nor verifies; a caller write drops the extent's
 // old record, so a later engine read of new bytes is not a false mismatch.
 TEST(TierIo, CallerCheckedRequestsSkipTheEngineCrc) {
-  TempDir disk("/var/tmp");
-  PinnedBufferPool pool(4 * MiB);
-  Tier tier{"nvme", disk.path(), 256 * KiB, 4, true, /*crc=*/true};
-  TierIo tio(tier, &pool, {});
-  TierFile& file = tio.open_file("state.bin", 2 * MiB);
+  CheckedTier t;
+  PinnedBufferPool& pool = t.pool;
+  TierIo& tio = t.tio;
+  TierFile& file = t.file;
   PinnedBuffer buf = pool.acquire(1 * MiB);
   fill_random(buf.data(), buf.size(), 12);
   tio.write(file, 0, 1 * MiB, buf.data()).wait();
