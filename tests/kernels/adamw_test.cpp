@@ -341,21 +341,19 @@ State run_steps(const Problem& problem, const std::vector<std::vector<Grad>>& gr
   const std::size_t n = s.p.size();
   for (int t = 0; t < kSteps; ++t) {
     const AdamWParams at = params_for_step(a, t);
-    if constexpr (std::is_same_v<Grad, bf16>) {
-      if (pool)
-        adamw_update_bf16grad(*pool, at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(),
-                              n, isa);
+    // The entry point for Grad, with the pool as its first argument when there is one.
+    const auto update = [&](auto&... on_pool) {
+      if constexpr (std::is_same_v<Grad, bf16>)
+        adamw_update_bf16grad(on_pool..., at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(),
+                              s.p_out.data(), n, isa);
       else
-        adamw_update_bf16grad(at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n,
-                              isa);
-    } else {
-      if (pool)
-        adamw_update_fp32grad(*pool, at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(),
-                              n, isa);
-      else
-        adamw_update_fp32grad(at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(), s.p_out.data(), n,
-                              isa);
-    }
+        adamw_update_fp32grad(on_pool..., at, s.p.data(), s.m.data(), s.v.data(), grads[t].data(),
+                              s.p_out.data(), n, isa);
+    };
+    if (pool)
+      update(*pool);
+    else
+      update();
   }
   return s;
 }
