@@ -4,7 +4,7 @@
 
 namespace mlpo {
 
-std::vector<int> interleave_subgroups(const std::vector<double>& fractions, std::int64_t count) {
+std::vector<int> subgroup_placement(const std::vector<double>& fractions, std::int64_t count) {
   MLPO_CHECK(!fractions.empty() && count >= 0, "placement needs at least one tier");
   std::vector<int> tiers(static_cast<std::size_t>(count));
   std::vector<double> credit(fractions.size(), 0.0);

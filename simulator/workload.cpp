@@ -68,7 +68,7 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   w.subgroups_per_rank = (a.params_per_rank + plan.subgroup_elements - 1) / plan.subgroup_elements;
   std::vector<double> fractions;
   for (const auto& t : plan.tiers) fractions.push_back(t.fraction);
-  w.placement = interleave_subgroups(fractions, w.subgroups_per_rank);  // the executor's too
+  w.placement = subgroup_placement(fractions, w.subgroups_per_rank);  // the executor's too
 
   const bool flush = plan.gradients == GradientPolicy::flush_fp32;
   w.read_bytes_per_element = static_cast<double>(kOptimizerStateBytes + (flush ? kFp32GradBytes : 0));

@@ -19,13 +19,13 @@ using mlpo::testing::plan_tier;
 
 TEST(Placement, EightyTwentySpreadsTheMinorTierEvenly) {
   // Smooth weighted round robin (as nginx balances 4:1): A A B A A, repeated.
-  const std::vector<int> p = interleave_subgroups({0.8, 0.2}, 10);
+  const std::vector<int> p = subgroup_placement({0.8, 0.2}, 10);
   EXPECT_EQ(p, (std::vector<int>{0, 0, 1, 0, 0, 0, 0, 1, 0, 0}));
 }
 
 TEST(Placement, CountsFollowFractionsWithinOne) {
   const std::vector<double> f{0.5, 0.3, 0.2};
-  const std::vector<int> p = interleave_subgroups(f, 997);
+  const std::vector<int> p = subgroup_placement(f, 997);
   for (std::size_t t = 0; t < f.size(); ++t) {
     const auto n = std::count(p.begin(), p.end(), static_cast<int>(t));
     EXPECT_NEAR(static_cast<double>(n), f[t] * 997, 1.0) << "tier " << t;
