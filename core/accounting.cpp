@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/rank_shard.hpp"
 
 namespace mlpo {
 
@@ -80,7 +81,7 @@ Accounting account(const ModelSpec& spec, const ClusterShape& shape_in) {
   a.params = count_params(spec);
   const std::int64_t n = a.params.total;
   const std::int64_t ranks = shape.ranks();
-  a.params_per_rank = (n + ranks - 1) / ranks;
+  a.params_per_rank = unrounded_share(n, ranks);
   a.weights_bf16_bytes = n * kBf16Bytes;
   a.grads_bf16_bytes = n * kBf16Bytes;
   a.optimizer_bytes = n * kOptimizerStateBytes;

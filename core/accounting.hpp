@@ -51,7 +51,7 @@ struct Accounting {
   ModelSpec spec;
   ClusterShape shape;
   ParamCounts params;
-  std::int64_t params_per_rank = 0;     // ceil(total / ranks): ZeRO-3 shard (unrounded: rank_shard.hpp)
+  std::int64_t params_per_rank = 0;     // ZeRO-3 shard: core/rank_shard's unrounded_share
   std::int64_t weights_bf16_bytes = 0;  // whole model
   std::int64_t grads_bf16_bytes = 0;    // whole model
   std::int64_t optimizer_bytes = 0;     // whole model, 12 B/param

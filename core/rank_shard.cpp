@@ -11,7 +11,7 @@ RankShard shard_for(std::int64_t total, int ranks, int rank) {
   if (total <= 0) throw Error("--params: must be > 0, got " + std::to_string(total));
   if (ranks <= 0) throw Error("--ranks: must be > 0, got " + std::to_string(ranks));
   MLPO_CHECK(rank >= 0 && rank < ranks, "rank " + std::to_string(rank) + " of " + std::to_string(ranks));
-  std::int64_t per = (total + ranks - 1) / ranks;
+  std::int64_t per = unrounded_share(total, ranks);
   per = (per + kNormChunk - 1) / kNormChunk * kNormChunk;
   RankShard s;
   s.rank = rank;

@@ -8,9 +8,9 @@
 // state digest) lies inside exactly one rank: results reduced per chunk then do not depend
 // on how many ranks there are.
 //
-// The simulator and tuner account with Accounting::params_per_rank = ceil(total / ranks)
-// (core/accounting.hpp), the unrounded size: at most kNormChunk - 1 elements less than the
-// largest shard here.
+// The simulator and tuner account with Accounting::params_per_rank (core/accounting.hpp),
+// which is unrounded_share below: at most kNormChunk - 1 elements less than the largest
+// shard here.
 
 #include <cstdint>
 
@@ -28,8 +28,14 @@ struct RankShard {
   std::int64_t global_end() const { return global_begin + elements; }
 };
 
-// Rank r owns [r*per, min((r+1)*per, total)) with per = ceil(total / ranks) rounded up to
-// kNormChunk. Throws mlpo::Error when ranks or total is not positive.
+// ceil(total / ranks): a rank's even share of `total` elements before shard_for rounds it up
+// to kNormChunk. The one formula of a rank's share; Accounting::params_per_rank is this.
+inline std::int64_t unrounded_share(std::int64_t total, std::int64_t ranks) {
+  return (total + ranks - 1) / ranks;
+}
+
+// Rank r owns [r*per, min((r+1)*per, total)) with per = unrounded_share(total, ranks) rounded up
+// to kNormChunk. Throws mlpo::Error when ranks or total is not positive.
 RankShard shard_for(std::int64_t total, int ranks, int rank);
 
 }  // namespace mlpo
