@@ -14,7 +14,6 @@
 // `host_cache_subgroups` subgroups that iteration updated (never written, as in the executor).
 // Order, hits and evictions come from the executor's own model, core/update_order.hpp.
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "core/accounting.hpp"
 #include "core/plan.hpp"
 #include "core/rates.hpp"
+#include "core/subgroup_layout.hpp"
 
 namespace mlpo::sim {
 
@@ -60,8 +60,9 @@ struct Workload {
   std::int64_t micro_steps = 1;   // grad_accum
   std::vector<LayerWork> layers;  // forward order
   std::int64_t params_per_rank = 0;
-  std::int64_t subgroup_elements = 0;  // the plan's; the last subgroup may be shorter
-  std::int64_t subgroups_per_rank = 0;
+  // The shard (params_per_rank) cut into the plan's subgroups, as the executor cuts its own
+  // (core/subgroup_layout.hpp); the last subgroup may be shorter.
+  SubgroupLayout layout{0, 1};
   std::vector<int> placement;     // tier index of every subgroup
   std::vector<UpdateStep> steps;  // this iteration's update, in order
   std::int64_t cache_hits = 0;    // steps served from the host cache (resident ones are not hits)
@@ -80,10 +81,9 @@ struct Workload {
 
   double forward_flops() const;  // per rank, all micro-steps
   double backward_flops() const;
-  std::int64_t subgroup_size(std::int64_t subgroup) const;  // the last one may be short
   // Elements a subgroup moves on a tier: the executor reads and writes whole extents
-  // (executor/offload/subgroup_layout.hpp), the short last subgroup's too.
-  std::int64_t extent_elements() const { return std::min(subgroup_elements, params_per_rank); }
+  // (core/subgroup_layout.hpp), the short last subgroup's too.
+  std::int64_t extent_elements() const { return layout.subgroup_elements(); }
   // Threads one rank's update pipeline starts and joins: a reader per tier it reads from and
   // a writer per tier it writes back to (executor/offload/pipeline_readers.hpp, _writers.hpp).
   std::int64_t pipeline_threads() const;

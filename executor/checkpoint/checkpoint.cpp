@@ -158,7 +158,7 @@ void write_rank_state(int rank, const CheckpointFiles& out, const RankShard& min
   std::optional<io::SyncedFile> files[3];
   for (int a = 0; a < 3; ++a) files[a].emplace(out.tmp / state_file_name(rank, a), out.hint);
   std::int64_t next = 0;
-  pipeline.visit_state([&](const offload::Subgroup& sg, const float* sp, const float* sm, const float* sv) {
+  pipeline.visit_state([&](const Subgroup& sg, const float* sp, const float* sm, const float* sv) {
     MLPO_CHECK(sg.begin == next, "subgroups must be visited in order");
     const auto n = static_cast<std::size_t>(sg.elements) * sizeof(float);
     files[0]->write(sp, n);

@@ -226,7 +226,7 @@ void export_hf_directory(comm::Communicator& comm, const comm::ZeroPartition& pa
         if (!fp32)
           return emit(reinterpret_cast<const std::byte*>(weights.data()),
                       static_cast<std::int64_t>(weights.size()));
-        pipeline.visit_state([&](const offload::Subgroup& sg, const float* p, const float*, const float*) {
+        pipeline.visit_state([&](const Subgroup& sg, const float* p, const float*, const float*) {
           emit(reinterpret_cast<const std::byte*>(p), sg.elements);
         });
       },

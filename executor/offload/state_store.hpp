@@ -23,7 +23,7 @@
 #include "executor/offload/in_place_integrity.hpp"
 #include "executor/offload/placement_policy.hpp"
 #include "core/rank_shard.hpp"
-#include "executor/offload/subgroup_layout.hpp"
+#include "core/subgroup_layout.hpp"
 
 namespace mlpo::offload {
 

@@ -30,9 +30,9 @@ void RankWeights::before_update() {
   if (streamed_) streamed_->drop_device_copies();
 }
 
-std::function<void(const offload::Subgroup&)> RankWeights::on_subgroup_updated() {
+std::function<void(const Subgroup&)> RankWeights::on_subgroup_updated() {
   if (!resident_) return nullptr;
-  return [this](const offload::Subgroup& sg) {
+  return [this](const Subgroup& sg) {
     uploads_->to_device(resident_->flat().slice(sg.begin, {sg.elements}), weights_.data() + sg.begin);
   };
 }

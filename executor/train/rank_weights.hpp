@@ -28,7 +28,7 @@
 #include "executor/model/parameter_layout.hpp"
 #include "executor/model/resident_weights.hpp"
 #include "executor/model/weight_provider.hpp"
-#include "executor/offload/subgroup_layout.hpp"
+#include "core/subgroup_layout.hpp"
 #include "executor/compute/compute_backend.hpp"
 #include "executor/train/step_record.hpp"
 #include "kernels/backend.hpp"
@@ -55,7 +55,7 @@ class RankWeights {
 
   // For the update phase, called as each subgroup's new bf16 weights are written: resident
   // weights enqueue that subgroup's upload. Null for the other providers.
-  std::function<void(const offload::Subgroup&)> on_subgroup_updated();
+  std::function<void(const Subgroup&)> on_subgroup_updated();
 
   // After the update phase: resident weights wait for the uploads' tail and order the
   // following device ops after them (the next update may rewrite the host weights).

@@ -286,7 +286,7 @@ checkpoint::TrainingPosition resume_state(checkpoint::Checkpoint& checkpoint, co
   for (const std::string& warning : resume_setting_warnings(settings, checkpoint.settings())) note(warning);
   // Streams like the write: one subgroup at a time from the files into its tier.
   const auto t0 = Clock::now();
-  pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
+  pipeline.load_state([&](const Subgroup& sg, float* p, float* m, float* v) {
     checkpoint.read_state(mine.global_begin + sg.begin, sg.elements, p, m, v);
     fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
   });
@@ -304,7 +304,7 @@ checkpoint::TrainingPosition resume_state(checkpoint::Checkpoint& checkpoint, co
 // tensor, into its subgroups' homes; m = v = 0.
 void load_hf_weights(hf::HfCheckpoint& init, const TrainOptions& o, offload::UpdatePipeline& pipeline,
                      const RankShard& mine, std::span<bf16> weights, const Note& note) {
-  pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
+  pipeline.load_state([&](const Subgroup& sg, float* p, float*, float*) {
     init.read(mine.global_begin + sg.begin, sg.elements, p);
     fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
   });
@@ -324,7 +324,7 @@ void load_initial_values(const model::ParameterLayout& layout, std::uint64_t see
   double done = 0;  // load_state calls back on this thread, one subgroup after the other
   int tenths = 0;
   bool announced = false;
-  pipeline.load_state([&](const offload::Subgroup& sg, float* p, float*, float*) {
+  pipeline.load_state([&](const Subgroup& sg, float* p, float*, float*) {
     threads.parallel_for(
         static_cast<std::size_t>(sg.elements), 4096, [&](std::size_t begin, std::size_t end) {
           model::initial_values(layout, seed, mine.global_begin + sg.begin + static_cast<std::int64_t>(begin),

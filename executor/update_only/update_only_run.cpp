@@ -40,7 +40,6 @@ using offload::clip_scale;
 using offload::default_run_name;
 using offload::global_norm;
 using offload::RankEngine;
-using offload::Subgroup;
 using offload::TierRunDirectories;
 using offload::UpdatePipeline;
 using offload::UpdateStats;

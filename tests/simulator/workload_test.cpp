@@ -53,7 +53,7 @@ Plan cache_plan(OrderPolicy order, std::int64_t cache) { return small_plan({"nvm
 TEST(Workload, AscendingOrderNeverHitsAPartialCache) {
   const Accounting a = account(find_preset("small"), ClusterShape{});
   const Workload w = make_workload(a, cache_plan(OrderPolicy::ascending, 1000));
-  ASSERT_GT(w.subgroups_per_rank, 1000);
+  ASSERT_GT(w.layout.count(), 1000);
   EXPECT_EQ(w.cache_hits, 0);
 }
 
@@ -66,7 +66,7 @@ TEST(Workload, CacheHitsMatchClosedFormForBothOrders) {
     for (std::int64_t cache : {0, 1, 7, 60, 100, 1000}) {
       const Plan plan = cache_plan(order, cache);
       const Workload w = make_workload(a, plan);
-      const std::int64_t n = w.subgroups_per_rank;
+      const std::int64_t n = w.layout.count();
       const std::int64_t expected = cache >= n ? n : order == OrderPolicy::alternating ? cache : 0;
       EXPECT_EQ(w.cache_hits, expected) << to_string(order) << " cache " << cache << " of " << n;
     }
@@ -76,7 +76,7 @@ TEST(Workload, CacheHitsMatchClosedFormForBothOrders) {
 TEST(Workload, AlternatingOrderHitsTheFirstCachedSubgroupsAndSkipsTheirWrites) {
   const Accounting a = account(find_preset("small"), ClusterShape{});
   const Workload w = make_workload(a, cache_plan(OrderPolicy::alternating, 5));
-  ASSERT_GT(w.subgroups_per_rank, 20);
+  ASSERT_GT(w.layout.count(), 20);
   std::int64_t writes = 0, misses = 0;
   for (std::size_t i = 0; i < w.steps.size(); ++i) {
     EXPECT_EQ(w.steps[i].hit, i < 5) << "step " << i;
@@ -107,7 +107,7 @@ TEST(Workload, SubgroupsOnAHostTierAreResidentNeverReadWrittenOrCached) {
   const Accounting a = account(find_preset("small"), ClusterShape{});
   for (std::int64_t cache : {0, 5, 1000000}) {
     const Workload w = make_workload(a, shm_and_nvme_plan(cache));
-    ASSERT_GT(w.subgroups_per_rank, 20);
+    ASSERT_GT(w.layout.count(), 20);
     std::int64_t streamed = 0, misses = 0, writes = 0;
     double nvme_missed = 0;
     for (const UpdateStep& s : w.steps) {

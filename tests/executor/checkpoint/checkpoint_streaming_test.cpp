@@ -103,17 +103,17 @@ StreamedBytes checkpoint_round_trip(int layers) {
   out.load_peak = peak_heap_growth([&] {
     opened = checkpoint::Checkpoint::open_latest(ckpt, spec, layout.total());  // checks every file's CRC32C
     ASSERT_TRUE(opened.has_value());
-    fresh.pipeline.load_state([&](const offload::Subgroup& sg, float* p, float* m, float* v) {
+    fresh.pipeline.load_state([&](const Subgroup& sg, float* p, float* m, float* v) {
       opened->read_state(sg.begin, sg.elements, p, m, v);
     });
   });
   // The loaded state is the written one.
   std::int64_t checked = 0;
   std::vector<float> first;
-  rig.pipeline.visit_state([&](const offload::Subgroup& sg, const float* p, const float*, const float*) {
+  rig.pipeline.visit_state([&](const Subgroup& sg, const float* p, const float*, const float*) {
     if (sg.index == 0) first.assign(p, p + sg.elements);
   });
-  fresh.pipeline.visit_state([&](const offload::Subgroup& sg, const float* p, const float*, const float*) {
+  fresh.pipeline.visit_state([&](const Subgroup& sg, const float* p, const float*, const float*) {
     if (sg.index == 0) checked = std::equal(first.begin(), first.end(), p) ? sg.elements : -1;
   });
   EXPECT_EQ(checked, static_cast<std::int64_t>(first.size()));

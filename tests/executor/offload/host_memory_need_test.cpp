@@ -8,7 +8,7 @@
 #include "core/error.hpp"
 #include "core/thread_pool.hpp"
 #include "executor/offload/rank_engine.hpp"
-#include "executor/offload/subgroup_layout.hpp"
+#include "core/subgroup_layout.hpp"
 #include "executor/offload/update_pipeline.hpp"
 #include "offload_test_util.hpp"
 #include "tests/support/error_of.hpp"

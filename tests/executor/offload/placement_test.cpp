@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "executor/offload/subgroup_layout.hpp"
+#include "core/subgroup_layout.hpp"
 
 namespace mlpo::offload {
 

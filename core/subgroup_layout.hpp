@@ -10,10 +10,13 @@
 //
 // With gradients flushed as fp32 (baseline mode) a subgroup also has a gradient extent of
 // round_up(4n, 4096) bytes in a separate gradient file.
+//
+// The one cut of a shard into subgroups: the offload engine (StateStore, the pipeline's
+// buffers) and the simulator's Workload both use it, so they move the same extents.
 
 #include <cstdint>
 
-namespace mlpo::offload {
+namespace mlpo {
 
 inline constexpr std::int64_t kExtentAlign = 4096;
 
@@ -43,4 +46,4 @@ class SubgroupLayout {
   std::int64_t array_bytes_;
 };
 
-}  // namespace mlpo::offload
+}  // namespace mlpo

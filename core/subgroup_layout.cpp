@@ -1,11 +1,11 @@
-#include "executor/offload/subgroup_layout.hpp"
+#include "core/subgroup_layout.hpp"
 
 #include <algorithm>
 #include <string>
 
 #include "core/error.hpp"
 
-namespace mlpo::offload {
+namespace mlpo {
 
 SubgroupLayout::SubgroupLayout(std::int64_t shard_elements, std::int64_t subgroup_elements)
     : shard_elements_(shard_elements),
@@ -28,4 +28,4 @@ Subgroup SubgroupLayout::subgroup(std::int64_t index) const {
   return s;
 }
 
-}  // namespace mlpo::offload
+}  // namespace mlpo
