@@ -82,4 +82,11 @@ Json hf_config(const ModelSpec& s, const std::string& torch_dtype) {
               {"torch_dtype", torch_dtype}};
 }
 
+const char* hf_field_name(ModelField field) {
+  static constexpr const char* kNames[] = {"vocab_size",          "hidden_size",         "num_hidden_layers",
+                                           "num_attention_heads", "num_key_value_heads", "intermediate_size",
+                                           "tie_word_embeddings", "rope_theta",          "rms_norm_eps"};
+  return kNames[static_cast<int>(field)];
+}
+
 }  // namespace mlpo

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "core/json_io.hpp"
+#include "core/model_comparison.hpp"
 #include "core/model_spec.hpp"
 
 namespace mlpo {
@@ -39,5 +40,8 @@ ModelSpec model_from_hf_config(const Json& config, const std::string& where);
 // model_type llama, the fields above, hidden_act silu, no biases, and `torch_dtype`
 // ("bfloat16", "float16" or "float32": the dtype of the tensors beside it).
 Json hf_config(const ModelSpec& spec, const std::string& torch_dtype);
+
+// The config.json name of a compared field (the table above: "vocab_size" ... "rms_norm_eps").
+const char* hf_field_name(ModelField field);
 
 }  // namespace mlpo

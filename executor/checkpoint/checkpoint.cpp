@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/model_comparison.hpp"
 #include "executor/io/crc32c.hpp"
 #include "executor/io/unique_fd.hpp"
 #include "executor/checkpoint/checkpoint_directory.hpp"
@@ -71,19 +72,12 @@ void verify_manifest_seal(const Json& manifest, const std::string& text, bool re
 
 // The fields of the model's shape that fix its parameters (seq_len does not).
 void expect_same_model(const ModelSpec& have, const ModelSpec& want, const std::string& where) {
-  auto check = [&](const char* field, std::int64_t a, std::int64_t b) {
-    if (a != b)
-      throw Error(where + ": checkpoint is of another model (" + field + " " + std::to_string(a) +
-                  " in the checkpoint, " + std::to_string(b) + " in --model " + want.name +
-                  "); resume with the model it was made with, or use another --checkpoint-dir");
-  };
-  check("vocab", have.vocab, want.vocab);
-  check("hidden", have.hidden, want.hidden);
-  check("layers", have.layers, want.layers);
-  check("heads", have.heads, want.heads);
-  check("kv_heads", have.kv_heads, want.kv_heads);
-  check("ffn_hidden", have.ffn_hidden, want.ffn_hidden);
-  check("tied_embeddings", have.tied_embeddings, want.tied_embeddings);
+  const std::optional<ModelField> field = first_difference(have, want, ModelComparison::parameters);
+  if (!field) return;
+  throw Error(where + ": checkpoint is of another model (" + field_name(*field) + " " +
+              std::to_string(parameter_value(have, *field)) + " in the checkpoint, " +
+              std::to_string(parameter_value(want, *field)) + " in --model " + want.name +
+              "); resume with the model it was made with, or use another --checkpoint-dir");
 }
 
 Json file_record(const std::string& name, std::int64_t bytes, std::int64_t crc) {

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/fp16.hpp"
 #include "core/hf_config.hpp"
+#include "core/model_comparison.hpp"
 #include "executor/model/model_shape.hpp"
 #include "executor/hf/safetensors.hpp"
 #include "kernels/cpu/convert.hpp"
@@ -34,33 +35,22 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 
 // The fields that make config.json's model the run's model (seq_len may differ: --seq-len).
 void expect_same_model(const ModelSpec& config, const ModelSpec& run, const std::string& where) {
-  auto differ = [&](const char* field, const std::string& a, const std::string& b) {
-    throw Error(
-        where + ": " + field + " " + a + ", but --model " + run.name + " has " + b +
-        "; pass the --model of this checkpoint, or leave --model out to take the model from config.json");
-  };
-  auto integer = [&](const char* field, std::int64_t a, std::int64_t b) {
-    if (a != b) differ(field, std::to_string(a), std::to_string(b));
-  };
-  integer("vocab_size", config.vocab, run.vocab);
-  integer("hidden_size", config.hidden, run.hidden);
-  integer("num_hidden_layers", config.layers, run.layers);
-  integer("num_attention_heads", config.heads, run.heads);
-  integer("num_key_value_heads", config.kv_heads, run.kv_heads);
-  integer("intermediate_size", config.ffn_hidden, run.ffn_hidden);
-  if (config.tied_embeddings != run.tied_embeddings)
-    differ("tie_word_embeddings", config.tied_embeddings ? "true" : "false",
-           run.tied_embeddings ? "true" : "false");
-  auto number = [&](const char* field, double a, double b) {
-    if (a != b) {
-      std::ostringstream x, y;
-      x << a;
-      y << b;
-      differ(field, x.str(), y.str());
+  const std::optional<ModelField> field =
+      first_difference(config, run, ModelComparison::parameters_and_constants);
+  if (!field) return;
+  auto text = [&](const ModelSpec& s) -> std::string {
+    if (*field == ModelField::tied_embeddings) return s.tied_embeddings ? "true" : "false";
+    if (*field == ModelField::rope_theta || *field == ModelField::norm_eps) {
+      std::ostringstream x;
+      x << constant_value(s, *field);
+      return x.str();
     }
+    return std::to_string(parameter_value(s, *field));
   };
-  number("rope_theta", config.rope_theta, run.rope_theta);
-  number("rms_norm_eps", config.norm_eps, run.norm_eps);
+  throw Error(
+      where + ": " + hf_field_name(*field) + " " + text(config) + ", but --model " + run.name + " has " +
+      text(run) +
+      "; pass the --model of this checkpoint, or leave --model out to take the model from config.json");
 }
 
 bool ignored_tensor(const std::string& name, const model::ParameterLayout& layout) {

@@ -7,21 +7,27 @@ namespace mlpo::model {
 
 namespace {
 
-// The spec a shape stands for, so that core's rules apply to it; widening, so exact.
-ModelSpec spec_of(const ModelShape& m) {
-  ModelSpec s;
-  s.vocab = m.vocab;
-  s.hidden = m.hidden;
-  s.layers = m.layers;
-  s.heads = m.heads;
-  s.kv_heads = m.kv_heads;
-  s.ffn_hidden = m.ffn_hidden;
-  s.seq_len = m.seq_len;
-  s.rope_theta = m.rope_theta;
-  s.norm_eps = m.norm_eps;
-  s.tied_embeddings = m.tied_embeddings;
-  return s;
+// The one field-by-field copy between a spec and a shape, each field cast to the type it
+// lands in: narrowing for shape_of, widening (so exact) for spec_of. A spec's name has no
+// place in a shape and is left empty.
+template <class To, class From>
+To with_fields_of(const From& from) {
+  To to;
+  to.vocab = static_cast<decltype(to.vocab)>(from.vocab);
+  to.hidden = static_cast<decltype(to.hidden)>(from.hidden);
+  to.layers = static_cast<decltype(to.layers)>(from.layers);
+  to.heads = static_cast<decltype(to.heads)>(from.heads);
+  to.kv_heads = static_cast<decltype(to.kv_heads)>(from.kv_heads);
+  to.ffn_hidden = static_cast<decltype(to.ffn_hidden)>(from.ffn_hidden);
+  to.seq_len = static_cast<decltype(to.seq_len)>(from.seq_len);
+  to.rope_theta = static_cast<decltype(to.rope_theta)>(from.rope_theta);
+  to.norm_eps = static_cast<decltype(to.norm_eps)>(from.norm_eps);
+  to.tied_embeddings = from.tied_embeddings;
+  return to;
 }
+
+// The spec a shape stands for, so that core's rules apply to it.
+ModelSpec spec_of(const ModelShape& m) { return with_fields_of<ModelSpec>(m); }
 
 }  // namespace
 
@@ -29,19 +35,6 @@ std::int64_t ModelShape::parameter_count() const { return count_params(spec_of(*
 
 void ModelShape::validate() const { mlpo::validate(spec_of(*this), "model shape"); }
 
-ModelShape shape_of(const ModelSpec& s) {
-  ModelShape m;
-  m.vocab = static_cast<int>(s.vocab);
-  m.hidden = static_cast<int>(s.hidden);
-  m.layers = static_cast<int>(s.layers);
-  m.heads = static_cast<int>(s.heads);
-  m.kv_heads = static_cast<int>(s.kv_heads);
-  m.ffn_hidden = static_cast<int>(s.ffn_hidden);
-  m.seq_len = static_cast<int>(s.seq_len);
-  m.rope_theta = static_cast<float>(s.rope_theta);
-  m.norm_eps = static_cast<float>(s.norm_eps);
-  m.tied_embeddings = s.tied_embeddings;
-  return m;
-}
+ModelShape shape_of(const ModelSpec& s) { return with_fields_of<ModelShape>(s); }
 
 }  // namespace mlpo::model
