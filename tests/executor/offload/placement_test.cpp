@@ -35,7 +35,7 @@ TEST(PlacementFractions, InterleavesRatherThanBlocks) {
   }
 }
 
-TEST(PlacementFractions, SlotsAreDenseOrdinalsPerTier) {
+TEST(PlacementFractions, ExtentsAreDenseOrdinalsPerTier) {
   PlacementPolicy p({0.5, 0.3, 0.2}, 57);
   std::vector<std::int64_t> next(3, 0);
   for (std::int64_t i = 0; i < 57; ++i) {
