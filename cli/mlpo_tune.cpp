@@ -63,7 +63,7 @@ struct TuneFlags {
   std::string model, profile_path, out_path, timeline_path, validate_path, plan_path, budget_text,
       simulate_path, baseline_tier, out_profile, tornado_path, emit;
   std::vector<std::string> what_if, tier_paths;
-  bool gpus_per_node_given = false;  // else: the profile's GPU count (1 without GPUs)
+  bool ranks_per_node_given = false;  // --gpus-per-node given; else: the profile's GPU count (1 without GPUs)
   bool describe = false, json = false, explain = false, update_only = false, quiet = false,
        param_offload = false, sensitivity = false;
   int top = 3, jobs = 2, simulate_top = 8;
@@ -103,7 +103,7 @@ void add_flags(CLI::App& app, TuneFlags& f) {
                "search: the plan)");
   mlpo::cli::add_checked(app, "--nodes", f.shape.nodes, "Number of nodes",
                          mlpo::cli::whole_in(1, std::int64_t{1} << 20));
-  app.add_option("--gpus-per-node", f.shape.gpus_per_node,
+  app.add_option("--gpus-per-node", f.shape.ranks_per_node,
                  "GPUs (ranks) per node (default: the profile's GPU count; 1 on a profile without GPUs)")
       ->check(mlpo::cli::whole_in(1, std::int64_t{1} << 20));
   mlpo::cli::add_checked(app, "--micro-batch", f.shape.micro_batch, "Sequences per rank per micro-step",
@@ -273,9 +273,9 @@ int run_simulate(const CLI::App& app, const TuneFlags& f) {
   if (!f.timeline_path.empty()) mlpo::check_output_file(f.timeline_path, "--timeline");
   mlpo::Plan plan = mlpo::load_plan(f.simulate_path);
   mlpo::set_tier_paths(plan, f.tier_paths, "--tier-path");
-  std::int64_t* fields[5] = {&plan.cluster.nodes, &plan.cluster.gpus_per_node, &plan.cluster.micro_batch,
+  std::int64_t* fields[5] = {&plan.cluster.nodes, &plan.cluster.ranks_per_node, &plan.cluster.micro_batch,
                              &plan.cluster.seq_len, &plan.cluster.grad_accum};
-  const std::int64_t values[5] = {f.shape.nodes, f.shape.gpus_per_node, f.shape.micro_batch, f.shape.seq_len,
+  const std::int64_t values[5] = {f.shape.nodes, f.shape.ranks_per_node, f.shape.micro_batch, f.shape.seq_len,
                                   f.shape.grad_accum};
   const char* flags[5] = {"--nodes", "--gpus-per-node", "--micro-batch", "--seq-len", "--grad-accum"};
   for (int i = 0; i < 5; ++i)
@@ -324,8 +324,8 @@ mlpo::tune::TuneRequest tune_request(const mlpo::ModelSpec& spec, const TuneFlag
   request.shape = f.shape;
   request.profile = load_noted_profile(f.profile_path, f.quiet || f.json);
   // A profile with GPUs plans for all of them unless --gpus-per-node says otherwise.
-  if (!f.gpus_per_node_given && request.profile.gpu_count() > 0)
-    request.shape.gpus_per_node = request.profile.gpu_count();
+  if (!f.ranks_per_node_given && request.profile.gpu_count() > 0)
+    request.shape.ranks_per_node = request.profile.gpu_count();
   if (!f.budget_text.empty()) request.host_memory_budget = host_memory_budget(f);
   request.top_k = f.top;
   request.jobs = f.jobs;
@@ -435,7 +435,7 @@ int main(int argc, char** argv) {
   add_flags(app, flags);
   const mlpo::cli::FlagModes modes = flag_modes();
   return mlpo::cli::run(app, argc, argv, [&] {
-    flags.gpus_per_node_given = app.get_option("--gpus-per-node")->count() > 0;
+    flags.ranks_per_node_given = app.get_option("--gpus-per-node")->count() > 0;
     const Mode mode = mode_of(flags);
     modes.check(app, mode);
     if (mode == kValidate) return run_validate(flags);

@@ -30,7 +30,7 @@ void check_shape_counts(const ModelSpec& spec, const ClusterShape& shape) {
   constexpr double kLimit = static_cast<double>(std::int64_t{1} << 62);
   const double tokens = static_cast<double>(shape.micro_batch) * static_cast<double>(shape.seq_len);
   const double global_tokens = tokens * static_cast<double>(shape.nodes) *
-                               static_cast<double>(shape.gpus_per_node) *
+                               static_cast<double>(shape.ranks_per_node) *
                                static_cast<double>(shape.grad_accum);
   char text[200];
   if (global_tokens > kLimit) {
@@ -67,7 +67,7 @@ Accounting account(const ModelSpec& spec, const ClusterShape& shape_in) {
   ClusterShape shape = shape_in;
   if (shape.seq_len == 0) shape.seq_len = spec.seq_len;
   const std::pair<const char*, std::int64_t> fields[] = {{"--nodes", shape.nodes},
-                                                         {"--gpus-per-node", shape.gpus_per_node},
+                                                         {"--gpus-per-node", shape.ranks_per_node},
                                                          {"--micro-batch", shape.micro_batch},
                                                          {"--seq-len", shape.seq_len},
                                                          {"--grad-accum", shape.grad_accum}};
@@ -125,7 +125,7 @@ Json to_json(const Accounting& a) {
         {"per_layer", a.params.per_layer}}},
       {"cluster",
        {{"nodes", a.shape.nodes},
-        {"gpus_per_node", a.shape.gpus_per_node},
+        {"gpus_per_node", a.shape.ranks_per_node},
         {"ranks", a.shape.ranks()},
         {"micro_batch", a.shape.micro_batch},
         {"seq_len", a.shape.seq_len},
@@ -189,7 +189,7 @@ std::string describe(const Accounting& a) {
       with_commas(a.params.attention).c_str(), with_commas(a.params.mlp).c_str(),
       with_commas(a.params.norms).c_str(), with_commas(a.params.per_layer).c_str());
   add("cluster: %lld node(s) x %lld GPU(s) = %lld ranks, micro-batch %lld, seq %lld, grad-accum %lld\n",
-      (long long)a.shape.nodes, (long long)a.shape.gpus_per_node, (long long)a.shape.ranks(),
+      (long long)a.shape.nodes, (long long)a.shape.ranks_per_node, (long long)a.shape.ranks(),
       (long long)a.shape.micro_batch, (long long)a.shape.seq_len, (long long)a.shape.grad_accum);
   add("  whole model: bf16 weights %s, bf16 grads %s, optimizer state (fp32 p+m+v) %s\n",
       format_bytes(static_cast<double>(a.weights_bf16_bytes)).c_str(),

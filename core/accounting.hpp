@@ -14,12 +14,12 @@ namespace mlpo {
 
 struct ClusterShape {
   std::int64_t nodes = 1;
-  std::int64_t gpus_per_node = 1;
+  std::int64_t ranks_per_node = 1;
   std::int64_t micro_batch = 1;
   std::int64_t seq_len = 0;  // 0: the model's seq_len
   std::int64_t grad_accum = 1;
 
-  std::int64_t ranks() const { return nodes * gpus_per_node; }
+  std::int64_t ranks() const { return nodes * ranks_per_node; }
 };
 
 struct ParamCounts {

@@ -193,7 +193,7 @@ Plan plan_from_json(const Json& json) {
 
   JsonObject c = root.object("cluster");
   p.cluster.nodes = c.integer_or("nodes", 1, 1 << 20, 1);
-  p.cluster.gpus_per_node = c.integer_or("gpus_per_node", 1, 1 << 10, 1);
+  p.cluster.ranks_per_node = c.integer_or("gpus_per_node", 1, 1 << 10, 1);
   p.cluster.micro_batch = c.integer_or("micro_batch", 1, 1 << 20, 1);
   p.cluster.seq_len = c.integer_or("seq_len", 0, 1 << 24, 0);
   p.cluster.grad_accum = c.integer_or("grad_accum", 1, 1 << 20, 1);
@@ -257,7 +257,7 @@ Json to_json(const Plan& p) {
          {"model", {{"name", p.model_name}, {"params", p.model_params}}},
          {"cluster",
           {{"nodes", p.cluster.nodes},
-           {"gpus_per_node", p.cluster.gpus_per_node},
+           {"gpus_per_node", p.cluster.ranks_per_node},
            {"micro_batch", p.cluster.micro_batch},
            {"seq_len", p.cluster.seq_len},
            {"grad_accum", p.cluster.grad_accum}}},

@@ -162,7 +162,7 @@ double ComputeRates::seconds(ComputePart part, bool backward, double flops) cons
 
 Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps) {
   Rates r;
-  r.ranks_per_node = plan.cluster.gpus_per_node;
+  r.ranks_per_node = plan.cluster.ranks_per_node;
   r.nodes = plan.cluster.nodes;
   r.cores = profile.host.cores;
   r.adam_curve = profile.host.adam_elements_per_s;

@@ -110,7 +110,7 @@ Workload make_workload(const Accounting& a, const Plan& plan) {
   validate(plan);
   Workload w;
   w.accounting = a;
-  w.ranks_per_node = a.shape.gpus_per_node;
+  w.ranks_per_node = a.shape.ranks_per_node;
   w.ranks = a.shape.ranks();
   w.micro_steps = a.shape.grad_accum;
   w.params_per_rank = a.params_per_rank;

@@ -158,7 +158,7 @@ std::int64_t Search::largest_cache(const TierSetting& st, Inner in, std::int64_t
 
 // Block coordinate descent over one tier subset and gradient policy (see the header).
 void Search::setting(TierSetting st) {
-  const std::int64_t R = a_.shape.gpus_per_node;
+  const std::int64_t R = a_.shape.ranks_per_node;
   std::vector<std::vector<std::int64_t>> values;
   for (std::size_t i = 0; i < st.members.size(); ++i) {
     values.push_back(limit_values(r_.profile, st.members[i], a_.shape));

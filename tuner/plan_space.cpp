@@ -79,7 +79,7 @@ void check_param_offload(bool param_offload, const ClusterShape& shape) {
 }
 
 HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan, double cpu_model) {
-  const double R = static_cast<double>(a.shape.gpus_per_node);
+  const double R = static_cast<double>(a.shape.ranks_per_node);
   const double sg = static_cast<double>(std::min(plan.subgroup_elements, a.params_per_rank));
   HostMemoryNeed m;
   m.pinned_buffers = R * static_cast<double>(plan.buffers) * sg * state_bytes_per_element(plan);
@@ -95,7 +95,7 @@ HostMemoryNeed host_memory_need(const Accounting& a, const Plan& plan, double cp
 }
 
 double tier_bytes_needed(const Accounting& a, const Plan& plan, std::size_t t) {
-  const double group = static_cast<double>(a.shape.gpus_per_node) *
+  const double group = static_cast<double>(a.shape.ranks_per_node) *
                        (plan.tiers[t].kind == TierKind::remote ? static_cast<double>(a.shape.nodes) : 1.0);
   return group * static_cast<double>(a.params_per_rank) * plan.tiers[t].fraction *
          state_bytes_per_element(plan);
@@ -201,7 +201,7 @@ std::string gpu_memory_advice(const Accounting& a, bool param_offload, double ha
 
 double cpu_model_bytes(const Accounting& a, const TuneRequest& request) {
   if (request.options.update_only || !request.profile.gpus.empty()) return 0;
-  return static_cast<double>(a.shape.gpus_per_node) * gpu_memory_need(a, request.param_offload).total();
+  return static_cast<double>(a.shape.ranks_per_node) * gpu_memory_need(a, request.param_offload).total();
 }
 
 std::optional<double> gpu_memory_budget(const TuneRequest& request) {
@@ -241,7 +241,7 @@ std::vector<std::int64_t> limit_values(const Profile& profile, std::size_t tier,
   if (updated_in_place(profile.tiers[tier].kind)) return {0};
   const std::int64_t per_slot = profile.tiers[tier].kind == TierKind::remote ? shape.nodes : 1;
   std::vector<std::int64_t> out;
-  for (std::int64_t k = 1; k <= shape.gpus_per_node; ++k) out.push_back(k * per_slot);
+  for (std::int64_t k = 1; k <= shape.ranks_per_node; ++k) out.push_back(k * per_slot);
   out.push_back(0);
   return out;
 }
@@ -316,7 +316,7 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
   // candidate's buffers, cache and bf16 copies leave (so a small budget still gets a share
   // of /dev/shm rather than none). False when the tiers cannot hold the state or a tier would
   // get (almost) nothing: the subset without it covers that.
-  const std::int64_t R = a.shape.gpus_per_node;
+  const std::int64_t R = a.shape.ranks_per_node;
   std::vector<double> bw, cap, full_bytes;
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
     const TierProfile* tp = request.profile.find_tier(p.tiers[i].name);
@@ -446,7 +446,7 @@ std::optional<Plan> baseline_plan(const Accounting& a, const TuneRequest& reques
       if (!admits(tp)) continue;
       Plan p = baseline_on(a, tp, subgroup_elements);
       if (check_fits(a, p, request)) continue;
-      const double bw = tier_update_bps(tp, a.shape.gpus_per_node, 0);
+      const double bw = tier_update_bps(tp, a.shape.ranks_per_node, 0);
       if (!best || bw > best_bw) {
         best_bw = bw;
         best = p;
@@ -487,7 +487,7 @@ void report_infeasible(const Accounting& a, const TuneRequest& request) {
                 gpu_memory_advice(a, request.param_offload, *have) +
                     " (--update-only skips this check: the update phase needs no GPU memory)");
   }
-  const double R = static_cast<double>(a.shape.gpus_per_node);
+  const double R = static_cast<double>(a.shape.ranks_per_node);
   const double nodes = static_cast<double>(a.shape.nodes);
   const double state = R * static_cast<double>(a.params_per_rank) * kOptimizerStateBytes;
   double have = 0;

@@ -302,7 +302,7 @@ Figure comm_figure(Scenario& s, const std::string& edit, const TargetParts& t) {
 
 Figure shape_figure(Scenario& s, const std::string& edit, const std::string& field) {
   std::int64_t& v = field == "nodes"           ? s.shape.nodes
-                    : field == "gpus_per_node" ? s.shape.gpus_per_node
+                    : field == "gpus_per_node" ? s.shape.ranks_per_node
                     : field == "micro_batch"   ? s.shape.micro_batch
                     : field == "grad_accum"    ? s.shape.grad_accum
                                                : s.shape.seq_len;

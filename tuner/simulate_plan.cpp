@@ -63,7 +63,7 @@ std::string format_simulation(const PlanSimulation& s) {
   const sim::AnalyticBreakdown& an = s.analytic;
   const ClusterShape& c = s.plan.cluster;
   appendf(out, "cluster: %s x %s, micro-batch %lld, grad-accum %lld\n", counted(c.nodes, "node").c_str(),
-          counted(c.gpus_per_node, s.fit.cpu_backend ? "rank (CPU backend, no GPU)" : "GPU").c_str(),
+          counted(c.ranks_per_node, s.fit.cpu_backend ? "rank (CPU backend, no GPU)" : "GPU").c_str(),
           (long long)c.micro_batch, (long long)c.grad_accum);
   out += predicted_iteration_line(p, s.update_only);
   out += "bound per phase (analytic model):\n";
@@ -82,7 +82,7 @@ std::string format_simulation(const PlanSimulation& s) {
   appendf(out, "  update    %s; physical limit %s (simulated update is %.2fx that)\n",
           an.update_bound.c_str(), format_seconds(an.update_bound_s).c_str(),
           an.update_bound_s > 0 ? p.update_s / an.update_bound_s : 0.0);
-  const std::int64_t ranks = s.plan.cluster.gpus_per_node;
+  const std::int64_t ranks = s.plan.cluster.ranks_per_node;
   const std::string wait_label =
       ranks > 1 ? "slot wait (summed over " + std::to_string(ranks) + " ranks)" : std::string("slot wait");
   out += "per tier (node 0, all its ranks):\n";
@@ -132,7 +132,7 @@ Json to_json(const PlanSimulation& s) {
   Json j{{"schema", "mlpo.simulation/1"},
          {"model", s.plan.model_name},
          {"cluster", Json{{"nodes", s.plan.cluster.nodes},
-                          {"gpus_per_node", s.plan.cluster.gpus_per_node},
+                          {"gpus_per_node", s.plan.cluster.ranks_per_node},
                           {"micro_batch", s.plan.cluster.micro_batch},
                           {"grad_accum", s.plan.cluster.grad_accum}}},
          {"update_only", s.update_only},

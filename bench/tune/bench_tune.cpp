@@ -44,11 +44,11 @@ int main(int argc, char** argv) {
   mlpo::tune::TuneRequest request;
   request.model = mlpo::load_model(argc > 2 ? argv[2] : "mlpo-280b");
   request.shape.nodes = argc > 3 ? std::atoll(argv[3]) : 8;
-  request.shape.gpus_per_node = argc > 4 ? std::atoll(argv[4]) : 4;
+  request.shape.ranks_per_node = argc > 4 ? std::atoll(argv[4]) : 4;
   request.profile = mlpo::load_profile(profile_path);
   const mlpo::Accounting a = mlpo::account(request.model, request.shape);
   std::printf("case: %s on %lld x %lld, profile %s (%zu tiers)\n", request.model.name.c_str(),
-              (long long)request.shape.nodes, (long long)request.shape.gpus_per_node, profile_path.c_str(),
+              (long long)request.shape.nodes, (long long)request.shape.ranks_per_node, profile_path.c_str(),
               request.profile.tiers.size());
 
   auto t0 = Clock::now();
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       "one SimGrid simulation of the chosen plan (%lld subgroups per rank, %lld ranks): %.3f s wall, %.3f s "
       "in the child\n",
       (long long)((a.params_per_rank + chosen.subgroup_elements - 1) / chosen.subgroup_elements),
-      (long long)request.shape.gpus_per_node, wall, inside);
+      (long long)request.shape.ranks_per_node, wall, inside);
   mlpo::Plan fine = chosen;
   fine.subgroup_elements = std::int64_t{1} << 20;
   fine.host_cache_subgroups = 0;

@@ -84,17 +84,17 @@ void check_world_matches(Communicator& comm, const ClusterShape& planned) {
   comm.all_reduce_max(std::span<std::int64_t>(spread));
   const std::int64_t most = spread[0];
   const std::int64_t least = -spread[1];
-  if (comm.size() == planned.ranks() && comm.nodes() == planned.nodes && least == planned.gpus_per_node &&
-      most == planned.gpus_per_node)
+  if (comm.size() == planned.ranks() && comm.nodes() == planned.nodes && least == planned.ranks_per_node &&
+      most == planned.ranks_per_node)
     return;
   throw Error("plan cluster: the plan is for " +
-              shape_text(planned.nodes, planned.gpus_per_node, planned.gpus_per_node) + " = " +
+              shape_text(planned.nodes, planned.ranks_per_node, planned.ranks_per_node) + " = " +
               std::to_string(planned.ranks()) + " ranks, but the job was launched as " +
               shape_text(comm.nodes(), least, most) + " = " + std::to_string(comm.size()) +
               " ranks; launch " + std::to_string(planned.ranks()) + " ranks (" +
-              std::to_string(planned.gpus_per_node) + " per node on " + std::to_string(planned.nodes) +
+              std::to_string(planned.ranks_per_node) + " per node on " + std::to_string(planned.nodes) +
               " nodes, e.g. mpirun -np " + std::to_string(planned.ranks()) + " --npernode " +
-              std::to_string(planned.gpus_per_node) +
+              std::to_string(planned.ranks_per_node) +
               "), or re-tune for the launched shape with mlpo-tune --nodes " + std::to_string(comm.nodes()) +
               " --gpus-per-node " + std::to_string(most));
 }

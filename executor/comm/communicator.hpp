@@ -177,7 +177,7 @@ class Communicator {
 int run_ranked(Communicator& comm, const std::function<int()>& body);
 
 // Start-up check that the launched job is the one the plan was tuned for: planned
-// nodes x gpus_per_node ranks against the launched size(), nodes() and ranks per node.
+// nodes x ranks_per_node ranks against the launched size(), nodes() and ranks per node.
 // Collective (every rank must call it); throws the same mlpo::Error on every rank, naming
 // the launched and the planned shape and how to fix either.
 void check_world_matches(Communicator& comm, const ClusterShape& planned);

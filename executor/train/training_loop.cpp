@@ -228,7 +228,7 @@ Plan run_plan(const TrainOptions& o, std::int64_t params, comm::Communicator& co
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
-    plan.cluster.gpus_per_node = comm.local_size();
+    plan.cluster.ranks_per_node = comm.local_size();
     for (const std::string& line : default_plan_summary(plan)) input_note(line);
     if (!o.save_plan.empty()) {
       if (comm.rank() == 0) save_plan(plan, o.save_plan);

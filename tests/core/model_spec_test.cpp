@@ -86,7 +86,7 @@ TEST(ModelSpec, TiedEmbeddingsCountTheMatrixOnce) {
 TEST(Accounting, ShardsStateOverRanksUnderZero3) {
   ClusterShape shape;
   shape.nodes = 8;
-  shape.gpus_per_node = 4;
+  shape.ranks_per_node = 4;
   Accounting a = account(find_preset("mlpo-280b"), shape);
   EXPECT_EQ(a.params_per_rank, (282166312960 + 31) / 32);
   EXPECT_EQ(a.optimizer_bytes, 282166312960LL * 12);
@@ -139,7 +139,7 @@ TEST(ModelSpecValidate, ParameterCountBeyondInt64IsRefusedNamingTheFields) {
 
 TEST(Accounting, ShapeWhoseTokenCountOverflowsIsRefusedNamingTheFlags) {
   ClusterShape shape;
-  shape.nodes = shape.gpus_per_node = shape.micro_batch = shape.seq_len = shape.grad_accum = 1 << 20;
+  shape.nodes = shape.ranks_per_node = shape.micro_batch = shape.seq_len = shape.grad_accum = 1 << 20;
   try {
     account(find_preset("tiny"), shape);
     ADD_FAILURE() << "accepted";

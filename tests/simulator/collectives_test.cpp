@@ -30,8 +30,8 @@ Profile profile_with_collectives(double gbps) {
 }
 
 Plan shm_plan(const Profile& p, const Accounting& a) {
-  Plan plan =
-      plan_for(a.spec.name, a.params.total, a.shape.nodes, a.shape.gpus_per_node, {plan_tier(p, "shm", 1.0)});
+  Plan plan = plan_for(a.spec.name, a.params.total, a.shape.nodes, a.shape.ranks_per_node,
+                       {plan_tier(p, "shm", 1.0)});
   plan.cluster.grad_accum = a.shape.grad_accum;
   return plan;
 }

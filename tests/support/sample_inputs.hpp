@@ -90,7 +90,7 @@ inline Plan plan_for(const std::string& model, std::int64_t model_params, std::i
   p.model_name = model;
   p.model_params = model_params;
   p.cluster.nodes = nodes;
-  p.cluster.gpus_per_node = ranks;
+  p.cluster.ranks_per_node = ranks;
   p.tiers = std::move(tiers);
   p.subgroup_elements = std::int64_t{1} << 22;
   p.buffers = 4;

@@ -101,7 +101,7 @@ TEST(ScenarioEdit, SettingAnAbsentCommPathAddsItAndScalingItIsAnError) {
 
 TEST(ScenarioEdit, ShapeAndBackboneEdits) {
   EXPECT_EQ(edited("nodes=16").shape.nodes, 16);
-  EXPECT_EQ(edited("gpus_per_node*4").shape.gpus_per_node, 8);
+  EXPECT_EQ(edited("gpus_per_node*4").shape.ranks_per_node, 8);
   EXPECT_NE(error_of("nodes=1.5").find("whole number"), std::string::npos);
   EXPECT_NE(error_of("seq_len*2").find("seq_len=N"), std::string::npos);
   EXPECT_DOUBLE_EQ(edited("remote_backbone_gbps=3").remote_backbone_gbps, 3);

@@ -238,7 +238,7 @@ int killed(Communicator& comm) {
 int mismatch(Communicator& comm) {
   ClusterShape planned;
   planned.nodes = 2;
-  planned.gpus_per_node = 4;
+  planned.ranks_per_node = 4;
   try {
     check_world_matches(comm, planned);
   } catch (const Error& e) {

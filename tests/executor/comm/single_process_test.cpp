@@ -60,7 +60,7 @@ TEST(CheckWorldMatches, NamesLaunchedAndPlannedShapesAndTheFix) {
   SingleProcessCommunicator comm;
   ClusterShape planned;
   planned.nodes = 2;
-  planned.gpus_per_node = 4;
+  planned.ranks_per_node = 4;
   expect_refusal([&] { check_world_matches(comm, planned); },
                  {"the plan is for 2 nodes x 4 ranks per node = 8 ranks",
                   "launched as 1 node x 1 ranks per node = 1 ranks", "mlpo-tune --nodes 1 --gpus-per-node 1"},

@@ -167,7 +167,7 @@ TEST_F(ZeroTraining, TwoAndFourRanksGiveTheLossesAndWeightsOfOneProcess) {
   fs::create_directories(*dir_ / "tier-b");
   for (int ranks : {2, 4}) {
     Plan plan = test::two_tier_plan(test::tiny_params(), *dir_ / "tier-a", *dir_ / "tier-b");
-    plan.cluster.gpus_per_node = ranks;
+    plan.cluster.ranks_per_node = ranks;
     const std::string plan_path = *dir_ / ("plan" + std::to_string(ranks) + ".json");
     save_plan(plan, plan_path);
     const JobOutcome job = run_job(ranks, "ranks" + std::to_string(ranks), {"--plan", plan_path});
