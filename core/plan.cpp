@@ -8,6 +8,7 @@
 
 #include "core/did_you_mean.hpp"
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 
 namespace mlpo {
 
@@ -32,46 +33,40 @@ const PlanTier* Plan::find_tier(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+const JsonFields<Prediction>& prediction_fields() {
+  using P = Prediction;
+  using T = TierPrediction;
+  static const JsonFields<T> tier_fields{
+      string_field("name", &T::name, Presence::required, "the tier"),
+      number_field("read_bytes", &T::read_bytes, 0, 1e21, "bytes read from it per iteration"),
+      number_field("write_bytes", &T::write_bytes, 0, 1e21, "bytes written to it per iteration"),
+      number_field("busy_s", &T::busy_s, 0, 1e12, 0, "seconds it is busy per iteration")};
+  static const JsonFields<P> fields{
+      number_field("iteration_s", &P::iteration_s, 0, 1e12, "one iteration"),
+      number_field("forward_s", &P::forward_s, 0, 1e12, 0, "forward"),
+      number_field("backward_s", &P::backward_s, 0, 1e12, 0, "backward"),
+      number_field("update_s", &P::update_s, 0, 1e12, "the update phase"),
+      number_field("stall_s", &P::stall_s, 0, 1e12, 0, "AdamW waiting for reads"),
+      number_field("adam_s", &P::adam_s, 0, 1e12, 0, "one rank's AdamW calls in the update"),
+      string_field("model", &P::model, Presence::optional, "simgrid or analytic"),
+      array_field("tiers", &P::tiers, Presence::optional, tier_fields, "per tier")};
+  return fields;
+}
+
+}  // namespace
+
 Json to_json(const Prediction& p) {
-  Json tiers = Json::array();
-  for (const auto& t : p.tiers)
-    tiers.push_back(Json{{"name", t.name},
-                         {"read_bytes", t.read_bytes},
-                         {"write_bytes", t.write_bytes},
-                         {"busy_s", t.busy_s}});
-  return Json{{"iteration_s", p.iteration_s},
-              {"forward_s", p.forward_s},
-              {"backward_s", p.backward_s},
-              {"update_s", p.update_s},
-              {"stall_s", p.stall_s},
-              {"adam_s", p.adam_s},
-              {"model", p.model},
-              {"tiers", tiers}};
+  Json j = Json::object();
+  write_fields(prediction_fields(), p, j);
+  return j;
 }
 
 Prediction prediction_from_json(const Json& json, const std::string& path) {
   JsonObject o(json, path);
   Prediction p;
-  p.iteration_s = o.number("iteration_s", 0, 1e12);
-  p.forward_s = o.number_or("forward_s", 0, 1e12, 0);
-  p.backward_s = o.number_or("backward_s", 0, 1e12, 0);
-  p.update_s = o.number("update_s", 0, 1e12);
-  p.stall_s = o.number_or("stall_s", 0, 1e12, 0);
-  p.adam_s = o.number_or("adam_s", 0, 1e12, 0);
-  p.model = o.string_or("model", "");
-  if (o.optional("tiers")) {
-    const Json& arr = o.array("tiers");
-    for (std::size_t i = 0; i < arr.size(); ++i) {
-      JsonObject t(arr[i], element_path(o.field("tiers"), i));
-      TierPrediction tp;
-      tp.name = t.string("name");
-      tp.read_bytes = t.number("read_bytes", 0, 1e21);
-      tp.write_bytes = t.number("write_bytes", 0, 1e21);
-      tp.busy_s = t.number_or("busy_s", 0, 1e12, 0);
-      t.finish();
-      p.tiers.push_back(tp);
-    }
-  }
+  read_fields(prediction_fields(), o, p);
   o.finish();
   return p;
 }
@@ -182,103 +177,115 @@ Plan baseline_of(const Plan& plan) {
   return b;
 }
 
+namespace {
+
+const JsonFields<PlanTier>& plan_tier_fields() {
+  using T = PlanTier;
+  static const JsonFields<T> fields{
+      string_field("name", &T::name, Presence::required, "unique"),
+      parsed_field("kind", &T::kind, parse_tier_kind, static_cast<const char* (*)(TierKind)>(to_string),
+                   "memory | host | nvme | remote | other", "what backs the tier"),
+      string_field("path", &T::path, Presence::optional_written_when_set,
+                   "directory (required unless memory)"),
+      number_field("fraction", &T::fraction, 0, 1, "share of subgroups placed here; all sum to 1"),
+      int_field("concurrency_limit", &T::concurrency_limit, 0, 1 << 20, 0,
+                "node-wide in-flight subgroup transfers; 0 = unlimited")};
+  return fields;
+}
+
+const JsonFields<ClusterShape>& cluster_fields() {
+  using C = ClusterShape;
+  static const JsonFields<C> fields{
+      int_field("nodes", &C::nodes, 1, 1 << 20, 1, "nodes"),
+      int_field("gpus_per_node", &C::ranks_per_node, 1, 1 << 10, 1, "ranks per node"),
+      int_field("micro_batch", &C::micro_batch, 1, 1 << 20, 1, "sequences per micro-batch"),
+      int_field("seq_len", &C::seq_len, 0, 1 << 24, 0, "tokens per sequence; 0: the model's"),
+      int_field("grad_accum", &C::grad_accum, 1, 1 << 20, 1, "micro-batches per step")};
+  return fields;
+}
+
+const JsonFields<Plan>& plan_io_fields() {
+  static const JsonFields<Plan> fields{
+      int_field("block_size", &Plan::io_block_size, 1, std::int64_t{1} << 30, kDefaultIoBlockSize,
+                "I/O request size, a multiple of 4096"),
+      int_field("queue_depth", &Plan::io_queue_depth, 1, 4096, kDefaultIoQueueDepth,
+                "requests in flight per transfer"),
+      bool_field("direct_io", &Plan::direct_io, true, "O_DIRECT"),
+      bool_field("crc", &Plan::crc, true, "CRC32C of every tier extent"),
+      choice_field("slot_scope", &Plan::slot_scope,
+                   {{"combined", SlotScope::combined}, {"separate", SlotScope::separate}},
+                   SlotScope::combined, "reads and writes share the k slots, or have k each")};
+  return fields;
+}
+
+// The tuner's predictions (optional, written when there is one).
+JsonField<Plan> prediction_field(const char* key, std::optional<Prediction> Plan::*member) {
+  auto read = [=](JsonObject& o, Plan& p) {
+    if (o.optional(key)) p.*member = prediction_from_json(o.raw(key), key);
+  };
+  auto write = [=](const Plan& p, Json& j) {
+    if (p.*member) j[key] = to_json(*(p.*member));
+  };
+  return custom_field<Plan>(key, "object, optional", "none", "the tuner's predicted breakdown", read, write);
+}
+
+// Free-form JSON the tuner writes (its runners-up, its reasons): kept as it is, written when not
+// empty.
+JsonField<Plan> free_form_field(const char* key, Json Plan::*member, bool array, const char* doc) {
+  auto read = [=](JsonObject& o, Plan& p) {
+    if (o.optional(key)) p.*member = array ? o.array(key) : o.raw(key);
+  };
+  auto write = [=](const Plan& p, Json& j) {
+    if (!(p.*member).empty()) j[key] = p.*member;
+  };
+  return custom_field<Plan>(key, array ? "array, optional" : "object, optional", "none", doc, read, write);
+}
+
+const JsonFields<Plan>& plan_fields() {
+  static const JsonFields<Plan> model_fields{
+      string_field("name", &Plan::model_name, Presence::required, "the model the plan was made for"),
+      int_field("params", &Plan::model_params, 1, INT64_MAX, "its parameter count, checked at run time")};
+  static const JsonFields<Plan> fields{
+      group_field("model", true, model_fields, "the model"),
+      object_field("cluster", &Plan::cluster, cluster_fields(), "the cluster shape"),
+      choice_field("mode", &Plan::mode, {{"mlp", PlanMode::mlp}, {"baseline", PlanMode::baseline}},
+                   PlanMode::mlp, "baseline reproduces ZeRO-3 NVMe offload"),
+      int_field("subgroup_elements", &Plan::subgroup_elements, 1, std::int64_t{1} << 40,
+                "elements per subgroup, a multiple of 1024"),
+      array_field("tiers", &Plan::tiers, Presence::required, plan_tier_fields(), "the tiers, at least one"),
+      int_field("host_cache_subgroups", &Plan::host_cache_subgroups, 0, std::int64_t{1} << 40, 0,
+                "subgroups kept in host memory"),
+      int_field("buffers", &Plan::buffers, 1, 1 << 16, 4, "pinned subgroup buffers per rank"),
+      int_field("prefetch_depth", &Plan::prefetch_depth, 0, 1 << 16, 2, "subgroups read ahead"),
+      group_field("io", false, plan_io_fields(), "how the tiers are driven"),
+      choice_field("order", &Plan::order,
+                   {{"ascending", OrderPolicy::ascending}, {"alternating", OrderPolicy::alternating}},
+                   OrderPolicy::alternating, "update order"),
+      choice_field("gradients", &Plan::gradients,
+                   {{"delayed", GradientPolicy::delayed}, {"flush-fp32", GradientPolicy::flush_fp32}},
+                   GradientPolicy::delayed, "bf16 gradients in host memory, or fp32 through the tier"),
+      prediction_field("prediction", &Plan::prediction),
+      prediction_field("baseline_prediction", &Plan::baseline_prediction),
+      free_form_field("alternatives", &Plan::alternatives, true, "the tuner's runners-up"),
+      free_form_field("explanation", &Plan::explanation, false, "the tuner's reasons")};
+  return fields;
+}
+
+}  // namespace
+
 Plan plan_from_json(const Json& json) {
   JsonObject root(json, "");
   root.expect_schema("mlpo.plan/1");
   Plan p;
-  JsonObject model = root.object("model");
-  p.model_name = model.string("name");
-  p.model_params = model.integer("params", 1, INT64_MAX);
-  model.finish();
-
-  JsonObject c = root.object("cluster");
-  p.cluster.nodes = c.integer_or("nodes", 1, 1 << 20, 1);
-  p.cluster.ranks_per_node = c.integer_or("gpus_per_node", 1, 1 << 10, 1);
-  p.cluster.micro_batch = c.integer_or("micro_batch", 1, 1 << 20, 1);
-  p.cluster.seq_len = c.integer_or("seq_len", 0, 1 << 24, 0);
-  p.cluster.grad_accum = c.integer_or("grad_accum", 1, 1 << 20, 1);
-  c.finish();
-
-  p.mode = root.choice_or("mode", {"mlp", "baseline"}, "mlp") == "mlp" ? PlanMode::mlp : PlanMode::baseline;
-  p.subgroup_elements = root.integer("subgroup_elements", 1, std::int64_t{1} << 40);
-  const Json& tiers = root.array("tiers");
-  for (std::size_t i = 0; i < tiers.size(); ++i) {
-    JsonObject t(tiers[i], element_path("tiers", i));
-    PlanTier pt;
-    pt.name = t.string("name");
-    pt.kind = parse_tier_kind(t.string("kind"), t.field("kind"));
-    pt.path = t.string_or("path", "");
-    pt.fraction = t.number("fraction", 0, 1);
-    pt.concurrency_limit = t.integer_or("concurrency_limit", 0, 1 << 20, 0);
-    t.finish();
-    p.tiers.push_back(pt);
-  }
-  p.host_cache_subgroups = root.integer_or("host_cache_subgroups", 0, std::int64_t{1} << 40, 0);
-  p.buffers = root.integer_or("buffers", 1, 1 << 16, 4);
-  p.prefetch_depth = root.integer_or("prefetch_depth", 0, 1 << 16, 2);
-  if (root.optional("io")) {
-    JsonObject io = root.object("io");
-    p.io_block_size = io.integer_or("block_size", 1, std::int64_t{1} << 30, kDefaultIoBlockSize);
-    p.io_queue_depth = io.integer_or("queue_depth", 1, 4096, kDefaultIoQueueDepth);
-    p.direct_io = io.boolean_or("direct_io", true);
-    p.crc = io.boolean_or("crc", true);
-    p.slot_scope = io.choice_or("slot_scope", {"combined", "separate"}, "combined") == "combined"
-                       ? SlotScope::combined
-                       : SlotScope::separate;
-    io.finish();
-  }
-  p.order = root.choice_or("order", {"ascending", "alternating"}, "alternating") == "ascending"
-                ? OrderPolicy::ascending
-                : OrderPolicy::alternating;
-  p.gradients = root.choice_or("gradients", {"delayed", "flush-fp32"}, "delayed") == "delayed"
-                    ? GradientPolicy::delayed
-                    : GradientPolicy::flush_fp32;
-  if (root.optional("prediction")) p.prediction = prediction_from_json(root.raw("prediction"), "prediction");
-  if (root.optional("baseline_prediction"))
-    p.baseline_prediction = prediction_from_json(root.raw("baseline_prediction"), "baseline_prediction");
-  if (root.optional("alternatives")) p.alternatives = root.array("alternatives");
-  if (root.optional("explanation")) p.explanation = root.raw("explanation");
+  read_fields(plan_fields(), root, p);
   root.finish();
   validate(p);
   return p;
 }
 
 Json to_json(const Plan& p) {
-  Json tiers = Json::array();
-  for (const auto& t : p.tiers) {
-    Json tj{{"name", t.name},
-            {"kind", to_string(t.kind)},
-            {"fraction", t.fraction},
-            {"concurrency_limit", t.concurrency_limit}};
-    if (!t.path.empty()) tj["path"] = t.path;
-    tiers.push_back(tj);
-  }
-  Json j{{"schema", "mlpo.plan/1"},
-         {"model", {{"name", p.model_name}, {"params", p.model_params}}},
-         {"cluster",
-          {{"nodes", p.cluster.nodes},
-           {"gpus_per_node", p.cluster.ranks_per_node},
-           {"micro_batch", p.cluster.micro_batch},
-           {"seq_len", p.cluster.seq_len},
-           {"grad_accum", p.cluster.grad_accum}}},
-         {"mode", to_string(p.mode)},
-         {"subgroup_elements", p.subgroup_elements},
-         {"tiers", tiers},
-         {"host_cache_subgroups", p.host_cache_subgroups},
-         {"buffers", p.buffers},
-         {"prefetch_depth", p.prefetch_depth},
-         {"io",
-          {{"block_size", p.io_block_size},
-           {"queue_depth", p.io_queue_depth},
-           {"direct_io", p.direct_io},
-           {"crc", p.crc},
-           {"slot_scope", to_string(p.slot_scope)}}},
-         {"order", to_string(p.order)},
-         {"gradients", to_string(p.gradients)}};
-  if (p.prediction) j["prediction"] = to_json(*p.prediction);
-  if (p.baseline_prediction) j["baseline_prediction"] = to_json(*p.baseline_prediction);
-  if (!p.alternatives.empty()) j["alternatives"] = p.alternatives;
-  if (!p.explanation.empty()) j["explanation"] = p.explanation;
+  Json j{{"schema", "mlpo.plan/1"}};
+  write_fields(plan_fields(), p, j);
   return j;
 }
 
