@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/diagnostics.hpp"
+
 namespace mlpo {
 
 std::string errno_text(int err) {
@@ -11,8 +13,8 @@ std::string errno_text(int err) {
 }
 
 void check_failed(const char* expr, const char* file, int line, const std::string& context) {
-  std::fprintf(stderr, "mlpo: internal error at %s:%d: check '%s' failed: %s\n", file, line, expr,
-               context.c_str());
+  write_stderr_line("mlpo: internal error at " + std::string(file) + ":" + std::to_string(line) +
+                    ": check '" + expr + "' failed: " + context);
   std::abort();
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/accounting.hpp"
+#include "core/diagnostics.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 
@@ -84,14 +85,16 @@ namespace {
 
 // The collectives' rates: the node's host MPI figures, capped by the inter-node ones when the
 // ranks span nodes. Paths without figures are not modelled, with a warning line.
-void set_collective_rates(const CommProfile& comm, Rates& r) {
+void set_collective_rates(const CommProfile& comm, Rates& r, const Diagnostics& diagnostics) {
   if (r.ranks_per_node * r.nodes <= 1) return;
   if (comm.nccl.measured)
-    r.warnings.push_back(
+    diagnostics.warning(
+        "profile",
         "profile's comm.nccl figures are not used: mlpo-run exchanges the ZeRO-3 traffic over host MPI "
         "(comm.host_mpi)");
   if (!comm.host_mpi.measured) {
-    r.warnings.push_back(
+    diagnostics.warning(
+        "profile",
         "profile has no comm.host_mpi figures: the ZeRO-3 all-gathers and reduce-scatters are not "
         "modelled (forward/backward predicted without them); run mlpo-profile --comm to measure them");
     return;
@@ -101,7 +104,8 @@ void set_collective_rates(const CommProfile& comm, Rates& r) {
   r.collective_latency_s = comm.host_mpi.latency_us.median * 1e-6;
   if (r.nodes <= 1) return;
   if (!comm.inter_node.measured) {
-    r.warnings.push_back(
+    diagnostics.warning(
+        "profile",
         "profile has no comm.inter_node figures: collectives between nodes are not modelled (taken at the "
         "node's host MPI rate); measure them with mlpo-profile --comm-between-nodes LAUNCHER, or give "
         "comm.inter_node in the profile (docs/profile.md)");
@@ -160,26 +164,31 @@ double ComputeRates::seconds(ComputePart part, bool backward, double flops) cons
   return rate > 0 ? flops / rate : 0.0;
 }
 
-Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps) {
-  Rates r;
-  r.ranks_per_node = plan.cluster.ranks_per_node;
-  r.nodes = plan.cluster.nodes;
-  r.cores = profile.host.cores;
-  r.adam_curve = profile.host.adam_elements_per_s;
-  r.grad_norm_eps = profile.host.grad_norm_elements_per_s.median;
+namespace {
+
+// The node's Adam curve, with the cost of integrity's checksums when the plan turns io.crc on.
+void set_adam_rates(const HostProfile& host, const Plan& plan, Rates& r) {
+  r.cores = host.cores;
+  r.adam_curve = host.adam_elements_per_s;
+  r.grad_norm_eps = host.grad_norm_elements_per_s.median;
   r.adam_grain = plan.crc ? kIntegrityChunkElements : kAdamWGrainElements;
-  r.pool_dispatch_s = profile.host.pool_dispatch_s.median;
-  r.thread_start_s = profile.host.thread_start_s.median;
+  r.pool_dispatch_s = host.pool_dispatch_s.median;
+  r.thread_start_s = host.thread_start_s.median;
   // Integrity on: AdamW's pass also checksums each element's p, m and v before and after
   // (docs/io.md), on the same threads: the profile's timing of that very pass when it has one,
   // else each element's time grows by 24 bytes of CRC32C at the cached CRC rate.
-  if (plan.crc && !profile.host.adam_checked_elements_per_s.empty())
-    r.adam_curve = profile.host.adam_checked_elements_per_s;
-  else if (plan.crc && profile.host.crc32c_gbps.median > 0)
+  if (plan.crc && !host.adam_checked_elements_per_s.empty())
+    r.adam_curve = host.adam_checked_elements_per_s;
+  else if (plan.crc && host.crc32c_gbps.median > 0)
     for (CurvePoint& pt : r.adam_curve) {
-      const double crc_bps = profile.host.crc32c_gbps.median * 1e9 * static_cast<double>(pt.streams);
+      const double crc_bps = host.crc32c_gbps.median * 1e9 * static_cast<double>(pt.streams);
       pt.value.median = 1.0 / (1.0 / pt.value.median + 2.0 * kOptimizerStateBytes / crc_bps);
     }
+}
+
+// Forward/backward and the PCIe copies: the GPU's figures, else the CPU backend's own model,
+// else the CPU GEMM, else nothing (predicted as 0 s), each but the first with a diagnostic.
+void set_compute_rates(const Profile& profile, Rates& r, const Diagnostics& diagnostics) {
   if (!profile.gpus.empty()) {
     const GpuProfile& g = profile.gpus.front();
     r.compute_on_gpu = true;
@@ -187,47 +196,59 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.h2d_bps = g.h2d_gbps.median * 1e9;
     r.d2h_bps = g.d2h_gbps.median * 1e9;
     if (g.count < r.ranks_per_node)
-      r.warnings.push_back("the profile's node has " + std::to_string(g.count) +
-                           " GPU(s) but the cluster shape asks for " + std::to_string(r.ranks_per_node) +
-                           " ranks per node: each rank is given one GPU like it");
+      diagnostics.warning("profile", "the profile's node has " + std::to_string(g.count) +
+                                         " GPU(s) but the cluster shape asks for " +
+                                         std::to_string(r.ranks_per_node) +
+                                         " ranks per node: each rank is given one GPU like it");
   } else if (const ModelComputeFigures& m = profile.host.cpu_model; m.measured()) {
     r.compute = cpu_model_rates(profile.host, r.ranks_per_node);
     r.compute_flops_per_rank = r.compute.layer_forward;
-    r.warnings.push_back(
-        "note: profile has no GPU: forward/backward predicted from host.cpu_model (the CPU backend's "
-        "own forward/backward, measured on " +
-        m.model + " at micro-batch " + std::to_string(m.micro_batch) + " x seq " + std::to_string(m.seq_len) +
-        ")");
+    diagnostics.note("profile",
+                     "profile has no GPU: forward/backward predicted from host.cpu_model (the CPU backend's "
+                     "own forward/backward, measured on " +
+                         m.model + " at micro-batch " + std::to_string(m.micro_batch) + " x seq " +
+                         std::to_string(m.seq_len) + ")");
   } else if (profile.host.cpu_gemm_gflops.median > 0) {
     r.compute_flops_per_rank =
         profile.host.cpu_gemm_gflops.median * 1e9 / static_cast<double>(r.ranks_per_node);
-    r.warnings.push_back(
+    diagnostics.warning(
+        "profile",
         "profile has no GPU and no host.cpu_model: forward/backward predicted from host.cpu_gemm_gflops "
         "(GEMM "
         "only: attention, norms and the gradient hand-over are not counted); re-run mlpo-profile to measure "
         "the "
         "CPU backend's own forward/backward");
   } else {
-    r.warnings.push_back(
+    diagnostics.warning(
+        "profile",
         "profile has no GPU and no host.cpu_gemm_gflops: forward and backward are predicted as 0 s");
   }
   if (r.compute.layer_forward <= 0) {
     const double c = r.compute_flops_per_rank;
     r.compute = {c, c, c, c};
   }
+}
+
+// A plan tier updated in place (memory, host): no I/O, so its curves, when the profile has
+// them, are never used.
+TierRates in_place_tier_rates(const PlanTier& pt, const TierProfile* tp) {
+  TierRates t;
+  if (tp != nullptr) t = tier_rates_of(*tp);
+  t.name = pt.name;
+  t.kind = pt.kind;
+  t.remote = false;
+  t.io_ratio_adam_busy = t.adam_ratio_io_busy = 1;
+  return t;
+}
+
+// Each plan tier's rates, in plan order; returns the highest peak of the remote tiers.
+double set_tier_rates(const Profile& profile, const Plan& plan, Rates& r, const Diagnostics& diagnostics) {
   double remote_peak = 0;
   std::string unmixed;  // tiers without measured read+write figures
   for (const auto& pt : plan.tiers) {
     const TierProfile* tp = profile.find_tier(pt.name);
     if (updated_in_place(pt.kind)) {
-      // No I/O on this tier: its curves, when the profile has them, are never used.
-      TierRates t;
-      if (tp != nullptr) t = tier_rates_of(*tp);
-      t.name = pt.name;
-      t.kind = pt.kind;
-      t.remote = false;
-      t.io_ratio_adam_busy = t.adam_ratio_io_busy = 1;
-      r.tiers.push_back(std::move(t));
+      r.tiers.push_back(in_place_tier_rates(pt, tp));
       continue;
     }
     if (tp == nullptr) {
@@ -237,7 +258,7 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
                   "); re-run mlpo-tune with this profile or fix the plan's tier names");
     }
     const std::optional<TierProfile> measured = tp->at_io_setting(plan.io_setting());
-    if (!measured) r.warnings.push_back(unmeasured_io_setting(*tp, plan));
+    if (!measured) diagnostics.warning("tier '" + tp->name + "'", unmeasured_io_setting(*tp, plan));
     TierRates t = tier_rates_of(measured ? *measured : *tp);
     t.kind = pt.kind;
     if (!t.measured_mixed()) unmixed += (unmixed.empty() ? "'" : ", '") + t.name + "'";
@@ -245,12 +266,25 @@ Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_
     r.tiers.push_back(std::move(t));
   }
   if (!unmixed.empty())
-    r.warnings.push_back(
-        "profile tier(s) " + unmixed +
-        " have no mixed read+write figures (profile made before mlpo-profile "
-        "measured them): reads and writes there are modelled as time-sharing one bandwidth; re-run "
-        "mlpo-profile to measure how they overlap");
-  set_collective_rates(profile.comm, r);
+    diagnostics.warning("profile", "profile tier(s) " + unmixed +
+                                       " have no mixed read+write figures (profile made before mlpo-profile "
+                                       "measured them): reads and writes there are modelled as time-sharing "
+                                       "one bandwidth; re-run "
+                                       "mlpo-profile to measure how they overlap");
+  return remote_peak;
+}
+
+}  // namespace
+
+Rates rates_of(const Profile& profile, const Plan& plan, double remote_backbone_gbps) {
+  Rates r;
+  const Diagnostics diagnostics = collect_lines(r.warnings);
+  r.ranks_per_node = plan.cluster.ranks_per_node;
+  r.nodes = plan.cluster.nodes;
+  set_adam_rates(profile.host, plan, r);
+  set_compute_rates(profile, r, diagnostics);
+  const double remote_peak = set_tier_rates(profile, plan, r, diagnostics);
+  set_collective_rates(profile.comm, r, diagnostics);
   r.remote_backbone_bps =
       remote_backbone_gbps > 0 ? remote_backbone_gbps * 1e9 : remote_peak * static_cast<double>(r.nodes);
   return r;

@@ -92,7 +92,9 @@ struct Rates {
   double all_gather_bps = 0;
   double reduce_scatter_bps = 0;
   double collective_latency_s = 0;
-  std::vector<std::string> warnings;  // a line starting "note: " is information, not a warning
+  // What rates_of reported through the diagnostics channel, as a result carries it
+  // (collect_lines in core/diagnostics.hpp): a line starting "note: " is information, not a warning.
+  std::vector<std::string> warnings;
 
   // The CPU backend's resident bf16 weights (one rank, no --param-offload): after each
   // subgroup's AdamW the rank copies the subgroup's new bf16 weights into the model's, on one
