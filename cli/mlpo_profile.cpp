@@ -10,6 +10,7 @@
 
 #include "cli/cli_main.hpp"
 #include "cli/flag_values.hpp"
+#include "core/diagnostics.hpp"
 #include "core/error.hpp"
 #include "core/json_io.hpp"
 #include "core/path_checks.hpp"
@@ -189,24 +190,28 @@ int run_measure(ProfileFlags& f) {
   const profiles::PreparedProfile prepared = profiles::prepare_profile(f.request);
   print_notes(f.request, prepared, default_tier);
 
+  // Progress on stderr unless --json; each distinct warning once, on a line of its own.
+  const Diagnostics to_stderr = stderr_diagnostics("mlpo-profile");
   std::set<std::string> warned;
-  const io::WarningSink warn = [&warned](const std::string& line) {
-    if (warned.insert(line).second) {
-      profiles::finish_progress_line();
-      std::fprintf(stderr, "mlpo-profile: warning: %s\n", line.c_str());
+  const Diagnostics diagnostics([&](const Diagnostic& d) {
+    if (d.kind == DiagnosticKind::progress && f.json) return;
+    if (d.kind == DiagnosticKind::warning) {
+      if (!warned.insert(d.text).second) return;
+      end_stderr_progress_line();
     }
-  };
+    to_stderr.report(d);
+  });
+
   Profile profile;
   try {
     InterruptGuard guard;
-    profile = profiles::run_profile(prepared, profiles::probe_gpus,
-                                    f.json ? profiles::ProgressSink{} : profiles::stderr_progress(), warn);
+    profile = profiles::run_profile(prepared, profiles::probe_gpus, diagnostics);
   } catch (const Interrupted& e) {
-    profiles::finish_progress_line();
+    end_stderr_progress_line();
     std::fprintf(stderr, "mlpo-profile: %s; probe files removed, no profile written\n", e.what());
     return 128 + e.signal();
   }
-  profiles::finish_progress_line();
+  end_stderr_progress_line();
   report_profile(f, profile, old_profile);
   return 0;
 }

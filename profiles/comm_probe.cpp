@@ -158,7 +158,8 @@ int run_with_timeout(const std::vector<std::string>& argv, const fs::path& log, 
     ::setpgid(0, 0);  // its own group, so a timeout ends mpirun and its ranks together
     if (std::FILE* f = std::freopen(log.c_str(), "w", stdout)) ::dup2(::fileno(f), 2);
     ::execvp(args[0], args.data());  // a launcher given as a bare name ("bash ...") is looked up in PATH
-    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    const int err = errno;
+    write_stderr_line("cannot run " + std::string(args[0]) + ": " + errno_text(err));
     ::_exit(127);
   }
   const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
@@ -192,7 +193,7 @@ namespace {
 // Launches the child mode as `launcher` (or mpirun) says and reads its figures back; `what`
 // names the figures in warnings ("comm.host_mpi", "comm.inter_node").
 CollectiveRates launch_probe(const CommProbeOptions& o, const std::vector<std::string>& launcher,
-                             const std::string& what, const io::WarningSink& warn) {
+                             const std::string& what, const Diagnostics& diagnostics) {
   const fs::path dir = fs::temp_directory_path() / ("mlpo-comm-probe-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path out = dir / "rates.json", log = dir / "mpirun.log";
@@ -209,11 +210,13 @@ CollectiveRates launch_probe(const CommProbeOptions& o, const std::vector<std::s
   if (status == 0 && fs::exists(out)) {
     c = collective_rates_from_json(read_json_file(out.string(), "comm probe figures"), what);
   } else {
-    warn("--comm: " +
-         std::string(status < 0
-                         ? argv.front() + " took longer than " + std::to_string(int(o.timeout_s)) + " s"
-                         : argv.front() + " exited with status " + std::to_string(status)) +
-         " (" + last_line_of(log) + "): " + what + " not measured (left out)");
+    diagnostics.warning(
+        "--comm",
+        "--comm: " +
+            std::string(status < 0
+                            ? argv.front() + " took longer than " + std::to_string(int(o.timeout_s)) + " s"
+                            : argv.front() + " exited with status " + std::to_string(status)) +
+            " (" + last_line_of(log) + "): " + what + " not measured (left out)");
   }
   std::error_code ec;
   fs::remove_all(dir, ec);
@@ -222,35 +225,38 @@ CollectiveRates launch_probe(const CommProbeOptions& o, const std::vector<std::s
 
 }  // namespace
 
-CollectiveRates probe_host_mpi(const CommProbeOptions& o, const ProgressSink& progress,
-                               const io::WarningSink& warn) {
+CollectiveRates probe_host_mpi(const CommProbeOptions& o, const Diagnostics& diagnostics) {
   const std::string mpirun = find_in_path("mpirun");
   if (mpirun.empty()) {
-    warn("--comm: no mpirun in PATH: host MPI collectives not measured (comm.host_mpi left out)");
+    diagnostics.warning(
+        "--comm", "--comm: no mpirun in PATH: host MPI collectives not measured (comm.host_mpi left out)");
     return {};
   }
   if (!comm::have_mpi()) {
-    warn("--comm: this build has no MPI (-DMLPO_MPI=OFF): host MPI collectives not measured");
+    diagnostics.warning("--comm",
+                        "--comm: this build has no MPI (-DMLPO_MPI=OFF): host MPI collectives not measured");
     return {};
   }
-  report(progress, "comm: host MPI all-gather / reduce-scatter, " + std::to_string(o.ranks) + " ranks");
+  diagnostics.progress("comm",
+                       "comm: host MPI all-gather / reduce-scatter, " + std::to_string(o.ranks) + " ranks");
   std::vector<std::string> launcher{mpirun};
   if (::geteuid() == 0) launcher.push_back("--allow-run-as-root");
   for (const char* a : {"--oversubscribe", "--bind-to", "none"}) launcher.push_back(a);
-  return launch_probe(o, launcher, "comm.host_mpi", warn);
+  return launch_probe(o, launcher, "comm.host_mpi", diagnostics);
 }
 
-CollectiveRates probe_inter_node(const CommProbeOptions& o, const ProgressSink& progress,
-                                 const io::WarningSink& warn) {
+CollectiveRates probe_inter_node(const CommProbeOptions& o, const Diagnostics& diagnostics) {
   MLPO_CHECK(!o.launcher.empty(), "probe_inter_node without a launcher");
   if (!comm::have_mpi()) {
-    warn("--comm-between-nodes: this build has no MPI (-DMLPO_MPI=OFF): comm.inter_node not measured");
+    diagnostics.warning(
+        "--comm-between-nodes",
+        "--comm-between-nodes: this build has no MPI (-DMLPO_MPI=OFF): comm.inter_node not measured");
     return {};
   }
   const int per_node = std::max(1, o.ranks_per_node);
-  report(progress, "comm: MPI all-gather / reduce-scatter between nodes, " + std::to_string(o.ranks) +
-                       " nodes x " + std::to_string(per_node) + " rank(s), launched by " +
-                       o.launcher.front());
+  diagnostics.progress("comm", "comm: MPI all-gather / reduce-scatter between nodes, " +
+                                   std::to_string(o.ranks) + " nodes x " + std::to_string(per_node) +
+                                   " rank(s), launched by " + o.launcher.front());
   std::vector<std::string> launcher = o.launcher;
   launcher.push_back("--map-by");
   launcher.push_back(per_node == 1 ? "node" : "ppr:" + std::to_string(per_node) + ":node");
@@ -258,7 +264,7 @@ CollectiveRates probe_inter_node(const CommProbeOptions& o, const ProgressSink& 
   launcher.push_back("none");
   CommProbeOptions all = o;
   all.ranks = o.ranks * per_node;
-  return launch_probe(all, launcher, "comm.inter_node", warn);
+  return launch_probe(all, launcher, "comm.inter_node", diagnostics);
 }
 
 }  // namespace mlpo::profiles

@@ -25,7 +25,7 @@
 
 #include "core/profile.hpp"
 #include "executor/io/tier.hpp"
-#include "profiles/progress.hpp"
+#include "core/diagnostics.hpp"
 
 namespace mlpo::profiles {
 
@@ -50,13 +50,11 @@ struct CommProbeOptions {
 int run_comm_probe_child(const std::string& out, const CommProbeOptions& options);
 
 // In mlpo-profile: launches the child mode under mpirun and returns what it measured.
-CollectiveRates probe_host_mpi(const CommProbeOptions& options, const ProgressSink& progress,
-                               const io::WarningSink& warn);
+CollectiveRates probe_host_mpi(const CommProbeOptions& options, const Diagnostics& diagnostics);
 
 // The same collectives between nodes (`mlpo-profile --comm-between-nodes LAUNCHER`): options.ranks
 // nodes of options.ranks_per_node ranks each, launched by options.launcher; the figures of
 // comm.inter_node.
-CollectiveRates probe_inter_node(const CommProbeOptions& options, const ProgressSink& progress,
-                                 const io::WarningSink& warn);
+CollectiveRates probe_inter_node(const CommProbeOptions& options, const Diagnostics& diagnostics);
 
 }  // namespace mlpo::profiles

@@ -19,7 +19,7 @@
 
 #include "core/model_spec.hpp"
 #include "core/profile.hpp"
-#include "profiles/progress.hpp"
+#include "core/diagnostics.hpp"
 
 namespace mlpo::profiles {
 
@@ -37,8 +37,8 @@ struct GpuProbeResult {
 
 // Lives in its own library (mlpo_profiles_gpu) so that only programs that probe GPUs load the
 // CUDA runtime and the ~0.5 GB cuBLASLt; run_profile() takes it as a GpuProber.
-GpuProbeResult probe_gpus(const GpuProbeOptions& options, const ProgressSink& progress);
+GpuProbeResult probe_gpus(const GpuProbeOptions& options, const Diagnostics& diagnostics);
 
-using GpuProber = std::function<GpuProbeResult(const GpuProbeOptions&, const ProgressSink&)>;
+using GpuProber = std::function<GpuProbeResult(const GpuProbeOptions&, const Diagnostics&)>;
 
 }  // namespace mlpo::profiles

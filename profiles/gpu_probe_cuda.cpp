@@ -228,7 +228,7 @@ struct LayerGemms {
   }
 };
 
-GpuProfile probe_one(int device, const GpuProbeOptions& options, const ProgressSink& progress) {
+GpuProfile probe_one(int device, const GpuProbeOptions& options, const Diagnostics& diagnostics) {
   check(cudaSetDevice(device), "cudaSetDevice");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
@@ -240,7 +240,7 @@ GpuProfile probe_one(int device, const GpuProbeOptions& options, const ProgressS
   const std::size_t bytes = options.transfer_bytes;
   CudaStream stream, second;
 
-  report(progress, "gpu " + std::to_string(device) + " (" + g.model + "): bf16 GEMM, cuBLASLt");
+  diagnostics.progress("gpu", "gpu " + std::to_string(device) + " (" + g.model + "): bf16 GEMM, cuBLASLt");
   {
     LayerGemms layer(options.model, options.tokens);
     std::vector<std::vector<double>> per_shape(layer.shapes.size());
@@ -279,9 +279,9 @@ GpuProfile probe_one(int device, const GpuProbeOptions& options, const ProgressS
     }
     return summarize(rates, static_cast<std::int64_t>(bytes));
   };
-  report(progress, "gpu " + std::to_string(device) + ": HBM device-to-device copy");
+  diagnostics.progress("gpu", "gpu " + std::to_string(device) + ": HBM device-to-device copy");
   g.hbm_gbps = copy_rate(cudaMemcpyDeviceToDevice, dst.get(), src.get(), 2.0 * static_cast<double>(bytes));
-  report(progress, "gpu " + std::to_string(device) + ": pinned H2D, D2H, both at once");
+  diagnostics.progress("gpu", "gpu " + std::to_string(device) + ": pinned H2D, D2H, both at once");
   g.h2d_gbps = copy_rate(cudaMemcpyHostToDevice, dst.get(), host_in.get(), static_cast<double>(bytes));
   g.d2h_gbps = copy_rate(cudaMemcpyDeviceToHost, host_out.get(), src.get(), static_cast<double>(bytes));
   std::vector<double> both;
@@ -357,9 +357,9 @@ Measurement all_at_once(const std::vector<int>& devices, int reps, double unit,
 }
 
 void probe_all_at_once(GpuProfile& g, const std::vector<int>& devices, const GpuProbeOptions& options,
-                       const ProgressSink& progress) {
+                       const Diagnostics& diagnostics) {
   const std::size_t bytes = options.transfer_bytes;
-  report(progress, std::to_string(devices.size()) + " x " + g.model + " at once: GEMM, H2D, D2H");
+  diagnostics.progress("gpu", std::to_string(devices.size()) + " x " + g.model + " at once: GEMM, H2D, D2H");
   // Resources live in per-device holders kept alive until the measurement ends.
   std::vector<std::unique_ptr<LayerGemms>> layers(devices.size());
   std::vector<std::unique_ptr<CudaStream>> streams(devices.size());
@@ -405,7 +405,7 @@ void probe_all_at_once(GpuProfile& g, const std::vector<int>& devices, const Gpu
 
 }  // namespace
 
-GpuProbeResult probe_gpus(const GpuProbeOptions& options, const ProgressSink& progress) {
+GpuProbeResult probe_gpus(const GpuProbeOptions& options, const Diagnostics& diagnostics) {
   GpuProbeResult result;
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
@@ -424,9 +424,9 @@ GpuProbeResult probe_gpus(const GpuProbeOptions& options, const ProgressSink& pr
     by_model[prop.name].push_back(d);
   }
   for (const auto& [model, devices] : by_model) {
-    GpuProfile g = probe_one(devices.front(), options, progress);
+    GpuProfile g = probe_one(devices.front(), options, diagnostics);
     g.count = static_cast<std::int64_t>(devices.size());
-    if (devices.size() > 1) probe_all_at_once(g, devices, options, progress);
+    if (devices.size() > 1) probe_all_at_once(g, devices, options, diagnostics);
     result.gpus.push_back(std::move(g));
   }
   return result;

@@ -3,7 +3,7 @@
 
 namespace mlpo::profiles {
 
-GpuProbeResult probe_gpus(const GpuProbeOptions&, const ProgressSink&) {
+GpuProbeResult probe_gpus(const GpuProbeOptions&, const Diagnostics&) {
   return {{},
           "this mlpo-profile was built without CUDA (nvcc not found at configure time, or -DMLPO_CUDA=OFF)"};
 }

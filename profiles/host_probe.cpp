@@ -149,13 +149,13 @@ Measurement probe_cpu_gemm(const HostProbeOptions& options, ThreadPool& pool) {
 // The executor's forward and backward on the CPU backend as mlpo-run opens it (open_backend, its
 // default --blas-threads: one column block per pool thread): each repetition's GFLOP/s per part.
 profiles::ComputeProbeSamples run_cpu_model_probe(const HostProbeOptions& options, ThreadPool& pool,
-                                                  const ProgressSink& progress) {
+                                                  const Diagnostics& diagnostics) {
   const compute::ComputeBackend device =
       compute::open_backend(compute::parse_backend("cpu", "--backend"), pool, pool.size(), 0);
   profiles::ComputeProbeOptions probe{options.gemm_model, options.model_micro_batch, options.model_seq_len,
                                       options.model_repetitions};
   return profiles::probe_model_compute(*device.backend, probe,
-                                       [&](const std::string& line) { report(progress, line); });
+                                       [&](const std::string& line) { diagnostics.progress("host", line); });
 }
 
 ModelComputeFigures cpu_model_figures(const HostProbeOptions& options, std::int64_t threads,
@@ -173,9 +173,9 @@ ModelComputeFigures cpu_model_figures(const HostProbeOptions& options, std::int6
 }
 
 ModelComputeFigures probe_cpu_model(const HostProbeOptions& options, ThreadPool& pool,
-                                    const ProgressSink& progress) {
+                                    const Diagnostics& diagnostics) {
   return cpu_model_figures(options, static_cast<std::int64_t>(pool.size()),
-                           run_cpu_model_probe(options, pool, progress));
+                           run_cpu_model_probe(options, pool, diagnostics));
 }
 
 // One rank of several per node: the probe on one thread, one copy per core running at once,
@@ -183,7 +183,7 @@ ModelComputeFigures probe_cpu_model(const HostProbeOptions& options, ThreadPool&
 // turbo budget, which one thread alone on an idle machine does not). Every copy's samples
 // make the figures; copy 0 reports progress.
 ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& options, unsigned cores,
-                                                        const ProgressSink& progress) {
+                                                        const Diagnostics& diagnostics) {
   std::vector<profiles::ComputeProbeSamples> samples(cores);
   std::vector<std::exception_ptr> errors(cores);
   {
@@ -192,7 +192,7 @@ ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& 
       copies.emplace_back([&, c] {
         try {
           ThreadPool one(1);
-          samples[c] = run_cpu_model_probe(options, one, c == 0 ? progress : ProgressSink{});
+          samples[c] = run_cpu_model_probe(options, one, c == 0 ? diagnostics : Diagnostics{});
         } catch (...) {
           errors[c] = std::current_exception();
         }
@@ -215,12 +215,13 @@ ModelComputeFigures probe_cpu_model_one_thread_per_core(const HostProbeOptions& 
 
 // memcpy bandwidth, on one thread and on all of them.
 void probe_memcpy_rates(HostProfile& h, const HostProbeOptions& options, ThreadPool& all,
-                        const ProgressSink& progress) {
+                        const Diagnostics& diagnostics) {
   const unsigned cores = static_cast<unsigned>(h.cores);
-  report(progress, "host: memcpy, 1 thread, " + format_bytes(static_cast<double>(options.memcpy_bytes)));
+  diagnostics.progress("host",
+                       "host: memcpy, 1 thread, " + format_bytes(static_cast<double>(options.memcpy_bytes)));
   ThreadPool one(1);
   h.memcpy_gbps_single = probe_memcpy(one, options.memcpy_bytes, options.repetitions);
-  report(progress, "host: memcpy, " + std::to_string(cores) + " threads");
+  diagnostics.progress("host", "host: memcpy, " + std::to_string(cores) + " threads");
   h.memcpy_gbps = probe_memcpy(all, options.memcpy_bytes, options.repetitions);
 }
 
@@ -247,13 +248,13 @@ struct UpdateArrays {
 // it with integrity on (the very function, per 64 Ki-element chunk verify, AdamW, record; its
 // first call records only).
 void probe_adamw_rates(HostProfile& h, const std::vector<unsigned>& threads, const UpdateArrays& a, int reps,
-                       const ProgressSink& progress) {
+                       const Diagnostics& diagnostics) {
   const std::size_t n = a.n;
   AdamWParams params;
   params.weight_decay = 0.01f;
   for (unsigned t : threads) {
-    report(progress, "host: AdamW (bf16 gradients), " + std::to_string(t) + " thread(s), " +
-                         format_bytes(static_cast<double>(a.state_bytes())) + " of state");
+    diagnostics.progress("host", "host: AdamW (bf16 gradients), " + std::to_string(t) + " thread(s), " +
+                                     format_bytes(static_cast<double>(a.state_bytes())) + " of state");
     ThreadPool pool(t);
     h.adam_elements_per_s.push_back(
         {static_cast<std::int64_t>(t), time_rate(reps, static_cast<double>(n), 1.0, a.state_bytes(), [&] {
@@ -265,8 +266,8 @@ void probe_adamw_rates(HostProfile& h, const std::vector<unsigned>& threads, con
   h.adam_estimated = false;
 
   for (unsigned t : threads) {
-    report(progress, "host: AdamW with CRC32C per 64 Ki-element chunk (the update pipeline's), " +
-                         std::to_string(t) + " thread(s)");
+    diagnostics.progress("host", "host: AdamW with CRC32C per 64 Ki-element chunk (the update pipeline's), " +
+                                     std::to_string(t) + " thread(s)");
     ThreadPool pool(t);
     offload::InPlaceIntegrity integrity;
     integrity.add_subgroup(0, static_cast<std::int64_t>(n));
@@ -284,10 +285,10 @@ void probe_adamw_rates(HostProfile& h, const std::vector<unsigned>& threads, con
 // The passes around the update: bf16 <-> fp32 conversion, the integrity check's CRC32C and the
 // gradient norm.
 void probe_update_passes(HostProfile& h, const UpdateArrays& a, ThreadPool& all, int reps,
-                         const ProgressSink& progress) {
+                         const Diagnostics& diagnostics) {
   const std::size_t n = a.n;
   const unsigned cores = static_cast<unsigned>(h.cores);
-  report(progress, "host: bf16 <-> fp32 conversion, " + std::to_string(cores) + " threads");
+  diagnostics.progress("host", "host: bf16 <-> fp32 conversion, " + std::to_string(cores) + " threads");
   const double fp32_bytes = 4.0 * static_cast<double>(n);
   h.bf16_convert_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
                                   [&] { fp32_to_bf16(all, a.p.data(), a.p_out.data(), n); });
@@ -296,8 +297,8 @@ void probe_update_passes(HostProfile& h, const UpdateArrays& a, ThreadPool& all,
 
   // The integrity check runs per 64 Ki-element chunk inside AdamW's pass, on data in cache:
   // crc32c_three over the chunk's p, m and v (256 KiB each), the pipeline's own call.
-  report(progress, "host: CRC32C (" + std::string(io::crc32c_path_name(io::crc32c_path())) +
-                       "), 1 thread, a chunk's p, m, v (3 x 256 KiB) in cache");
+  diagnostics.progress("host", "host: CRC32C (" + std::string(io::crc32c_path_name(io::crc32c_path())) +
+                                   "), 1 thread, a chunk's p, m, v (3 x 256 KiB) in cache");
   const std::size_t kChunk = std::min<std::size_t>(256 * 1024, static_cast<std::size_t>(fp32_bytes));
   const std::size_t passes = std::max<std::size_t>(1, static_cast<std::size_t>(fp32_bytes) / kChunk);
   volatile std::uint32_t sink = 0;  // read back each pass: the loop cannot be dropped
@@ -308,7 +309,8 @@ void probe_update_passes(HostProfile& h, const UpdateArrays& a, ThreadPool& all,
                             });
 
   // The gradient norm's pass after backward: the executor's own function over a bf16 shard.
-  report(progress, "host: gradient norm (bf16 sums of squares), " + std::to_string(cores) + " threads");
+  diagnostics.progress("host",
+                       "host: gradient norm (bf16 sums of squares), " + std::to_string(cores) + " threads");
   volatile double norm_sink = 0;
   h.grad_norm_elements_per_s =
       time_rate(reps, static_cast<double>(n), 1.0, static_cast<std::int64_t>(2 * n), [&] {
@@ -320,23 +322,23 @@ void probe_update_passes(HostProfile& h, const UpdateArrays& a, ThreadPool& all,
 
 // The update's CPU figures over a state of options.adam_state_bytes.
 void probe_update_rates(HostProfile& h, const HostProbeOptions& options, ThreadPool& all,
-                        const ProgressSink& progress) {
+                        const Diagnostics& diagnostics) {
   const unsigned cores = static_cast<unsigned>(h.cores);
   const UpdateArrays arrays(round_up(options.adam_state_bytes / 12, adamw_grain), all);
   std::vector<unsigned> threads = options.adam_threads;
   if (threads.empty())
     for (unsigned t = 1; t <= cores; ++t) threads.push_back(t);
-  probe_adamw_rates(h, threads, arrays, options.repetitions, progress);
-  probe_update_passes(h, arrays, all, options.repetitions, progress);
+  probe_adamw_rates(h, threads, arrays, options.repetitions, diagnostics);
+  probe_update_passes(h, arrays, all, options.repetitions, diagnostics);
 }
 
 // Fixed costs per call that small work does not hide.
-void probe_thread_costs(HostProfile& h, ThreadPool& all, int reps, const ProgressSink& progress) {
+void probe_thread_costs(HostProfile& h, ThreadPool& all, int reps, const Diagnostics& diagnostics) {
   const unsigned cores = static_cast<unsigned>(h.cores);
   // The pool's fixed cost per call: every subgroup's AdamW wakes the rank's workers and waits
   // for them (ThreadPool::parallel_for), microseconds that a small subgroup's work does not hide.
   if (cores > 1) {
-    report(progress, "host: thread pool wake-up and join, " + std::to_string(cores) + " threads");
+    diagnostics.progress("host", "host: thread pool wake-up and join, " + std::to_string(cores) + " threads");
     std::atomic<std::int64_t> ranges{0};
     h.pool_dispatch_s = seconds_per_call(reps, 2000, [&] {
       all.parallel_for(cores, 1,
@@ -346,7 +348,7 @@ void probe_thread_costs(HostProfile& h, ThreadPool& all, int reps, const Progres
 
   // The update pipeline's fixed cost per update: it starts a reader and a writer thread per
   // tier it moves bytes on and joins them at the end (a tiny model's update is a millisecond).
-  report(progress, "host: thread start and join");
+  diagnostics.progress("host", "host: thread start and join");
   std::atomic<std::int64_t> ran{0};
   h.thread_start_s = seconds_per_call(
       reps, 200, [&] { std::thread([&] { ran.fetch_add(1, std::memory_order_relaxed); }).join(); });
@@ -354,22 +356,24 @@ void probe_thread_costs(HostProfile& h, ThreadPool& all, int reps, const Progres
 
 // The CPU backend's GEMMs and forward/backward, when asked for.
 void probe_cpu_compute(HostProfile& h, const HostProbeOptions& options, ThreadPool& all,
-                       const ProgressSink& progress) {
+                       const Diagnostics& diagnostics) {
   const unsigned cores = static_cast<unsigned>(h.cores);
   if (options.cpu_gemm) {
-    report(progress, "host: CPU backend GEMM (" + options.gemm_model.name + " layer shapes, " +
-                         std::to_string(options.gemm_tokens) + " tokens)");
+    diagnostics.progress("host", "host: CPU backend GEMM (" + options.gemm_model.name + " layer shapes, " +
+                                     std::to_string(options.gemm_tokens) + " tokens)");
     h.cpu_gemm_gflops = probe_cpu_gemm(options, all);
   }
   if (options.cpu_model) {
-    report(progress, "host: CPU backend forward/backward (" + options.gemm_model.name +
-                         " widths, 3 layers, micro-batch " + std::to_string(options.model_micro_batch) +
-                         " x seq " + std::to_string(options.model_seq_len) + ")");
-    h.cpu_model = probe_cpu_model(options, all, progress);
+    diagnostics.progress("host", "host: CPU backend forward/backward (" + options.gemm_model.name +
+                                     " widths, 3 layers, micro-batch " +
+                                     std::to_string(options.model_micro_batch) + " x seq " +
+                                     std::to_string(options.model_seq_len) + ")");
+    h.cpu_model = probe_cpu_model(options, all, diagnostics);
     if (cores > 1) {
-      report(progress, "host: CPU backend forward/backward on 1 thread, " + std::to_string(cores) +
-                           " copies at once (one rank of several per node)");
-      h.cpu_model_one_thread = probe_cpu_model_one_thread_per_core(options, cores, progress);
+      diagnostics.progress("host", "host: CPU backend forward/backward on 1 thread, " +
+                                       std::to_string(cores) +
+                                       " copies at once (one rank of several per node)");
+      h.cpu_model_one_thread = probe_cpu_model_one_thread_per_core(options, cores, diagnostics);
     }
   }
 }
@@ -385,13 +389,13 @@ HostProfile read_host_facts() {
   return h;
 }
 
-HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& progress) {
+HostProfile probe_host(const HostProbeOptions& options, const Diagnostics& diagnostics) {
   HostProfile h = read_host_facts();
   ThreadPool all(static_cast<unsigned>(h.cores));
-  probe_memcpy_rates(h, options, all, progress);
-  probe_update_rates(h, options, all, progress);
-  probe_thread_costs(h, all, options.repetitions, progress);
-  probe_cpu_compute(h, options, all, progress);
+  probe_memcpy_rates(h, options, all, diagnostics);
+  probe_update_rates(h, options, all, diagnostics);
+  probe_thread_costs(h, all, options.repetitions, diagnostics);
+  probe_cpu_compute(h, options, all, diagnostics);
   return h;
 }
 

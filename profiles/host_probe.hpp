@@ -20,7 +20,7 @@
 
 #include "core/model_spec.hpp"
 #include "core/profile.hpp"
-#include "profiles/progress.hpp"
+#include "core/diagnostics.hpp"
 
 namespace mlpo::profiles {
 
@@ -43,6 +43,6 @@ struct HostProbeOptions {
 // Cores, memory and NUMA only (no timing): cheap, used to size the other probes.
 HostProfile read_host_facts();
 
-HostProfile probe_host(const HostProbeOptions& options, const ProgressSink& progress);
+HostProfile probe_host(const HostProbeOptions& options, const Diagnostics& diagnostics);
 
 }  // namespace mlpo::profiles

@@ -111,27 +111,27 @@ PreparedProfile prepare_profile(const ProfileRequest& request) {
 }
 
 Profile run_profile(const PreparedProfile& prepared, const GpuProber& probe_gpus,
-                    const ProgressSink& progress, const io::WarningSink& warn) {
+                    const Diagnostics& diagnostics) {
   Profile profile;
   profile.hostname = hostname();
   profile.measured_at = utc_now();
   const std::string load_start = load_average();
 
   const std::optional<CpuTicks> host_start = read_cpu_ticks();
-  profile.host = probe_host(prepared.host_options, progress);
+  profile.host = probe_host(prepared.host_options, diagnostics);
   profile.host.cpu_steal = steal_share(host_start, read_cpu_ticks());
 
-  GpuProbeResult gpus = probe_gpus(prepared.gpu_options, progress);
+  GpuProbeResult gpus = probe_gpus(prepared.gpu_options, diagnostics);
   profile.gpus = std::move(gpus.gpus);
   profile.gpus_reason = gpus.reason;
 
   for (const TierProbePlan& plan : prepared.tiers)
-    profile.tiers.push_back(probe_tier(plan, prepared.tier_options, progress, warn));
+    profile.tiers.push_back(probe_tier(plan, prepared.tier_options, diagnostics));
 
   if (prepared.request.comm)
-    profile.comm.host_mpi = probe_host_mpi(prepared.request.comm_options, progress, warn);
+    profile.comm.host_mpi = probe_host_mpi(prepared.request.comm_options, diagnostics);
   if (!prepared.request.inter_node_options.launcher.empty())
-    profile.comm.inter_node = probe_inter_node(prepared.request.inter_node_options, progress, warn);
+    profile.comm.inter_node = probe_inter_node(prepared.request.inter_node_options, diagnostics);
 
   std::string notes = std::string(prepared.request.quick ? "--quick" : "default (thorough)") +
                       " profile; load average " + load_start + " at start, " + load_average() + " at end (" +

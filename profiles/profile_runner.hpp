@@ -5,7 +5,7 @@
 // repetitions (ProfileSizes); every size can be overridden.
 //
 //   PreparedProfile prepared = prepare_profile(request);   // throws mlpo::Error, creates nothing
-//   Profile profile = run_profile(prepared, probe_gpus, progress, warn);
+//   Profile profile = run_profile(prepared, probe_gpus, diagnostics);
 //
 // Without a device (or a CUDA build) `gpus` is empty with the reason, and the CPU backend's
 // GEMM figure is always measured. Interruptions surface as Interrupted (core/interrupt.hpp) once
@@ -21,7 +21,7 @@
 #include "profiles/comm_probe.hpp"
 #include "profiles/gpu_probe.hpp"
 #include "profiles/host_probe.hpp"
-#include "profiles/progress.hpp"
+#include "core/diagnostics.hpp"
 #include "profiles/tier_probe.hpp"
 
 namespace mlpo::profiles {
@@ -64,7 +64,6 @@ struct PreparedProfile {
 PreparedProfile prepare_profile(const ProfileRequest& request);
 
 // `gpus` is probe_gpus (gpu_probe.hpp, library mlpo_profiles_gpu) in mlpo-profile.
-Profile run_profile(const PreparedProfile& prepared, const GpuProber& gpus, const ProgressSink& progress,
-                    const io::WarningSink& warn);
+Profile run_profile(const PreparedProfile& prepared, const GpuProber& gpus, const Diagnostics& diagnostics);
 
 }  // namespace mlpo::profiles

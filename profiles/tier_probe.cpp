@@ -817,8 +817,8 @@ void return_buffers(SettingStreams& ss) {
 // main setting's one-stream files (latency and interference), with its buffers taken.
 std::vector<TierIoSetting> measure_io_settings(const TierProbePlan& plan, const TierProbeOptions& options,
                                                const std::vector<IoSetting>& settings, const fs::path& dir,
-                                               io::PinnedBufferPool& pool, const ProgressSink& progress,
-                                               const io::WarningSink& warn, bool& direct,
+                                               io::PinnedBufferPool& pool, const Diagnostics& diagnostics,
+                                               bool& direct,
                                                const std::function<void(SettingStreams&)>& at_one_stream) {
   const TierSpec& spec = plan.spec;
   std::vector<TierIoSetting> out(settings.size());
@@ -840,7 +840,7 @@ std::vector<TierIoSetting> measure_io_settings(const TierProbePlan& plan, const 
       ss.streams.resize(n);
       for (unsigned s = 0; s < n; ++s) {
         Stream& st = ss.streams[s];
-        st.engine = std::make_unique<io::TierIo>(ss.tier, &pool, warn);
+        st.engine = std::make_unique<io::TierIo>(ss.tier, &pool, diagnostics);
         st.file = &st.engine->open_file("io" + std::to_string(i) + "-stream-" + std::to_string(s) + ".bin",
                                         ss.bytes);
         direct = direct && st.file->direct();
@@ -852,11 +852,11 @@ std::vector<TierIoSetting> measure_io_settings(const TierProbePlan& plan, const 
                                " stream(s) x " + format_bytes(static_cast<double>(ss.bytes)) + ", rep " +
                                std::to_string(rep) + "/" + std::to_string(options.repetitions);
         take_buffers(ss, pool);
-        report(progress, at + ", write");
+        diagnostics.progress("tier '" + spec.name + "'", at + ", write");
         ss.write_gbps.push_back(run_pass(ss.streams, io::IoOp::write, ss.bytes, ss.request, false));
-        report(progress, at + ", read");
+        diagnostics.progress("tier '" + spec.name + "'", at + ", read");
         ss.read_gbps.push_back(run_pass(ss.streams, io::IoOp::read, ss.bytes, ss.request, false));
-        report(progress, at + ", read+write");
+        diagnostics.progress("tier '" + spec.name + "'", at + ", read+write");
         const MixedPass pass = run_mixed_pass(ss.streams, ss.bytes, ss.request, ss.setting.block_size);
         ss.mixed_read_gbps.push_back(pass.read_gbps());
         ss.mixed_write_gbps.push_back(pass.write_gbps());
@@ -870,8 +870,9 @@ std::vector<TierIoSetting> measure_io_settings(const TierProbePlan& plan, const 
       // executor's reads do not check pages, so the timed read passes do not either (checking
       // every page costs CPU that, on tmpfs, the copies need; docs/profile.md).
       take_buffers(ss, pool);
-      report(progress, "tier '" + spec.name + "'" + ss.label + ": " + std::to_string(n) +
-                           " stream(s), verifying what was written");
+      diagnostics.progress("tier '" + spec.name + "'", "tier '" + spec.name + "'" + ss.label + ": " +
+                                                           std::to_string(n) +
+                                                           " stream(s), verifying what was written");
       run_pass(ss.streams, io::IoOp::read, ss.bytes, ss.request, true);
       TierIoSetting& curves = out[i];
       curves.block_size = static_cast<std::int64_t>(ss.setting.block_size);
@@ -897,7 +898,7 @@ std::vector<TierIoSetting> measure_io_settings(const TierProbePlan& plan, const 
 }  // namespace
 
 TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options,
-                       const ProgressSink& progress, const io::WarningSink& warn) {
+                       const Diagnostics& diagnostics) {
   const TierSpec& spec = plan.spec;
   TierProfile out;
   out.name = spec.name;
@@ -920,10 +921,11 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
 
   bool direct = true;
   const std::function<void(SettingStreams&)> latency_and_interference = [&](SettingStreams& main) {
-    report(progress, "tier '" + spec.name + "': first-byte latency");
+    diagnostics.progress("tier '" + spec.name + "'", "tier '" + spec.name + "': first-byte latency");
     io::PinnedBuffer page = pool.acquire(kPage);
     out.latency_us = probe_latency(main.streams[0], main.bytes, options.latency_samples, page);
-    report(progress, "tier '" + spec.name + "': read+write while AdamW runs on every core");
+    diagnostics.progress("tier '" + spec.name + "'",
+                         "tier '" + spec.name + "': read+write while AdamW runs on every core");
     const UpdateInterference u =
         probe_update_interference(main.streams, main.tier, main.bytes, main.request, main.setting.block_size);
     if (u.io_ratio > 0 && u.adam_ratio > 0) {
@@ -934,7 +936,7 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
     }
   };
   std::vector<TierIoSetting> curves = measure_io_settings(plan, options, settings, scratch.path(), pool,
-                                                          progress, warn, direct, latency_and_interference);
+                                                          diagnostics, direct, latency_and_interference);
   out.use_curves(curves[0]);
   out.io_settings.assign(std::make_move_iterator(curves.begin() + 1), std::make_move_iterator(curves.end()));
   out.direct_io = direct;

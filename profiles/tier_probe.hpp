@@ -35,7 +35,7 @@
 #include "core/profile.hpp"
 #include "core/tier_kind.hpp"
 #include "executor/io/tier.hpp"
-#include "profiles/progress.hpp"
+#include "core/diagnostics.hpp"
 
 namespace mlpo::profiles {
 
@@ -94,6 +94,6 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
 // Runs the probe. Throws Interrupted (core/interrupt.hpp) after cleaning up on SIGINT/SIGTERM,
 // mlpo::Error on an I/O failure or a verification mismatch; never leaves files behind.
 TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& options,
-                       const ProgressSink& progress, const io::WarningSink& warn);
+                       const Diagnostics& diagnostics);
 
 }  // namespace mlpo::profiles

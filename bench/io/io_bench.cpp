@@ -342,7 +342,7 @@ int run(const Options& opt) {
   PinnedBufferPool pool(
       static_cast<std::uint64_t>(n) * opt.streams * outstanding * round_up(opt.request, kIoAlign),
       mlock_hooks(), /*huge_pages=*/!opt.small_pages);
-  TierSet tiers(tier_list, {&pool, stderr_warnings()});
+  TierSet tiers(tier_list, {&pool, stderr_diagnostics("mlpo")});
 
   std::vector<std::uint64_t> need(n, opt.size * opt.streams * (opt.vs_fio ? 2 : 1));
   tiers.check_capacity(need);

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/diagnostics.hpp"
 #include "core/error.hpp"
 #include "executor/comm/rank_order_sum.hpp"
 
@@ -178,8 +179,7 @@ void MpiCommunicator::barrier() {
 }
 
 void MpiCommunicator::abort_job(const std::string& message) {
-  std::fprintf(stderr, "rank %d: %s\n", rank(), message.c_str());
-  std::fflush(stderr);
+  write_stderr_line("rank " + std::to_string(rank()) + ": " + message);
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::_Exit(2);  // MPI_Abort does not return; if a broken MPI did, still end this rank
 }

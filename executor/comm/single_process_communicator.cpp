@@ -1,16 +1,16 @@
 #include "executor/comm/single_process_communicator.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/diagnostics.hpp"
 
 namespace mlpo::comm {
 
 SingleProcessCommunicator::SingleProcessCommunicator() : Communicator(RankPlace{}) {}
 
 void SingleProcessCommunicator::abort_job(const std::string& message) {
-  std::fprintf(stderr, "rank 0: %s\n", message.c_str());
-  std::fflush(stderr);
+  write_stderr_line("rank 0: " + message);
   std::exit(2);
 }
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 

@@ -1,7 +1,5 @@
 #include "executor/io/tier.hpp"
 
-#include <cstdio>
-
 #include "core/error.hpp"
 
 namespace mlpo::io {
@@ -18,10 +16,6 @@ void validate(const Tier& tier) {
   if (tier.queue_depth == 0 || tier.queue_depth > 4096) {
     throw Error(who + "queue depth " + std::to_string(tier.queue_depth) + " must be between 1 and 4096");
   }
-}
-
-WarningSink stderr_warnings() {
-  return [](const std::string& line) { std::fprintf(stderr, "mlpo: warning: %s\n", line.c_str()); };
 }
 
 }  // namespace mlpo::io

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -33,10 +32,5 @@ struct Tier {
 
 // Throws mlpo::Error when a field is unusable (empty name, block size not a multiple of 4 KiB...).
 void validate(const Tier& tier);
-
-// Receives one-line warnings (e.g. O_DIRECT refused). The default prints "mlpo: warning: ..."
-// to stderr.
-using WarningSink = std::function<void(const std::string&)>;
-WarningSink stderr_warnings();
 
 }  // namespace mlpo::io

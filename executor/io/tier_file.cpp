@@ -40,7 +40,7 @@ TierFile::~TierFile() = default;
 std::string TierFile::who() const { return "tier '" + tier_name_ + "' (" + path_.string() + ")"; }
 
 std::unique_ptr<TierFile> TierFile::open(const Tier& tier, const std::filesystem::path& relative,
-                                         std::uint64_t preallocate, const WarningSink& warn) {
+                                         std::uint64_t preallocate, const Diagnostics& diagnostics) {
   check_tier_dir(tier);
   const std::filesystem::path path = tier.path / relative;
   std::error_code ec;
@@ -78,10 +78,10 @@ std::unique_ptr<TierFile> TierFile::open(const Tier& tier, const std::filesystem
       }
     }
   }
-  if (!refusal.empty() && warn) {
-    warn(tier_who(tier) + ": " + refusal + "; using buffered I/O for this tier");
-  }
-  if (preallocate > 0) file->preallocate(preallocate, warn);
+  if (!refusal.empty())
+    diagnostics.warning("tier '" + tier.name + "'",
+                        tier_who(tier) + ": " + refusal + "; using buffered I/O for this tier");
+  if (preallocate > 0) file->preallocate(preallocate, diagnostics);
   return file;
 }
 
@@ -94,7 +94,7 @@ std::uint64_t TierFile::size() const {
   return static_cast<std::uint64_t>(st.st_size);
 }
 
-void TierFile::preallocate(std::uint64_t bytes, const WarningSink& warn) {
+void TierFile::preallocate(std::uint64_t bytes, const Diagnostics& diagnostics) {
   if (bytes == 0) return;
   int rc;
   do {
@@ -103,10 +103,11 @@ void TierFile::preallocate(std::uint64_t bytes, const WarningSink& warn) {
   if (rc == 0) return;
   const int err = errno;
   if (err == EOPNOTSUPP) {
-    if (warn)
-      warn(who() +
-           ": the file system has no fallocate; the file is extended sparsely, so a full disk shows up only "
-           "when written");
+    diagnostics.warning(
+        "tier '" + tier_name_ + "'",
+        who() +
+            ": the file system has no fallocate; the file is extended sparsely, so a full disk shows up only "
+            "when written");
     if (size() < bytes && ::ftruncate(fd_.get(), static_cast<off_t>(bytes)) != 0) {
       const int err2 = errno;
       throw Error(who() + ": cannot extend to " + std::to_string(bytes) + " bytes: " + errno_text(err2));

@@ -38,8 +38,11 @@ int direction(IoOp op) { return op == IoOp::read ? 0 : 1; }
 
 }  // namespace
 
-TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
-    : tier_(std::move(tier)), pool_(pool), warn_(std::move(warn)), block_combiner_(tier_.block_size) {
+TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, Diagnostics diagnostics)
+    : tier_(std::move(tier)),
+      pool_(pool),
+      diagnostics_(std::move(diagnostics)),
+      block_combiner_(tier_.block_size) {
   validate(tier_);
   device_ = BlockDeviceStats::of(tier_.path);
   wake_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC));
@@ -61,9 +64,11 @@ TierIo::TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn)
       if (pool_ != nullptr) {
         std::string error;
         fixed_buffers_ = ring->register_buffers(pool_->region(), error);
-        if (!fixed_buffers_ && warn_) {
-          warn_("tier '" + tier_.name + "': cannot register the pinned pool as io_uring fixed buffers (" +
-                error + "); using plain reads/writes");
+        if (!fixed_buffers_) {
+          diagnostics_.warning("tier '" + tier_.name + "'",
+                               "tier '" + tier_.name +
+                                   "': cannot register the pinned pool as io_uring fixed buffers (" + error +
+                                   "); using plain reads/writes");
         }
       }
     } catch (...) {
@@ -96,10 +101,10 @@ std::string TierIo::who(const TierFile& file) const {
 }
 
 TierFile& TierIo::open_file(const std::filesystem::path& relative, std::uint64_t preallocate) {
-  WarningSink once = [this](const std::string& line) {
+  const Diagnostics once([this](const Diagnostic& d) {
     // Called with files_mutex_ held (below).
-    if (warned_.insert(line).second && warn_) warn_(line);
-  };
+    if (warned_.insert(d.text).second) diagnostics_.report(d);
+  });
   std::lock_guard lock(files_mutex_);
   files_.push_back(TierFile::open(tier_, relative, preallocate, once));
   return *files_.back();

@@ -43,6 +43,7 @@
 #include "executor/io/crc32c.hpp"
 #include "executor/io/io_request.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
+#include "core/diagnostics.hpp"
 #include "executor/io/tier.hpp"
 #include "executor/io/tier_counters.hpp"
 #include "executor/io/tier_file.hpp"
@@ -56,7 +57,7 @@ class TierIo {
  public:
   // Starts the tier's I/O thread and ring. `pool` (may be null, must outlive this) is
   // registered as fixed buffers. Throws mlpo::Error on a bad tier or when no ring can be made.
-  TierIo(Tier tier, const PinnedBufferPool* pool, WarningSink warn);
+  TierIo(Tier tier, const PinnedBufferPool* pool, Diagnostics diagnostics);
   // Lets every submitted request finish, then stops the thread and closes the files.
   ~TierIo();
   TierIo(const TierIo&) = delete;
@@ -112,7 +113,7 @@ class TierIo {
 
   const Tier tier_;
   const PinnedBufferPool* pool_;
-  WarningSink warn_;
+  Diagnostics diagnostics_;
   TierCounters counters_;
   Crc32cCombiner block_combiner_;  // joins the CRC of one more full block
   UniqueFd wake_fd_;

@@ -15,7 +15,8 @@ TierSet::TierSet(std::vector<Tier> tiers, TierSetOptions options) {
     if (!names.insert(t.name).second)
       throw Error("two tiers are named '" + t.name + "': give each tier its own name");
   }
-  for (Tier& t : tiers) tiers_.push_back(std::make_unique<TierIo>(std::move(t), options.pool, options.warn));
+  for (Tier& t : tiers)
+    tiers_.push_back(std::make_unique<TierIo>(std::move(t), options.pool, options.diagnostics));
 }
 
 TierIo& TierSet::at(std::string_view name) {

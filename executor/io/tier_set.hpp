@@ -22,8 +22,8 @@
 namespace mlpo::io {
 
 struct TierSetOptions {
-  const PinnedBufferPool* pool = nullptr;  // registered as fixed buffers on every ring
-  WarningSink warn = stderr_warnings();    // O_DIRECT fallback and similar, once per tier
+  const PinnedBufferPool* pool = nullptr;                // registered as fixed buffers on every ring
+  Diagnostics diagnostics = stderr_diagnostics("mlpo");  // O_DIRECT fallback and similar, once per tier
 };
 
 class TierSet {

@@ -1,9 +1,9 @@
 #include "executor/offload/rank_engine.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 
+#include "core/diagnostics.hpp"
 #include "core/host_memory.hpp"
 #include "executor/io/tier_layout.hpp"
 #include "executor/offload/host_memory_need.hpp"
@@ -29,8 +29,8 @@ namespace {
 void check_host_memory_for(const Plan& plan, const RankShard& shard, const std::string& run) {
   const std::optional<std::int64_t> available = host_memory_available();
   if (!available) {
-    std::fprintf(stderr,
-                 "mlpo: warning: /proc/meminfo has no MemAvailable; the plan's host memory is not checked\n");
+    stderr_diagnostics("mlpo").warning(
+        "/proc/meminfo", "/proc/meminfo has no MemAvailable; the plan's host memory is not checked");
     return;
   }
   check_host_memory(host_memory_need(plan, shard),

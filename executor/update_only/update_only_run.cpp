@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/cpu_steal.hpp"
+#include "core/diagnostics.hpp"
 #include "core/error.hpp"
 #include "core/rank_shard.hpp"
 #include "core/rates.hpp"
@@ -258,7 +259,7 @@ void run_ranks(const UpdateOnlyOptions& o, const std::string& run, LocalRankGrou
         try {
           run_rank(o, run, r, group, threads);
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "mlpo-run: rank %d: error: %s\n", r, e.what());
+          write_stderr_line("mlpo-run: rank " + std::to_string(r) + ": error: " + e.what());
           code = 2;
         }
         std::fflush(nullptr);

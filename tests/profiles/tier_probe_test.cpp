@@ -103,7 +103,7 @@ TEST(TierProbe, DiskCurveHasAPointPerStreamCountAndNothingIsLeftBehind) {
   TempDir dir;
   const TierProbeOptions o = tiny_options();
   const TierProbePlan plan = plan_tier_probe({"disk", dir.path(), TierKind::other}, o);
-  const TierProfile t = probe_tier(plan, o, {}, [](const std::string&) {});
+  const TierProfile t = probe_tier(plan, o, Diagnostics{});
   ASSERT_EQ(t.read_gbps.size(), 3u);
   ASSERT_EQ(t.write_gbps.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -139,7 +139,7 @@ TEST(TierProbe, MoreIoSettingsGetTheirOwnCurvesAtEveryStreamCount) {
   o.max_streams = 2;
   o.io_settings = parse_io_settings("256KiB:16,2MiB:2");
   const TierProbePlan plan = plan_tier_probe({"disk", dir.path(), TierKind::other}, o);
-  const TierProfile t = probe_tier(plan, o, {}, [](const std::string&) {});
+  const TierProfile t = probe_tier(plan, o, Diagnostics{});
   EXPECT_EQ(t.block_size, 1 << 20);
   EXPECT_EQ(t.queue_depth, 8);
   ASSERT_EQ(t.io_settings.size(), 2u);
@@ -192,9 +192,10 @@ TEST(TierProbe, TmpfsRunsBufferedWithOneWarning) {
   TierProbeOptions o = tiny_options();
   o.max_streams = 2;
   int warnings = 0;
-  const TierProfile t =
-      probe_tier(plan_tier_probe({"shm", dir.path(), TierKind::host}, o), o, {},
-                 [&](const std::string& line) { warnings += line.find("tmpfs") != std::string::npos; });
+  const TierProfile t = probe_tier(
+      plan_tier_probe({"shm", dir.path(), TierKind::host}, o), o, Diagnostics([&](const Diagnostic& d) {
+        warnings += d.kind == DiagnosticKind::warning && d.text.find("tmpfs") != std::string::npos;
+      }));
   EXPECT_FALSE(t.direct_io);
   EXPECT_GE(warnings, 1);
   EXPECT_TRUE(is_empty_dir(dir.path()));

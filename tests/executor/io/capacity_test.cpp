@@ -16,7 +16,7 @@ using testing::TempDir;
 
 TEST(CapacityCheck, ShortfallNamesTierPathNeedAndFreeSpace) {
   TempDir disk("/var/tmp");
-  TierSet tiers({{"nvme", disk.path()}}, {nullptr, [](const std::string&) {}});
+  TierSet tiers({{"nvme", disk.path()}}, {nullptr, Diagnostics{}});
   const std::uint64_t need[] = {1000 * TiB};
   try {
     tiers.check_capacity(need);

@@ -42,8 +42,8 @@ int count_entries(const char* dir) {
 
 struct Collected {
   std::vector<std::string> lines;
-  WarningSink sink() {
-    return [this](const std::string& line) { lines.push_back(line); };
+  Diagnostics sink() {
+    return Diagnostics([this](const Diagnostic& d) { lines.push_back(d.text); });
   }
 };
 
@@ -301,7 +301,7 @@ TEST(TierIo, TwoTiersStreamConcurrentlyFromSeveralThreads) {
   TempDir disk("/var/tmp"), shm("/dev/shm");
   PinnedBufferPool pool(64 * MiB);
   TierSet tiers({{"disk", disk.path(), 256 * KiB, 8}, {"shm", shm.path(), 256 * KiB, 8}},
-                {&pool, [](const std::string&) {}});
+                {&pool, Diagnostics{}});
   constexpr std::uint64_t kExtent = 2 * MiB;
   constexpr int kExtents = 8;
   std::vector<std::thread> threads;
@@ -344,7 +344,7 @@ TEST(TierIo, ReleasesFileDescriptorsRingsThreadsAndPinnedMemory) {
   {
     TempDir disk("/var/tmp"), shm("/dev/shm");
     PinnedBufferPool pool(16 * MiB);
-    TierSet tiers({{"disk", disk.path()}, {"shm", shm.path()}}, {&pool, [](const std::string&) {}});
+    TierSet tiers({{"disk", disk.path()}, {"shm", shm.path()}}, {&pool, Diagnostics{}});
     EXPECT_GE(count_entries("/proc/self/fd"), fds_before + 4) << "two rings + two eventfds";
     EXPECT_EQ(count_entries("/proc/self/task"), threads_before + 2) << "one I/O thread per tier";
     PinnedBuffer buf = pool.acquire(4 * MiB);

@@ -26,7 +26,7 @@ struct Rig {
         layout(shard.elements, plan.subgroup_elements),
         options{plan.buffers, plan.prefetch_depth, plan.host_cache_subgroups, plan.gradients},
         pool(pipeline_pool_bytes(layout, options)),
-        tiers(io_tiers_of(plan), io::TierSetOptions{&pool, [](const std::string&) {}}),
+        tiers(io_tiers_of(plan), io::TierSetOptions{&pool, Diagnostics{}}),
         store(plan, shard, &tiers, "test", plan.gradients == GradientPolicy::flush_fp32),
         threads(2),
         pipeline(store, pool, std::vector<io::TierSlots*>(tiers.size(), nullptr), threads, options),

@@ -39,7 +39,7 @@ State run_updates(const Plan& plan, std::int64_t elements, const WeightDecayMask
   const SubgroupLayout layout(shard.elements, plan.subgroup_elements);
   const PipelineOptions options{plan.buffers, plan.prefetch_depth, plan.host_cache_subgroups, plan.gradients};
   io::PinnedBufferPool pool(pipeline_pool_bytes(layout, options));
-  io::TierSet tiers(io_tiers_of(plan), io::TierSetOptions{&pool, [](const std::string&) {}});
+  io::TierSet tiers(io_tiers_of(plan), io::TierSetOptions{&pool, Diagnostics{}});
   StateStore store(plan, shard, &tiers, "decay", false);
   ThreadPool threads(2);
   UpdatePipeline pipeline(store, pool, std::vector<io::TierSlots*>(tiers.size(), nullptr), threads, options);
