@@ -12,7 +12,8 @@
 // the running program with `--comm-probe-child FILE` (run_comm_probe_child: every rank
 // measures, rank 0 writes the figures to FILE) and reads them back. Without mpirun, or when
 // the launch fails or takes longer than `timeout_s`, it returns unmeasured figures and says
-// why through `warn` (the models then leave the collectives out, with their own warning).
+// why in a warning to `diagnostics` (the models then leave the collectives out, with their own
+// warning).
 // Costs a few seconds (2 ranks, 32 MiB, 5 repetitions).
 // Between nodes, probe_inter_node runs the same child mode with one rank per node (or
 // ranks_per_node) through a launcher that reaches the nodes (the testbed's
