@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/diagnostics.hpp"
 #include "core/accounting.hpp"
 #include "core/error.hpp"
 #include "core/cpu_steal.hpp"
@@ -83,8 +84,6 @@ Error non_finite_step_error(const TrainOptions& o, std::int64_t step, double los
                ". Lower --lr (or --max-grad-norm), or check the data");
 }
 
-using Note = std::function<void(const std::string&)>;
-
 // ---- Inputs ---------------------------------------------------------------------------
 
 // The run's inputs that check_inputs() opens and checks, before anything is written or
@@ -109,7 +108,7 @@ struct RunInputs {
 std::optional<checkpoint::Checkpoint> open_checkpoint(const TrainOptions& o,
                                                       const model::ParameterLayout& layout,
                                                       const comm::ZeroPartition& partition,
-                                                      const Note& input_note) {
+                                                      const Diagnostics& input_diagnostics) {
   std::optional<checkpoint::Checkpoint> checkpoint;
   if (o.checkpoint_dir.empty()) return checkpoint;
   const std::int64_t params = layout.total();
@@ -119,7 +118,8 @@ std::optional<checkpoint::Checkpoint> open_checkpoint(const TrainOptions& o,
     checkpoint = checkpoint::Checkpoint::open_latest(
         o.checkpoint_dir, o.model, params, {mine.global_begin, mine.global_end(), partition.rank() == 0});
     if (!checkpoint)
-      input_note("resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
+      input_diagnostics.note("checkpoint",
+                             "resume: no checkpoint in " + o.checkpoint_dir + " yet; starting from step 0");
   } else {
     checkpoint::expect_no_checkpoints(o.checkpoint_dir);  // any ckpt-*, not only `latest`
   }
@@ -142,10 +142,10 @@ bool check_export(const TrainOptions& o, const hf::HfExportOptions& hf_export) {
   return export_file;
 }
 
-// Notes about the inputs go to `input_note`, printed once every input is checked, so bad
-// input prints one line; `note` prints at once.
-RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Note& input_note,
-                       const Note& note) {
+// Notes about the inputs go to `input_diagnostics`, printed once every input is checked, so bad
+// input prints one line; `diagnostics` prints at once.
+RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Diagnostics& input_diagnostics,
+                       const Diagnostics& diagnostics) {
   comm::Communicator& comm = job.host_side();
   validate(o.model);
   const model::ModelShape shape = model::shape_of(o.model);
@@ -162,13 +162,14 @@ RunInputs check_inputs(const TrainOptions& o, comm::Communicator& job, const Not
   check_train_options(o, job, backend_choice);
   TrainingData data = open_training_data(o);
   comm::ZeroPartition partition(layout.total(), comm.size(), comm.rank());
-  std::optional<checkpoint::Checkpoint> checkpoint = open_checkpoint(o, layout, partition, input_note);
+  std::optional<checkpoint::Checkpoint> checkpoint = open_checkpoint(o, layout, partition, input_diagnostics);
   // A Hugging Face checkpoint to start from: config.json and every tensor checked here; a
   // checkpoint of this run, when there is one, takes precedence (a restarted --init-from run).
   std::optional<hf::HfCheckpoint> init;
   if (!o.init_from.empty()) {
     if (checkpoint)
-      note("resume: --init-from " + o.init_from + " is not read; the run continues from its checkpoint");
+      diagnostics.note("--init-from", "resume: --init-from " + o.init_from +
+                                          " is not read; the run continues from its checkpoint");
     else
       init.emplace(o.init_from, o.model);
   }
@@ -224,26 +225,30 @@ std::optional<std::string> plan_shape_warning(const TrainOptions& o, const Plan&
 // The plan the run follows: --plan, or the default plan (one disk tier under --state-dir,
 // which it creates) for the launched shape; checked against the options and, collectively,
 // against the launched world (every rank stops alike on a mismatch).
-Plan run_plan(const TrainOptions& o, std::int64_t params, comm::Communicator& comm, const Note& input_note) {
+Plan run_plan(const TrainOptions& o, std::int64_t params, comm::Communicator& comm,
+              const Diagnostics& input_diagnostics) {
   Plan plan = o.plan ? *o.plan : default_plan(o.model, params, o.state_dir);  // creates state_dir
   if (!o.plan) {
     plan.cluster.nodes = comm.nodes();  // the default plan takes the launched shape
     plan.cluster.ranks_per_node = comm.local_size();
-    for (const std::string& line : default_plan_summary(plan)) input_note(line);
+    for (const std::string& line : default_plan_summary(plan)) input_diagnostics.note("plan", line);
     if (!o.save_plan.empty()) {
       if (comm.rank() == 0) save_plan(plan, o.save_plan);
-      input_note("plan: written to " + o.save_plan + " (edit it, or pass it to mlpo-tune --simulate)");
+      input_diagnostics.note(
+          "plan", "plan: written to " + o.save_plan + " (edit it, or pass it to mlpo-tune --simulate)");
     }
   } else if (const auto warning = plan_shape_warning(o, plan)) {
-    input_note(*warning);
+    input_diagnostics.warning("plan", *warning);
   }
   check_train_plan(o, plan, params);
   comm::check_world_matches(comm, plan.cluster);  // collective: every rank stops alike on a mismatch
   if (comm.size() > 1 && (comm.size() & (comm.size() - 1)) != 0)
-    input_note("note: " + std::to_string(comm.size()) +
-               " ranks is not a power of two: the run is deterministic, but its gradient "
-               "sums differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism "
-               "of reductions\")");
+    input_diagnostics.note(
+        "ranks",
+        "note: " + std::to_string(comm.size()) +
+            " ranks is not a power of two: the run is deterministic, but its gradient "
+            "sums differ in the last bits from runs with 1, 2, 4, ... ranks (docs/comm.md, \"Determinism "
+            "of reductions\")");
   return plan;
 }
 
@@ -277,13 +282,15 @@ LrSchedule lr_schedule(const TrainOptions& o) {
 // From this run's checkpoint: p, m, v of this rank's range; returns where the run stands.
 checkpoint::TrainingPosition resume_state(checkpoint::Checkpoint& checkpoint, const TrainOptions& o,
                                           const Json& settings, offload::UpdatePipeline& pipeline,
-                                          const RankShard& mine, std::span<bf16> weights, const Note& note) {
+                                          const RankShard& mine, std::span<bf16> weights,
+                                          const Diagnostics& diagnostics) {
   const checkpoint::TrainingPosition pos = checkpoint.position();
-  for (const std::string& line : checkpoint.notes()) note(line);
+  for (const std::string& line : checkpoint.notes()) diagnostics.note("checkpoint", line);
   if (pos.seed != o.seed)
-    note("resume: using the checkpoint's seed " + std::to_string(pos.seed) + " (--seed " +
-         std::to_string(o.seed) + " ignored)");
-  for (const std::string& warning : resume_setting_warnings(settings, checkpoint.settings())) note(warning);
+    diagnostics.note("checkpoint", "resume: using the checkpoint's seed " + std::to_string(pos.seed) +
+                                       " (--seed " + std::to_string(o.seed) + " ignored)");
+  for (const std::string& warning : resume_setting_warnings(settings, checkpoint.settings()))
+    diagnostics.warning("checkpoint", warning);
   // Streams like the write: one subgroup at a time from the files into its tier.
   const auto t0 = Clock::now();
   pipeline.load_state([&](const Subgroup& sg, float* p, float* m, float* v) {
@@ -292,30 +299,33 @@ checkpoint::TrainingPosition resume_state(checkpoint::Checkpoint& checkpoint, co
   });
   const double load_s = seconds_since(t0);
   const double state_bytes = 12.0 * static_cast<double>(mine.elements);
-  note("checkpoint: loaded " + format_bytes(state_bytes) + " of optimizer state in " +
-       format_seconds(load_s) + " (" + rate_text(state_bytes, load_s) + ")");
-  note("resume: continuing from " + checkpoint.path() + " (step " + std::to_string(pos.step) +
-       ", written by " + std::to_string(checkpoint.ranks()) + (checkpoint.ranks() == 1 ? " rank" : " ranks") +
-       ")");
+  diagnostics.note("checkpoint", "checkpoint: loaded " + format_bytes(state_bytes) +
+                                     " of optimizer state in " + format_seconds(load_s) + " (" +
+                                     rate_text(state_bytes, load_s) + ")");
+  diagnostics.note("checkpoint", "resume: continuing from " + checkpoint.path() + " (step " +
+                                     std::to_string(pos.step) + ", written by " +
+                                     std::to_string(checkpoint.ranks()) +
+                                     (checkpoint.ranks() == 1 ? " rank" : " ranks") + ")");
   return pos;
 }
 
 // From a Hugging Face checkpoint (--init-from): each rank streams its own range, tensor by
 // tensor, into its subgroups' homes; m = v = 0.
 void load_hf_weights(hf::HfCheckpoint& init, const TrainOptions& o, offload::UpdatePipeline& pipeline,
-                     const RankShard& mine, std::span<bf16> weights, const Note& note) {
+                     const RankShard& mine, std::span<bf16> weights, const Diagnostics& diagnostics) {
   pipeline.load_state([&](const Subgroup& sg, float* p, float*, float*) {
     init.read(mine.global_begin + sg.begin, sg.elements, p);
     fp32_to_bf16(p, weights.data() + sg.begin, static_cast<std::size_t>(sg.elements));
   });
-  note("init: weights from " + o.init_from + " (" + init.dtypes() + "), fresh optimizer state");
+  diagnostics.note("--init-from",
+                   "init: weights from " + o.init_from + " (" + init.dtypes() + "), fresh optimizer state");
 }
 
 // A fresh run: each element's initial value is a pure function of (seed, index), hashed on
 // every core (billions of parameters would take minutes on one); m = v = 0.
 void load_initial_values(const model::ParameterLayout& layout, std::uint64_t seed,
                          offload::UpdatePipeline& pipeline, const RankShard& mine, std::span<bf16> weights,
-                         ThreadPool& threads, const Note& note) {
+                         ThreadPool& threads, const Diagnostics& diagnostics) {
   // A large state takes minutes to write: once it has taken 2 s, say what is being written and
   // then every tenth of it; in any case one line at the end with the throughput.
   const auto t0 = std::chrono::steady_clock::now();
@@ -333,12 +343,13 @@ void load_initial_values(const model::ParameterLayout& layout, std::uint64_t see
         });
     done += static_cast<double>(sg.elements);
     if (!announced && seconds_since(t0) >= 2.0) {
-      note("init: writing the initial optimizer state (" + what + ") to the plan's tiers");
+      diagnostics.progress("init",
+                           "init: writing the initial optimizer state (" + what + ") to the plan's tiers");
       announced = true;
     }
     if (announced && total > 0 && done / total * 10 >= tenths + 1 && done < total) {
       tenths = static_cast<int>(done / total * 10);
-      note("init: " + std::to_string(tenths * 10) + " %");
+      diagnostics.progress("init", "init: " + std::to_string(tenths * 10) + " %");
     }
   });
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -346,7 +357,7 @@ void load_initial_values(const model::ParameterLayout& layout, std::uint64_t see
   std::snprintf(line, sizeof line, "init: wrote the initial optimizer state (%s) in %s (%.2f GB/s)",
                 what.c_str(), format_seconds(s).c_str(),
                 s > 0 ? total * kOptimizerStateBytes / s / 1e9 : 0.0);
-  note(line);
+  diagnostics.note("init", line);
 }
 
 // ---- One step -------------------------------------------------------------------------
@@ -509,13 +520,13 @@ class TrainingRun {
   // p (+ m, v) of this rank's shard from the checkpoint, the Hugging Face weights or the
   // seed; the bf16 weights round(p) to the device.
   void load_initial_state() {
-    const Note note = [this](const std::string& line) { this->note(line); };
+    const Diagnostics diagnostics([this](const Diagnostic& d) { note(d.text); });
     if (in_.checkpoint)
-      pos_ = resume_state(*in_.checkpoint, o_, settings_, pipeline_, mine_, weights_, note);
+      pos_ = resume_state(*in_.checkpoint, o_, settings_, pipeline_, mine_, weights_, diagnostics);
     else if (in_.init)
-      load_hf_weights(*in_.init, o_, pipeline_, mine_, weights_, note);
+      load_hf_weights(*in_.init, o_, pipeline_, mine_, weights_, diagnostics);
     else
-      load_initial_values(in_.layout, o_.seed, pipeline_, mine_, weights_, threads_, note);
+      load_initial_values(in_.layout, o_.seed, pipeline_, mine_, weights_, threads_, diagnostics);
     model_weights_.upload_all();
     trace_.mark("started " + std::to_string(pos_.step));
   }
@@ -770,16 +781,17 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
   comm::SingleProcessCommunicator one_process;
   comm::Communicator& job = o.comm ? *o.comm : one_process;  // NCCL: the step's reductions
   comm::Communicator& comm = job.host_side();                // host-memory collectives
-  const Note note = [&](const std::string& line) {
-    if (comm.rank() == 0 && events.note) events.note(line);
-  };
+  // Every diagnostic to events.note, as the line mlpo-run prints (its text), from rank 0.
+  const Diagnostics diagnostics([&](const Diagnostic& d) {
+    if (comm.rank() == 0 && events.note) events.note(d.text);
+  });
   const auto run_start = Clock::now();
 
   // ---- Inputs, all checked before anything is written or printed ----------------------
   // Notes about the inputs wait until every input is checked, so bad input prints one line.
-  std::vector<std::string> input_notes;
-  const Note input_note = [&](const std::string& line) { input_notes.push_back(line); };
-  RunInputs in = check_inputs(o, job, input_note, note);
+  std::vector<Diagnostic> input_notes;
+  const Diagnostics input_diagnostics = collect_diagnostics(input_notes);
+  RunInputs in = check_inputs(o, job, input_diagnostics, diagnostics);
   // The compute device, and whether the run fits in its memory: both before anything is written.
   ThreadPool threads(o.threads);
   const unsigned blas_threads = o.blas_threads ? o.blas_threads : usable_cores();
@@ -787,11 +799,11 @@ TrainResult train(const TrainOptions& o, const TrainEvents& events) {
       compute::open_backend(in.backend_choice, threads, blas_threads, comm.local_rank());
   const compute::TrainingFootprint footprint{o.micro_batch, o.grad_accum, comm.size(), o.param_offload};
   if (const auto line = compute::check_training_memory(device, in.shape, footprint, o.gpu_memory_limit))
-    input_note(*line);
-  const Plan plan = run_plan(o, in.layout.total(), comm, input_note);
-  input_note(check_run_host_memory(o, in, footprint, plan, comm));
+    input_diagnostics.note("device memory", *line);
+  const Plan plan = run_plan(o, in.layout.total(), comm, input_diagnostics);
+  input_diagnostics.note("host memory", check_run_host_memory(o, in, footprint, plan, comm));
   const LrSchedule lr = lr_schedule(o);
-  for (const std::string& line : input_notes) note(line);
+  for (const Diagnostic& d : input_notes) diagnostics.report(d);
 
   // ---- Compute device, model and offload engine; the initial state --------------------
   TrainingRun run(o, events, job, in, threads, device, plan, lr, blas_threads, footprint);
