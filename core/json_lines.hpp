@@ -1,7 +1,6 @@
 #pragma once
 // JSON lines: one JSON object per line, as mlpo-run's run log (docs/formats.md, "Run log").
-// The one reader of the format for the run report (executor/train) and mlpo-tune --validate
-// (tuner); errors name "path:line".
+// The lines under core/run_log_reader, the one reader of the log; errors name "path:line".
 
 #include <string>
 #include <vector>

@@ -5,19 +5,34 @@
 #include <cstdio>
 
 #include "core/error.hpp"
-#include "core/json_lines.hpp"
+#include "core/run_log_reader.hpp"
 #include "core/units.hpp"
 #include "simulator/analytic_model.hpp"
 
 namespace mlpo::tune {
 
+namespace {
+
+// Adds `k`-th parts of the step's tier traffic to the run's tiers of the same name.
+void add_tiers(std::vector<MeasuredTier>& tiers, const StepRecord& step, double k) {
+  for (const StepTierRecord& t : step.tiers) {
+    auto it =
+        std::find_if(tiers.begin(), tiers.end(), [&](const MeasuredTier& x) { return x.name == t.name; });
+    if (it == tiers.end()) {
+      tiers.push_back({t.name});
+      it = tiers.end() - 1;
+    }
+    it->read_bytes += static_cast<double>(t.read_bytes) / k;
+    it->write_bytes += static_cast<double>(t.write_bytes) / k;
+    it->busy_s += t.busy_s / k;
+    it->slot_wait_s += t.slot_wait_s / k;
+  }
+}
+
+}  // namespace
+
 MeasuredRun read_run_log(const std::string& path) {
-  std::vector<Json> steps;
-  for (JsonLine& line : read_json_lines(path))
-    if (line.value.contains("update_s"))
-      steps.push_back(std::move(line.value));  // other records (a header) are no iterations
-  if (steps.empty())
-    throw Error(path + ": no iteration records (lines with \"update_s\"); run mlpo-run with --log");
+  const std::vector<StepRecord> steps = read_step_records(path);  // each step once: its last record
   MeasuredRun m;
   m.steps_logged = steps.size();
   const std::size_t first = steps.size() >= 2 ? 1 : 0;  // skip the warm-up step
@@ -26,46 +41,28 @@ MeasuredRun read_run_log(const std::string& path) {
   double steal_sum = 0;
   int steal_steps = 0;
   for (std::size_t i = first; i < steps.size(); ++i) {
-    const Json& s = steps[i];
-    const std::string where = path + ": step " + std::to_string(i);
-    m.forward_s += number_field(s, "forward_s", where) / k;
-    m.backward_s += number_field(s, "backward_s", where) / k;
-    m.update_s += number_field(s, "update_s", where) / k;
-    m.prefetch_stall_s += number_field(s, "prefetch_stall_s", where) / k;
-    m.cache_hits += number_field(s, "cache_hits", where) / k;
-    if (s.contains("weight_fetch_bytes"))
-      m.weight_fetch_bytes += number_field(s, "weight_fetch_bytes", where) / k;
+    const StepRecord& s = steps[i];
+    m.forward_s += s.forward_s / k;
+    m.backward_s += s.backward_s / k;
+    m.update_s += s.update_s / k;
+    m.prefetch_stall_s += s.prefetch_stall_s / k;
+    m.cache_hits += static_cast<double>(s.cache_hits) / k;
+    m.weight_fetch_bytes += static_cast<double>(s.weight_fetch_bytes.value_or(0)) / k;
     // Optional fields: averaged where every step has them, none otherwise.
-    for (auto [key, sum] : {std::pair{"adam_s", &m.adam_s}, std::pair{"gather_wait_s", &m.gather_wait_s},
-                            std::pair{"gradient_copy_wait_s", &m.gradient_copy_wait_s},
-                            std::pair{"exchange_cpu_s", &m.exchange_cpu_s},
-                            std::pair{"gradient_flush_s", &m.gradient_flush_s}}) {
-      if (!s.contains(key))
+    for (auto [logged, sum] : {std::pair{&s.adam_s, &m.adam_s}, std::pair{&s.gather_wait_s, &m.gather_wait_s},
+                               std::pair{&s.gradient_copy_wait_s, &m.gradient_copy_wait_s},
+                               std::pair{&s.exchange_cpu_s, &m.exchange_cpu_s},
+                               std::pair{&s.gradient_flush_s, &m.gradient_flush_s}}) {
+      if (!*logged)
         sum->reset();
       else if (*sum)
-        **sum += number_field(s, key, where) / k;
+        **sum += **logged / k;
     }
-    if (s.contains("cpu_steal")) {  // absent from steps shorter than a clock tick
-      steal_sum += number_field(s, "cpu_steal", where);
+    if (s.cpu_steal) {  // absent from steps shorter than a clock tick
+      steal_sum += *s.cpu_steal;
       ++steal_steps;
     }
-    if (!s.contains("tiers")) continue;
-    if (!s["tiers"].is_array()) throw Error(where + ": field 'tiers' must be an array");
-    for (const Json& t : s["tiers"]) {
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string())
-        throw Error(where + ": every tier needs a string 'name'");
-      const std::string name = t["name"].get<std::string>();
-      auto it =
-          std::find_if(m.tiers.begin(), m.tiers.end(), [&](const MeasuredTier& x) { return x.name == name; });
-      if (it == m.tiers.end()) {
-        m.tiers.push_back({name});
-        it = m.tiers.end() - 1;
-      }
-      it->read_bytes += number_field(t, "read_bytes", where) / k;
-      it->write_bytes += number_field(t, "write_bytes", where) / k;
-      it->busy_s += number_field(t, "busy_s", where) / k;
-      it->slot_wait_s += number_field(t, "slot_wait_s", where) / k;
-    }
+    add_tiers(m.tiers, s, k);
   }
   if (steal_steps > 0) m.cpu_steal = steal_sum / steal_steps;
   return m;

@@ -1,8 +1,9 @@
 #pragma once
-// ValidateRun: holds a measured run log (`mlpo-run`'s JSON lines) against the simulator's
-// prediction for the same plan and profile — per phase and per tier, predicted versus
-// measured with the relative error. The first logged step is a warm-up and is skipped; the
-// rest are averaged. Unknown fields in the log are ignored.
+// ValidateRun: holds a measured run log (`mlpo-run`'s JSON lines, read by core/run_log_reader:
+// a step logged twice keeps its last record, unknown fields are ignored) against the
+// simulator's prediction for the same plan and profile — per phase and per tier, predicted
+// versus measured with the relative error. The first logged step is a warm-up and is
+// skipped; the rest are averaged.
 
 #include <optional>
 #include <string>
@@ -24,8 +25,8 @@ struct MeasuredTier {
 };
 
 struct MeasuredRun {
-  std::size_t steps_logged = 0;
-  std::size_t steps_used = 0;  // averaged (all but the first when there are two or more)
+  std::size_t steps_logged = 0;  // distinct steps
+  std::size_t steps_used = 0;    // averaged (all but the first when there are two or more)
   double forward_s = 0;
   double backward_s = 0;
   double update_s = 0;
@@ -51,7 +52,8 @@ struct MeasuredRun {
   std::vector<MeasuredTier> tiers;
 };
 
-// Throws mlpo::Error naming the file and line on malformed input or a log without steps.
+// The log's steps averaged (core/run_log_reader's steps). Throws mlpo::Error naming the file
+// and line on malformed input, and the file for a log without steps.
 MeasuredRun read_run_log(const std::string& path);
 
 struct Comparison {

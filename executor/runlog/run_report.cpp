@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/json_io.hpp"
+#include "core/run_log_reader.hpp"
 #include "core/svg.hpp"
 #include "core/units.hpp"  // GB
 
@@ -188,7 +189,7 @@ std::string decimal_bytes(double bytes) {
   return buf;
 }
 
-std::vector<std::string> tier_names(const std::vector<RunLogStep>& steps) {
+std::vector<std::string> tier_names(const std::vector<StepRecord>& steps) {
   std::vector<std::string> names;
   for (const auto& s : steps)
     for (const auto& t : s.tiers)
@@ -196,13 +197,13 @@ std::vector<std::string> tier_names(const std::vector<RunLogStep>& steps) {
   return names;
 }
 
-const RunLogTier* find_tier(const RunLogStep& s, const std::string& name) {
+const StepTierRecord* find_tier(const StepRecord& s, const std::string& name) {
   for (const auto& t : s.tiers)
     if (t.name == name) return &t;
   return nullptr;
 }
 
-double loss_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps, const StepAxis& axis) {
+double loss_panel(std::string& svg, double top, const std::vector<StepRecord>& steps, const StepAxis& axis) {
   Points train, eval;
   for (const auto& s : steps) {
     if (s.loss) train.push_back({static_cast<double>(s.step), *s.loss});
@@ -223,7 +224,7 @@ double loss_panel(std::string& svg, double top, const std::vector<RunLogStep>& s
   return kPanelHeight;
 }
 
-double throughput_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps,
+double throughput_panel(std::string& svg, double top, const std::vector<StepRecord>& steps,
                         const StepAxis& axis) {
   Points rate;
   for (const auto& s : steps)
@@ -238,24 +239,25 @@ double throughput_panel(std::string& svg, double top, const std::vector<RunLogSt
   return kPanelHeight;
 }
 
-double phase_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps, const StepAxis& axis) {
+double phase_panel(std::string& svg, double top, const std::vector<StepRecord>& steps, const StepAxis& axis) {
   struct Phase {
     const char* name;
     const char* label;
     const char* color;
-    double (*seconds)(const RunLogStep&);
+    double (*seconds)(const StepRecord&);
   };
   static const Phase kPhases[] = {
-      {"forward_s", "forward", "#4e79a7", [](const RunLogStep& s) { return s.forward_s; }},
-      {"backward_s", "backward", "#59a14f", [](const RunLogStep& s) { return s.backward_s; }},
-      {"update_s", "update", "#f28e2b", [](const RunLogStep& s) { return s.update_s; }},
+      {"forward_s", "forward", "#4e79a7", [](const StepRecord& s) { return s.forward_s; }},
+      {"backward_s", "backward", "#59a14f", [](const StepRecord& s) { return s.backward_s; }},
+      {"update_s", "update", "#f28e2b", [](const StepRecord& s) { return s.update_s; }},
       {"weights_to_device_s", "weights to device", "#76b7b2",
-       [](const RunLogStep& s) { return s.weights_to_device_s; }},
-      {"checkpoint_s", "checkpoint", "#b07aa1", [](const RunLogStep& s) { return s.checkpoint_s; }},
+       [](const StepRecord& s) { return s.weights_to_device_s.value_or(0); }},
+      {"checkpoint_s", "checkpoint", "#b07aa1",
+       [](const StepRecord& s) { return s.checkpoint_s.value_or(0); }},
       {"other_s", "other", "#bab0ac",
-       [](const RunLogStep& s) {
-         return std::max(0.0, s.step_s - s.forward_s - s.backward_s - s.update_s - s.weights_to_device_s -
-                                  s.checkpoint_s);
+       [](const StepRecord& s) {
+         return std::max(0.0, s.step_s.value_or(0) - s.forward_s - s.backward_s - s.update_s -
+                                  s.weights_to_device_s.value_or(0) - s.checkpoint_s.value_or(0));
        }},
   };
   double top_value = 0;
@@ -280,7 +282,7 @@ double phase_panel(std::string& svg, double top, const std::vector<RunLogStep>& 
   return kPanelHeight;
 }
 
-double tier_bytes_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps,
+double tier_bytes_panel(std::string& svg, double top, const std::vector<StepRecord>& steps,
                         const StepAxis& axis, const std::vector<std::string>& tiers) {
   double top_value = 0;
   for (const auto& s : steps) {
@@ -299,7 +301,7 @@ double tier_bytes_panel(std::string& svg, double top, const std::vector<RunLogSt
     const char* color = kTierColors[k % std::size(kTierColors)];
     Points read, written;
     for (const auto& s : steps) {
-      const RunLogTier* t = find_tier(s, tiers[k]);
+      const StepTierRecord* t = find_tier(s, tiers[k]);
       read.push_back({static_cast<double>(s.step), t ? t->read_bytes / unit.bytes : 0});
       written.push_back({static_cast<double>(s.step), t ? t->write_bytes / unit.bytes : 0});
     }
@@ -311,13 +313,13 @@ double tier_bytes_panel(std::string& svg, double top, const std::vector<RunLogSt
   return kPanelHeight;
 }
 
-double tier_rate_panel(std::string& svg, double top, const std::vector<RunLogStep>& steps,
+double tier_rate_panel(std::string& svg, double top, const std::vector<StepRecord>& steps,
                        const StepAxis& axis, const std::vector<std::string>& tiers) {
   std::vector<Points> rates(tiers.size());
   std::vector<double> read(tiers.size()), written(tiers.size());
   for (std::size_t k = 0; k < tiers.size(); ++k)
     for (const auto& s : steps)
-      if (const RunLogTier* t = find_tier(s, tiers[k])) {
+      if (const StepTierRecord* t = find_tier(s, tiers[k])) {
         read[k] += t->read_bytes;
         written[k] += t->write_bytes;
         if (t->busy_s > 0)
@@ -339,7 +341,7 @@ double tier_rate_panel(std::string& svg, double top, const std::vector<RunLogSte
   return kPanelHeight;
 }
 
-std::string summary_line(const std::vector<RunLogStep>& steps, const std::vector<std::string>& tiers) {
+std::string summary_line(const std::vector<StepRecord>& steps, const std::vector<std::string>& tiers) {
   std::string line = "steps " + std::to_string(steps.front().step) + "-" + std::to_string(steps.back().step) +
                      " (" + std::to_string(steps.size()) + " logged)";
   double rate = 0;
@@ -347,7 +349,7 @@ std::string summary_line(const std::vector<RunLogStep>& steps, const std::vector
   for (const auto& s : steps)
     if (s.tokens_per_s) rate += *s.tokens_per_s, ++rated;
   if (rated > 0) line += ", mean " + svg::compact_number(rate / rated) + " tokens/s";
-  const RunLogStep *first = nullptr, *last = nullptr;
+  const StepRecord *first = nullptr, *last = nullptr;
   for (const auto& s : steps)
     if (s.loss) (first ? last : first) = &s, last = &s;
   char buf[96];
@@ -362,7 +364,7 @@ std::string summary_line(const std::vector<RunLogStep>& steps, const std::vector
 
 }  // namespace
 
-std::string run_report_svg(const std::vector<RunLogStep>& steps, const std::string& title) {
+std::string run_report_svg(const std::vector<StepRecord>& steps, const std::string& title) {
   MLPO_CHECK(!steps.empty(), "run report of no steps");
   const StepAxis axis{static_cast<double>(steps.front().step), static_cast<double>(steps.back().step)};
   const std::vector<std::string> tiers = tier_names(steps);
@@ -398,7 +400,7 @@ void write_run_report(const std::string& log_path, const std::string& out_path, 
   if (ext != ".svg" && ext != ".html")
     throw Error("--out " + out_path +
                 ": the report is an .svg image or an .html page; name the file with one of those endings");
-  const std::vector<RunLogStep> steps = read_run_log_steps(log_path);
+  const std::vector<StepRecord> steps = read_step_records(log_path);
   const std::string heading = title.empty() ? std::filesystem::path(log_path).filename().string() : title;
   const std::string svg = run_report_svg(steps, heading);
   if (ext == ".svg") return write_file_atomic(out_path, svg);

@@ -19,14 +19,15 @@
 #include <string>
 #include <vector>
 
-#include "executor/runlog/run_log_reader.hpp"
+#include "core/step_record.hpp"
 
 namespace mlpo::runlog {
 
-std::string run_report_svg(const std::vector<RunLogStep>& steps, const std::string& title);
+std::string run_report_svg(const std::vector<StepRecord>& steps, const std::string& title);
 
-// Reads `log_path` (read_run_log_steps) and writes the report to `out_path` atomically: SVG,
-// or HTML around it when out_path ends in .html. An empty title becomes the log's file name.
+// Reads `log_path` (core/run_log_reader: a step logged twice keeps its last record) and
+// writes the report to `out_path` atomically: SVG, or HTML around it when out_path ends in
+// .html. An empty title becomes the log's file name.
 // mlpo::Error naming the log line, or --out for another extension, on bad input.
 void write_run_report(const std::string& log_path, const std::string& out_path, const std::string& title);
 

@@ -248,6 +248,26 @@ TEST(ValidateRun, UpdateOnlyBaselineHoldsItsGradientFlushAgainstTheAnalyticFlush
   EXPECT_EQ(row(delayed, "update_and_flush_s"), delayed.rows.end());
 }
 
+TEST(ValidateRun, AStepLoggedTwiceIsHeldAgainstThePredictionByItsLastRecord) {
+  // Steps 0-2, then a resume from the step-1 checkpoint logs step 2 again: validated as the
+  // log that has each step once, with its last record.
+  const Profile profile = mlpo::testing::io_bound_profile();
+  const ModelSpec spec = find_preset("small");
+  const Plan plan = mlpo::testing::plan_for("small", account(spec, ClusterShape{}).params.total, 1, 1,
+                                            {mlpo::testing::plan_tier(profile, "nvme", 1.0)});
+  const ValidationReport resumed = validate_run(
+      write_log("run-resumed.jsonl", {step(0, 9, 5), step(1, 2, 10), step(2, 7, 90), step(2, 4, 30)}), plan,
+      profile, spec);
+  const ValidationReport once = validate_run(
+      write_log("run-once.jsonl", {step(0, 9, 5), step(1, 2, 10), step(2, 4, 30)}), plan, profile, spec);
+  EXPECT_EQ(resumed.measured.steps_logged, 3u);
+  ASSERT_EQ(resumed.rows.size(), once.rows.size());
+  for (std::size_t i = 0; i < once.rows.size(); ++i) {
+    EXPECT_EQ(resumed.rows[i].quantity, once.rows[i].quantity);
+    EXPECT_DOUBLE_EQ(resumed.rows[i].measured, once.rows[i].measured) << once.rows[i].quantity;
+  }
+}
+
 TEST(ValidateRun, PlanForAnotherModelIsAnError) {
   const Profile profile = mlpo::testing::io_bound_profile();
   Plan plan = small_on_nvme(profile, 12345);

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "core/error.hpp"
+#include "core/run_log_reader.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
 namespace mlpo::runlog {
@@ -130,7 +131,7 @@ TEST(RunReport, ResumedStepsKeepTheirLastRecord) {
   // Steps 1-3, then a resume from the step-2 checkpoint logs step 3 again.
   test::write_file(dir / "run.jsonl", step_line(1, 5.0, "") + step_line(2, 4.0, "") + step_line(3, 3.0, "") +
                                           step_line(3, 3.5, ""));
-  const auto steps = read_run_log_steps(dir / "run.jsonl");
+  const auto steps = read_step_records(dir / "run.jsonl");  // the report's reader
   ASSERT_EQ(steps.size(), 3u);
   EXPECT_DOUBLE_EQ(*steps.back().loss, 3.5);
   ASSERT_EQ(steps.back().tiers.size(), 1u);
