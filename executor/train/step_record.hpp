@@ -1,9 +1,9 @@
 #pragma once
-// The job's record of one training step: the JSON object rank 0 logs (mlpo-run --log, one
-// line per step; fields in docs/formats.md, "Run log") and train() returns in
-// TrainResult::steps. step_record() builds it from what the step computed, which is the same
-// on every rank, and what this rank measured, reduced over the ranks: times (`*_s`, a tier's
-// `busy_s`, `slot_wait_s`) are the slowest rank's, counts and bytes the sum over the ranks.
+// The job's record of one training step (core/step_record: the run log's one record type;
+// rank 0 logs it, mlpo-run --log, and train() returns it as JSON in TrainResult::steps).
+// step_record() builds it from what the step computed, which is the same on every rank, and
+// what this rank measured, reduced over the ranks: times (`*_s`, a tier's `busy_s`,
+// `slot_wait_s`) are the slowest rank's, counts and bytes the sum over the ranks.
 //
 // Collective: every rank calls step_record() once per step, after the step's update and
 // checkpoint (two small reductions of 12 + 2 x tiers doubles and 4 + 2 x tiers integers).
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/json_io.hpp"
+#include "core/step_record.hpp"
 #include "executor/offload/update_pipeline.hpp"
 #include "executor/train/step_collectives.hpp"
 
@@ -25,6 +25,10 @@ struct StepOutcome {
   double grad_norm = 0;  // global, before clipping
   float clip_scale = 1;  // the gradient multiplier from clipping
   double tokens = 0;     // tokens of all ranks' micro-batches
+  // The validation loss of the weights after the step, on steps that evaluated, and the
+  // seconds it took (rank 0's; not part of step_s).
+  std::optional<double> eval_loss;
+  double eval_s = 0;
 };
 
 // What this rank measured in the step, in seconds.
@@ -54,7 +58,7 @@ struct WeightFetches {
 
 // `update`: this rank's update phase. `fetches`: added as weight_fetch_bytes and
 // weight_demand_fetches when given (this rank's own: streamed weights run on one rank).
-Json step_record(const StepOutcome& outcome, const StepTimes& mine, const offload::UpdateStats& update,
-                 const std::optional<WeightFetches>& fetches, StepCollectives& collectives);
+StepRecord step_record(const StepOutcome& outcome, const StepTimes& mine, const offload::UpdateStats& update,
+                       const std::optional<WeightFetches>& fetches, StepCollectives& collectives);
 
 }  // namespace mlpo::train

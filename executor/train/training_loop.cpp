@@ -695,14 +695,12 @@ class TrainingRun {
       mine.exchange_cpu_s = m.exchange1->thread_cpu_s - m.exchange0->thread_cpu_s;
       mine.gather_wait_s = m.exchange1->gather_wait_s - m.exchange0->gather_wait_s;
     }
-    Json rec = step_record({step, m.loss, m.adam.lr, m.grad_norm, m.adam.grad_scale, tokens}, mine, m.upd,
-                           model_weights_.fetches_since_last_call(), *collectives_);
-    if (m.eval_loss) {
-      rec["eval_loss"] = *m.eval_loss;
-      rec["eval_s"] = m.eval_s;
-    }
+    const StepRecord record =
+        step_record({step, m.loss, m.adam.lr, m.grad_norm, m.adam.grad_scale, tokens, m.eval_loss, m.eval_s},
+                    mine, m.upd, model_weights_.fetches_since_last_call(), *collectives_);
     tokens_total_ += tokens;
-    seconds_total_ += rec["step_s"].get<double>();
+    seconds_total_ += *record.step_s;
+    Json rec = to_json(record);
     if (rank_ == 0 && events_.step) events_.step(rec);
     steps_.push_back(std::move(rec));
   }
