@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/rank_shard.hpp"
 #include "core/rates.hpp"
+#include "core/step_record.hpp"
 #include "core/thread_pool.hpp"
 #include "core/tier_rates.hpp"
 #include "executor/io/tier_set.hpp"
@@ -128,98 +129,103 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Rank
   if (o.state_hash) digest_rank_state(pipeline, shard, group.chunk_digests());
 }
 
-Json step_record(RankGroup& group, std::int64_t step, const std::vector<std::string>& tier_names,
-                 const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate) {
-  Json j;
-  j["step"] = step + 1;
-  double update_s = 0, backward_s = 0, adam_s = 0, stall = 0, flush_s = 0, steal = -1;
-  std::int64_t hits = 0, reads = 0, writes = 0, elements = 0;
-  Json rank_update_s = Json::array();  // each rank's own update time: the step waits for the slowest
+// The step's record from every rank's, tiers and bound apart: times the slowest rank's,
+// counts the sum over the ranks.
+StepRecord ranks_step_record(RankGroup& group, std::int64_t step) {
+  StepRecord record;
+  record.step = step + 1;
+  double steal = -1;
+  std::vector<double> rank_update_s;  // each rank's own update time: the step waits for the slowest
+  record.gradient_flush_s = 0.0;
+  record.adam_s = 0.0;
+  for (int r = 0; r < group.ranks(); ++r) {
+    const auto& rank = group.record(r, step);
+    rank_update_s.push_back(rank.update_s);
+    record.update_s = std::max(record.update_s, rank.update_s);
+    record.backward_s = std::max(record.backward_s, rank.backward_s);
+    record.gradient_flush_s = std::max(*record.gradient_flush_s, rank.gradient_flush_s);
+    record.adam_s = std::max(*record.adam_s, rank.adam_s);
+    steal = std::max(steal, rank.cpu_steal);
+    record.prefetch_stall_s = std::max(record.prefetch_stall_s, rank.prefetch_stall_s);
+    record.cache_hits += rank.cache_hits;
+    record.reads += rank.reads;
+    record.writes += rank.writes;
+    record.elements += rank.elements;
+  }
+  if (group.ranks() > 1) record.rank_update_s = std::move(rank_update_s);
+  record.grad_norm = group.record(0, step).grad_norm;
+  if (steal >= 0) record.cpu_steal = steal;
+  return record;
+}
+
+// File tier `t`'s traffic in the step over every rank: bytes summed, busy the slowest rank's,
+// slot waits summed, and the device counters of the rank with the longest span.
+StepTierRecord tier_step_record(RankGroup& group, std::int64_t step, std::size_t t, const std::string& name) {
+  std::uint64_t rb = 0, wb = 0, device_rb = 0, device_wb = 0;
+  double busy = 0, wait = 0, device_busy = -1;
   for (int r = 0; r < group.ranks(); ++r) {
     const auto& rec = group.record(r, step);
-    rank_update_s.push_back(rec.update_s);
-    update_s = std::max(update_s, rec.update_s);
-    backward_s = std::max(backward_s, rec.backward_s);
-    flush_s = std::max(flush_s, rec.gradient_flush_s);
-    adam_s = std::max(adam_s, rec.adam_s);
-    steal = std::max(steal, rec.cpu_steal);
-    stall = std::max(stall, rec.prefetch_stall_s);
-    hits += rec.cache_hits;
-    reads += rec.reads;
-    writes += rec.writes;
-    elements += rec.elements;
-  }
-  j["loss"] = nullptr;
-  j["forward_s"] = 0.0;
-  j["backward_s"] = backward_s;
-  j["update_s"] = update_s;
-  if (group.ranks() > 1) j["rank_update_s"] = rank_update_s;
-  j["gradient_flush_s"] = flush_s;
-  j["adam_s"] = adam_s;
-  j["prefetch_stall_s"] = stall;
-  j["grad_norm"] = group.record(0, step).grad_norm;
-  j["cache_hits"] = hits;
-  j["reads"] = reads;
-  j["writes"] = writes;
-  j["elements"] = elements;
-  if (steal >= 0) j["cpu_steal"] = steal;
-  Json tiers = Json::array();
-  double bytes_total = 0, bw_total = 0, slowest_tier_s = 0;
-  for (std::size_t t = 0; t < tier_names.size(); ++t) {
-    std::uint64_t rb = 0, wb = 0, device_rb = 0, device_wb = 0;
-    double busy = 0, wait = 0, device_busy = -1;
-    for (int r = 0; r < group.ranks(); ++r) {
-      const auto& rec = group.record(r, step);
-      rb += rec.read_bytes[t];
-      wb += rec.write_bytes[t];
-      busy = std::max(busy, rec.busy_s[t]);
-      wait += rec.slot_wait_s[t];
-      // Node-wide counters over each rank's own (nearly equal) span: the longest span's.
-      if (rec.device_busy_s[t] > device_busy) {
-        device_busy = rec.device_busy_s[t];
-        device_rb = rec.device_read_bytes[t];
-        device_wb = rec.device_write_bytes[t];
-      }
+    rb += rec.read_bytes[t];
+    wb += rec.write_bytes[t];
+    busy = std::max(busy, rec.busy_s[t]);
+    wait += rec.slot_wait_s[t];
+    // Node-wide counters over each rank's own (nearly equal) span: the longest span's.
+    if (rec.device_busy_s[t] > device_busy) {
+      device_busy = rec.device_busy_s[t];
+      device_rb = rec.device_read_bytes[t];
+      device_wb = rec.device_write_bytes[t];
     }
-    tiers.push_back(Json{{"name", tier_names[t]},
-                         {"read_bytes", rb},
-                         {"write_bytes", wb},
-                         {"busy_s", busy},
-                         {"slot_wait_s", wait}});
-    if (device_busy >= 0)
-      tiers.back()["device"] =
-          Json{{"busy_s", device_busy}, {"read_bytes", device_rb}, {"write_bytes", device_wb}};
-    // A host tier is updated in place (mapped): no bytes to move, only Adam's time, below.
-    if (tier_rates.empty() || !tier_rates[t]) {
-      if (!tier_rates.empty()) tiers.back()["in_place"] = true;
+  }
+  StepTierRecord tier{name, static_cast<std::int64_t>(rb), static_cast<std::int64_t>(wb), busy, wait};
+  if (device_busy >= 0)
+    tier.device = StepDeviceRecord{device_busy, static_cast<std::int64_t>(device_rb),
+                                   static_cast<std::int64_t>(device_wb)};
+  return tier;
+}
+
+// Adds the physical bound of the step (update_only_run.hpp) from the bytes each tier moved, at
+// the profile's rates, and marks the tiers updated in place (a mapped host tier: no bytes to
+// move, only Adam's time). No bound without a profile.
+void add_step_bound(StepRecord& record, const std::vector<std::optional<TierRates>>& tier_rates,
+                    double adam_rate) {
+  double bytes_total = 0, bw_total = 0, slowest_tier_s = 0;
+  for (std::size_t t = 0; t < record.tiers.size() && !tier_rates.empty(); ++t) {
+    StepTierRecord& tier = record.tiers[t];
+    if (!tier_rates[t]) {
+      tier.in_place = true;
       continue;
     }
     // The least time this tier needs for its own bytes at its measured bandwidths: reads and
     // writes overlapped at the profile's mixed rates, or one direction after the other at the
     // alone rates, whichever is faster, at the best stream count (TierRates::least_seconds).
     const TierRates& rates = *tier_rates[t];
-    const double rbd = static_cast<double>(rb), wbd = static_cast<double>(wb);
+    const double rbd = static_cast<double>(tier.read_bytes), wbd = static_cast<double>(tier.write_bytes);
     const double tier_s = rates.least_seconds(rbd, wbd);
     slowest_tier_s = std::max(slowest_tier_s, tier_s);
     bytes_total += rbd + wbd;
     // The tier's effective bandwidth for this read/write mix (its even-mix rate when it moved nothing).
-    bw_total += rb + wb > 0 ? (rbd + wbd) / tier_s : 2.0 / rates.least_seconds(1.0, 1.0);
+    bw_total += rbd + wbd > 0 ? (rbd + wbd) / tier_s : 2.0 / rates.least_seconds(1.0, 1.0);
   }
-  j["tiers"] = tiers;
-  if (adam_rate > 0) {
-    // bound: the slowest tier for the bytes this plan put on it, or Adam; ideal_bound: the
-    // design formula, bytes over the sum of all tiers' bandwidths (reachable only when the
-    // plan splits bytes in proportion to bandwidth).
-    const double adam_bound = static_cast<double>(elements) / adam_rate;
-    const double bound = std::max(slowest_tier_s, adam_bound);
-    const double ideal = std::max(bw_total > 0 ? bytes_total / bw_total : 0.0, adam_bound);
-    j["io_bound_s"] = slowest_tier_s;
-    j["adam_bound_s"] = adam_bound;
-    j["bound_s"] = bound;
-    j["ideal_bound_s"] = ideal;
-    j["achieved_over_bound"] = bound > 0 ? update_s / bound : 0.0;
-  }
-  return j;
+  if (adam_rate <= 0) return;
+  // bound: the slowest tier for the bytes this plan put on it, or Adam; ideal_bound: the
+  // design formula, bytes over the sum of all tiers' bandwidths (reachable only when the
+  // plan splits bytes in proportion to bandwidth).
+  const double adam_bound = static_cast<double>(record.elements) / adam_rate;
+  const double bound = std::max(slowest_tier_s, adam_bound);
+  record.io_bound_s = slowest_tier_s;
+  record.adam_bound_s = adam_bound;
+  record.bound_s = bound;
+  record.ideal_bound_s = std::max(bw_total > 0 ? bytes_total / bw_total : 0.0, adam_bound);
+  record.achieved_over_bound = bound > 0 ? record.update_s / bound : 0.0;
+}
+
+StepRecord step_record(RankGroup& group, std::int64_t step, const std::vector<std::string>& tier_names,
+                       const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate) {
+  StepRecord record = ranks_step_record(group, step);
+  for (std::size_t t = 0; t < tier_names.size(); ++t)
+    record.tiers.push_back(tier_step_record(group, step, t, tier_names[t]));
+  add_step_bound(record, tier_rates, adam_rate);
+  return record;
 }
 
 // Refuses options no run can use: counts out of range, AdamW values that are not finite or out
@@ -305,14 +311,15 @@ UpdateOnlyResult summarize(const UpdateOnlyOptions& o, RankGroup& group,
   double sum_update = 0, sum_flush = 0, sum_bound = 0, sum_ideal = 0;
   std::int64_t counted = 0;
   for (std::int64_t s = 0; s < o.steps; ++s) {
-    Json rec = step_record(group, s, tier_names, tier_rates, adam_rate);
+    const StepRecord record = step_record(group, s, tier_names, tier_rates, adam_rate);
+    Json rec = to_json(record);
     if (on_step) on_step(rec);
     if (s > 0 || o.steps == 1) {
-      sum_update += rec["update_s"].get<double>();
-      sum_flush += rec["gradient_flush_s"].get<double>();
-      if (rec.contains("bound_s")) {
-        sum_bound += rec["bound_s"].get<double>();
-        sum_ideal += rec["ideal_bound_s"].get<double>();
+      sum_update += record.update_s;
+      sum_flush += *record.gradient_flush_s;
+      if (record.bound_s) {
+        sum_bound += *record.bound_s;
+        sum_ideal += *record.ideal_bound_s;
       }
       ++counted;
     }

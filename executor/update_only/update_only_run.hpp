@@ -54,7 +54,7 @@ struct UpdateOnlyOptions {
 };
 
 struct UpdateOnlyResult {
-  std::vector<Json> steps;  // one log record per step (the JSON-lines log)
+  std::vector<Json> steps;  // one log record per step (a core/step_record StepRecord as JSON)
   Json summary;
   std::string state_sha256;  // when state_hash
 };
