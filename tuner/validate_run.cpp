@@ -70,6 +70,17 @@ MeasuredRun read_run_log(const std::string& path) {
 
 namespace {
 
+// A number, or null where it is unknown.
+Json number_or_null(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+
+// A row of the report; its relative error is null where nothing was measured.
+Json to_json(const Comparison& c) {
+  return Json{{"quantity", c.quantity},
+              {"predicted", c.predicted},
+              {"measured", c.measured},
+              {"relative_error", c.measured != 0 ? Json(c.relative_error()) : Json(nullptr)}};
+}
+
 std::string percent(double share) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f %%", 100 * share);
@@ -197,20 +208,15 @@ std::string format_report(const ValidationReport& r) {
 
 Json to_json(const ValidationReport& r) {
   Json rows = Json::array();
-  for (const Comparison& c : r.rows)
-    rows.push_back(Json{{"quantity", c.quantity},
-                        {"predicted", c.predicted},
-                        {"measured", c.measured},
-                        {"relative_error", c.measured != 0 ? Json(c.relative_error()) : Json(nullptr)}});
-  return Json{
-      {"schema", "mlpo.validation/1"},
-      {"steps_logged", r.measured.steps_logged},
-      {"steps_used", r.measured.steps_used},
-      {"update_only", r.update_only},
-      {"rows", rows},
-      {"cpu_steal", Json{{"run", r.measured.cpu_steal ? Json(*r.measured.cpu_steal) : Json(nullptr)},
-                         {"profile", r.profile_cpu_steal ? Json(*r.profile_cpu_steal) : Json(nullptr)}}},
-      {"warnings", r.warnings}};
+  for (const Comparison& c : r.rows) rows.push_back(to_json(c));
+  return Json{{"schema", "mlpo.validation/1"},
+              {"steps_logged", r.measured.steps_logged},
+              {"steps_used", r.measured.steps_used},
+              {"update_only", r.update_only},
+              {"rows", rows},
+              {"cpu_steal", Json{{"run", number_or_null(r.measured.cpu_steal)},
+                                 {"profile", number_or_null(r.profile_cpu_steal)}}},
+              {"warnings", r.warnings}};
 }
 
 }  // namespace mlpo::tune

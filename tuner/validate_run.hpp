@@ -16,21 +16,18 @@
 
 namespace mlpo::tune {
 
+// A file tier's traffic per step, averaged over the steps used (the log's StepTierRecords).
 struct MeasuredTier {
   std::string name;
-  double read_bytes = 0;
-  double write_bytes = 0;
-  double busy_s = 0;
-  double slot_wait_s = 0;
+  double read_bytes = 0, write_bytes = 0;  // all ranks' bytes
+  double busy_s = 0, slot_wait_s = 0;
 };
 
 struct MeasuredRun {
   std::size_t steps_logged = 0;  // distinct steps
   std::size_t steps_used = 0;    // averaged (all but the first when there are two or more)
-  double forward_s = 0;
-  double backward_s = 0;
-  double update_s = 0;
-  double prefetch_stall_s = 0;
+  // Averages over the steps used.
+  double forward_s = 0, backward_s = 0, update_s = 0, prefetch_stall_s = 0;
   double cache_hits = 0;
   // bf16 weight bytes the step fetched into the compute device part by part (optional field):
   // > 0 on one rank means the run used --param-offload, which the prediction then models.
