@@ -1,7 +1,7 @@
 #pragma once
 // Runs work in forked child processes and brings back its JSON result over a pipe. SimGrid
 // 3.32 keeps process-wide state (clock, models, configuration) that a second Engine would
-// inherit, so every simulation gets a fresh process; a fork costs about 35 ms here.
+// inherit, so every simulation gets a fresh process (a fork costs tens of milliseconds).
 
 #include <functional>
 #include <vector>

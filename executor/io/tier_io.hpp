@@ -6,8 +6,8 @@
 // in the kernel: reads from the oldest read request, writes from the oldest write request,
 // taking turns. So a write-back and the next read overlap as two streams, as the profile's
 // read+write curve measures a tier and the simulator models it. (One queue for both, oldest
-// request first, ran them one after the other: on a tier with separate read and write caps
-// the update moved 0.165 GB/s each way under caps of 0.30/0.25, docs/benchmarks.md.)
+// request first, would run them one after the other and leave a tier with separate read and
+// write caps half idle.)
 // Tiers never wait on each other: each has its own ring and thread.
 //
 // Guarantees per request: short transfers are resubmitted for the rest, EINTR/EAGAIN are

@@ -11,8 +11,8 @@
 // cache) do not hold the tiers idle. A read counts as consumed once take() hands it over:
 // with depth 1 the next miss is read while AdamW updates this one (docs/formats.md:
 // "subgroups read ahead of the one being updated"; the simulator gives its window permit
-// back at the same point). Counting it only after its AdamW left the tier idle for one
-// subgroup's AdamW per miss (0.45 s of a 2.35 s update, docs/benchmarks.md).
+// back at the same point). Counting it only after its AdamW would leave the tier idle for
+// one subgroup's AdamW per miss.
 //
 // Waits are on condition variables signalled by the event that ends them: take() for the
 // window, a finished read for take(), a finished write for a buffer (PipelineWriters), and a
