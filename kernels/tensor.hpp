@@ -20,32 +20,21 @@ namespace mlpo {
 // the CPU backend, so that gradient checks can run the real model code in double precision.
 enum class DType : std::uint8_t { bf16, f32, f64, i32 };
 
+// Each type's element size and name, in DType's order.
+struct DTypeFacts {
+  std::size_t size;
+  const char* name;
+};
+inline constexpr std::array<DTypeFacts, 4> kDTypeFacts{{{2, "bf16"}, {4, "f32"}, {8, "f64"}, {4, "i32"}}};
+
 constexpr std::size_t dtype_size(DType t) {
-  switch (t) {
-    case DType::bf16:
-      return 2;
-    case DType::f32:
-      return 4;
-    case DType::f64:
-      return 8;
-    case DType::i32:
-      return 4;
-  }
-  return 0;
+  const auto i = static_cast<std::size_t>(t);
+  return i < kDTypeFacts.size() ? kDTypeFacts[i].size : 0;
 }
 
 constexpr const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::bf16:
-      return "bf16";
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::i32:
-      return "i32";
-  }
-  return "?";
+  const auto i = static_cast<std::size_t>(t);
+  return i < kDTypeFacts.size() ? kDTypeFacts[i].name : "?";
 }
 
 template <class T>

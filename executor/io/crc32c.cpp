@@ -292,15 +292,11 @@ Crc32cPath crc32c_path() {
 }
 
 const char* crc32c_path_name(Crc32cPath path) {
-  switch (path) {
-    case Crc32cPath::avx512:
-      return "VPCLMULQDQ folding (AVX-512)";
-    case Crc32cPath::sse42:
-      return "SSE4.2 crc32, three streams";
-    case Crc32cPath::table:
-      return "table (slicing-by-8)";
-  }
-  return "?";
+  constexpr std::array<const char*, 3> kNames{
+      // in Crc32cPath's order
+      "VPCLMULQDQ folding (AVX-512)", "SSE4.2 crc32, three streams", "table (slicing-by-8)"};
+  const auto i = static_cast<std::size_t>(path);
+  return i < kNames.size() ? kNames[i] : "?";
 }
 
 std::uint32_t crc32c_isal(const void* data, std::size_t size, std::uint32_t crc) {

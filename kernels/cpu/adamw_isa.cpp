@@ -1,6 +1,9 @@
 #include "kernels/cpu/adamw_isa.hpp"
 
+#include <array>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -49,23 +52,25 @@ SimdIsa resolve_simd_isa(SimdIsa isa) {
   return isa;
 }
 
+namespace {
+
+// Every variant with its name: to_string and parse_simd_isa both read it.
+constexpr std::array<std::pair<SimdIsa, std::string_view>, 4> kSimdIsaNames{{{SimdIsa::best, "best"},
+                                                                             {SimdIsa::scalar, "scalar"},
+                                                                             {SimdIsa::avx2, "avx2"},
+                                                                             {SimdIsa::avx512, "avx512"}}};
+
+}  // namespace
+
 std::string_view to_string(SimdIsa isa) {
-  switch (isa) {
-    case SimdIsa::best:
-      return "best";
-    case SimdIsa::scalar:
-      return "scalar";
-    case SimdIsa::avx2:
-      return "avx2";
-    case SimdIsa::avx512:
-      return "avx512";
-  }
+  for (const auto& [i, name] : kSimdIsaNames)
+    if (i == isa) return name;
   return "?";
 }
 
 SimdIsa parse_simd_isa(std::string_view name) {
-  for (SimdIsa isa : {SimdIsa::best, SimdIsa::scalar, SimdIsa::avx2, SimdIsa::avx512})
-    if (name == to_string(isa)) return isa;
+  for (const auto& [isa, n] : kSimdIsaNames)
+    if (name == n) return isa;
   throw Error("unknown SIMD variant '" + std::string(name) + "'; expected best, scalar, avx2 or avx512");
 }
 
