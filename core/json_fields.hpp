@@ -45,6 +45,17 @@ void read_fields(const JsonFields<S>& fields, JsonObject& o, S& s) {
   for (const JsonField<S>& f : fields) f.read(o, s);
 }
 
+// A whole document: its "schema" checked, its rows read, no key left over.
+template <class S>
+S read_document(const Json& json, const char* schema, const JsonFields<S>& fields) {
+  JsonObject root(json, "");
+  root.expect_schema(schema);
+  S s;
+  read_fields(fields, root, s);
+  root.finish();
+  return s;
+}
+
 template <class S>
 void write_fields(const JsonFields<S>& fields, const S& s, Json& j) {
   for (const JsonField<S>& f : fields) f.write(s, j);

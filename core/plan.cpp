@@ -274,11 +274,7 @@ const JsonFields<Plan>& plan_fields() {
 }  // namespace
 
 Plan plan_from_json(const Json& json) {
-  JsonObject root(json, "");
-  root.expect_schema("mlpo.plan/1");
-  Plan p;
-  read_fields(plan_fields(), root, p);
-  root.finish();
+  Plan p = read_document(json, "mlpo.plan/1", plan_fields());
   validate(p);
   return p;
 }

@@ -489,12 +489,7 @@ const JsonFields<Profile>& profile_fields() {
 }  // namespace
 
 Profile profile_from_json(const Json& json) {
-  JsonObject root(json, "");
-  root.expect_schema("mlpo.profile/1");
-  Profile p;
-  read_fields(profile_fields(), root, p);
-  root.finish();
-  return p;
+  return read_document(json, "mlpo.profile/1", profile_fields());
 }
 
 Json to_json(const Profile& p) {
