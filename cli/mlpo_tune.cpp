@@ -248,6 +248,19 @@ mlpo::Profile load_noted_profile(const std::string& path, bool quiet) {
   return profile;
 }
 
+// A result as --json asks (its JSON document) or as text unless --quiet, then where its chart
+// (`chart`, e.g. "timeline") went when one was asked for.
+template <class Result, class Format>
+void print_result(const Result& r, Format format, const TuneFlags& f, const char* chart,
+                  const std::string& chart_path) {
+  if (f.json)
+    std::printf("%s\n", mlpo::tune::to_json(r).dump(2).c_str());
+  else if (!f.quiet)
+    std::printf("%s", format(r).c_str());
+  if (!f.quiet && !f.json && !chart_path.empty())
+    std::printf("%s written to %s\n", chart, chart_path.c_str());
+}
+
 // --validate: predicted against measured, per phase and tier.
 int run_validate(const TuneFlags& f) {
   if (f.plan_path.empty() || f.profile_path.empty())
@@ -293,12 +306,7 @@ int run_simulate(const CLI::App& app, const TuneFlags& f) {
     mlpo::tune::write_timeline_svg(s.simulated.timeline,
                                    spec.name + ": simulated iteration of " + f.simulate_path + ", node 0",
                                    f.timeline_path);
-  if (f.json)
-    std::printf("%s\n", mlpo::tune::to_json(s).dump(2).c_str());
-  else if (!f.quiet)
-    std::printf("%s", mlpo::tune::format_simulation(s).c_str());
-  if (!f.quiet && !f.json && !f.timeline_path.empty())
-    std::printf("timeline written to %s\n", f.timeline_path.c_str());
+  print_result(s, mlpo::tune::format_simulation, f, "timeline", f.timeline_path);
   return 0;
 }
 
@@ -373,10 +381,7 @@ int run_what_if(const mlpo::ModelSpec& spec, const TuneFlags& f) {
   if (!f.out_profile.empty())
     mlpo::write_file_atomic(f.out_profile, mlpo::to_json(w.edited.profile).dump(2) + "\n");
   if (!f.out_path.empty() && w.after.result) mlpo::save_plan(w.after.result->chosen.plan, f.out_path);
-  if (f.json)
-    std::printf("%s\n", mlpo::tune::to_json(w).dump(2).c_str());
-  else if (!f.quiet)
-    std::printf("%s", mlpo::tune::format_what_if(w).c_str());
+  print_result(w, mlpo::tune::format_what_if, f, "", "");
   if (!f.quiet && !f.json) {
     if (!f.out_profile.empty()) std::printf("edited profile written to %s\n", f.out_profile.c_str());
     if (!f.out_path.empty() && w.after.result)
@@ -393,12 +398,7 @@ int run_sensitivity(const mlpo::ModelSpec& spec, const TuneFlags& f) {
     mlpo::write_file_atomic(
         f.tornado_path,
         mlpo::tune::tornado_svg(r, spec.name + ": what bounds the plan (" + f.profile_path + ")"));
-  if (f.json)
-    std::printf("%s\n", mlpo::tune::to_json(r).dump(2).c_str());
-  else if (!f.quiet)
-    std::printf("%s", mlpo::tune::format_sensitivity(r).c_str());
-  if (!f.quiet && !f.json && !f.tornado_path.empty())
-    std::printf("tornado chart written to %s\n", f.tornado_path.c_str());
+  print_result(r, mlpo::tune::format_sensitivity, f, "tornado chart", f.tornado_path);
   return 0;
 }
 

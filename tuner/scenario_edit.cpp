@@ -133,22 +133,23 @@ TierProfile& tier_named(Scenario& s, const std::string& edit, const std::string&
 
 Figure tier_figure(Scenario& s, const std::string& edit, const TargetParts& t) {
   TierProfile& tier = tier_named(s, edit, t.name);
-  auto reads = [&tier](double f) {
-    scale(tier.read_gbps, f);
-    scale(tier.mixed_read_gbps, f);
-    for (TierIoSetting& io : tier.io_settings) {
-      scale(io.read_gbps, f);
-      scale(io.mixed_read_gbps, f);
-    }
+  // One direction's curves, alone and mixed, at the main setting and at every other one.
+  using Curve = std::vector<CurvePoint>;
+  auto direction = [&tier](Curve TierProfile::*alone, Curve TierProfile::*mixed,
+                           Curve TierIoSetting::*io_alone, Curve TierIoSetting::*io_mixed) {
+    return [&tier, alone, mixed, io_alone, io_mixed](double f) {
+      scale(tier.*alone, f);
+      scale(tier.*mixed, f);
+      for (TierIoSetting& io : tier.io_settings) {
+        scale(io.*io_alone, f);
+        scale(io.*io_mixed, f);
+      }
+    };
   };
-  auto writes = [&tier](double f) {
-    scale(tier.write_gbps, f);
-    scale(tier.mixed_write_gbps, f);
-    for (TierIoSetting& io : tier.io_settings) {
-      scale(io.write_gbps, f);
-      scale(io.mixed_write_gbps, f);
-    }
-  };
+  auto reads = direction(&TierProfile::read_gbps, &TierProfile::mixed_read_gbps, &TierIoSetting::read_gbps,
+                         &TierIoSetting::mixed_read_gbps);
+  auto writes = direction(&TierProfile::write_gbps, &TierProfile::mixed_write_gbps,
+                          &TierIoSetting::write_gbps, &TierIoSetting::mixed_write_gbps);
   if (t.field == "read_gbps") return {[&tier] { return peak(tier.read_gbps); }, reads, {}};
   if (t.field == "write_gbps") return {[&tier] { return peak(tier.write_gbps); }, writes, {}};
   if (t.field == "gbps")
