@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/page_array.hpp"
 #include "core/host_memory.hpp"
 #include "core/thread_pool.hpp"
 #include "core/units.hpp"
@@ -40,30 +41,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Page-aligned array of T, first touched in parallel by `pool` (pages land near the threads
-// that stream them, and the probe never times page faults).
+// The probe's arrays (core/page_array.hpp), its message when memory is short.
 template <class T>
-class HostArray {
- public:
-  HostArray(std::size_t count, ThreadPool& pool) : count_(count) {
-    const std::size_t bytes = round_up(std::max<std::size_t>(count, 1) * sizeof(T), 4096);
-    data_.reset(static_cast<T*>(std::aligned_alloc(4096, bytes)));
-    if (!data_)
-      throw Error("host probe: cannot allocate " + format_bytes(static_cast<double>(bytes)) +
-                  " of memory; use --quick or free memory");
-    pool.parallel_for(bytes, 1 << 20, [&](std::size_t b, std::size_t e) {
-      std::memset(reinterpret_cast<char*>(data_.get()) + b, 0, e - b);
-    });
-  }
-  T* data() const { return data_.get(); }
-  std::size_t size() const { return count_; }
-
- private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> data_;
-  std::size_t count_;
+struct HostArray : PageArray<T> {
+  HostArray(std::size_t count, ThreadPool& pool)
+      : PageArray<T>(count, pool, "host probe", " of memory; use --quick or free memory") {}
 };
 
 double seconds_of(const std::function<void()>& run) {

@@ -40,6 +40,7 @@
 
 #include "core/bf16.hpp"
 #include "core/error.hpp"
+#include "core/page_array.hpp"
 #include "core/thread_pool.hpp"
 #include "core/units.hpp"
 #include "kernels/cpu/adamw.hpp"
@@ -50,30 +51,11 @@
 namespace mlpo {
 namespace {
 
-// Page-aligned heap array, first touched by the pool that will use it (so pages land near the
-// threads that stream them).
+// The benchmark's arrays (core/page_array.hpp), its message when memory is short.
 template <class T>
-class PageBuffer {
- public:
-  PageBuffer(std::size_t n, ThreadPool& pool) : n_(n) {
-    const std::size_t bytes = round_up(std::max<std::size_t>(n, 1) * sizeof(T), 4096);
-    ptr_.reset(static_cast<T*>(std::aligned_alloc(4096, bytes)));
-    if (!ptr_)
-      throw Error("adam_bench: cannot allocate " + format_bytes(static_cast<double>(bytes)) +
-                  "; lower --elements or --memcpy-bytes");
-    pool.parallel_for(bytes, 4096, [&](std::size_t b, std::size_t e) {
-      std::memset(reinterpret_cast<char*>(ptr_.get()) + b, 0, e - b);
-    });
-  }
-  T* data() { return ptr_.get(); }
-  std::size_t size() const { return n_; }
-
- private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> ptr_;
-  std::size_t n_;
+struct PageBuffer : PageArray<T> {
+  PageBuffer(std::size_t n, ThreadPool& pool)
+      : PageArray<T>(n, pool, "adam_bench", "; lower --elements or --memcpy-bytes") {}
 };
 
 // Copy with SSE2 non-temporal stores (baseline x86-64, no -m flags). dst and src 16-byte aligned,
