@@ -11,6 +11,13 @@ namespace mlpo {
 inline constexpr std::int64_t kDefaultIoBlockSize = std::int64_t{1} << 20;  // 1 MiB
 inline constexpr std::int64_t kDefaultIoQueueDepth = 8;
 
+// The valid range, for the profile's and the plan's rows and the profiler's --io-settings: a
+// block size is a whole number of 4 KiB pages up to 1 GiB (O_DIRECT wants page-aligned
+// transfers); 1 to 4096 operations in flight per stream.
+inline constexpr std::int64_t kIoBlockAlign = 4096;
+inline constexpr std::int64_t kMaxIoBlockSize = std::int64_t{1} << 30;
+inline constexpr std::int64_t kMaxIoQueueDepth = 4096;
+
 struct IoSetting {
   std::int64_t block_size = kDefaultIoBlockSize;
   std::int64_t queue_depth = kDefaultIoQueueDepth;

@@ -134,7 +134,7 @@ void validate(const Plan& p) {
     throw Error("buffers: need at least 2 pinned subgroup buffers (one updating, one in flight)");
   if (p.prefetch_depth < 1 || p.prefetch_depth > p.buffers)
     throw Error("prefetch_depth: must be between 1 and buffers (" + std::to_string(p.buffers) + ")");
-  if (p.io_block_size < 4096 || p.io_block_size % 4096 != 0)
+  if (p.io_block_size < kIoBlockAlign || p.io_block_size % kIoBlockAlign != 0)
     throw Error("io.block_size: must be a multiple of 4096");
   if (p.mode == PlanMode::baseline) {
     auto need = [](bool ok, const std::string& what) {
@@ -206,9 +206,9 @@ const JsonFields<ClusterShape>& cluster_fields() {
 
 const JsonFields<Plan>& plan_io_fields() {
   static const JsonFields<Plan> fields{
-      int_field("block_size", &Plan::io_block_size, 1, std::int64_t{1} << 30, kDefaultIoBlockSize,
+      int_field("block_size", &Plan::io_block_size, 1, kMaxIoBlockSize, kDefaultIoBlockSize,
                 "I/O request size, a multiple of 4096"),
-      int_field("queue_depth", &Plan::io_queue_depth, 1, 4096, kDefaultIoQueueDepth,
+      int_field("queue_depth", &Plan::io_queue_depth, 1, kMaxIoQueueDepth, kDefaultIoQueueDepth,
                 "requests in flight per transfer"),
       bool_field("direct_io", &Plan::direct_io, true, "O_DIRECT"),
       bool_field("crc", &Plan::crc, true, "CRC32C of every tier extent"),

@@ -283,8 +283,8 @@ const JsonFields<GpuProfile>& gpu_fields() {
 
 JsonField<TierIoSetting> io_block_size_field() {
   auto read = [](JsonObject& o, TierIoSetting& s) {
-    s.block_size = o.integer_or("block_size", 4096, std::int64_t{1} << 30, kDefaultIoBlockSize);
-    if (s.block_size % 4096 != 0) o.fail("block_size", "must be a multiple of 4096");
+    s.block_size = o.integer_or("block_size", kIoBlockAlign, kMaxIoBlockSize, kDefaultIoBlockSize);
+    if (s.block_size % kIoBlockAlign != 0) o.fail("block_size", "must be a multiple of 4096");
   };
   auto write = [](const TierIoSetting& s, Json& j) { j["block_size"] = s.block_size; };
   return custom_field<TierIoSetting>("block_size", "int, multiple of 4096", "1 MiB",
@@ -322,7 +322,7 @@ const JsonFields<TierIoSetting>& io_setting_fields() {
   using S = TierIoSetting;
   static const JsonFields<S> fields{
       io_block_size_field(),
-      int_field("queue_depth", &S::queue_depth, 1, 4096, kDefaultIoQueueDepth,
+      int_field("queue_depth", &S::queue_depth, 1, kMaxIoQueueDepth, kDefaultIoQueueDepth,
                 "requests in flight per stream"),
       curve_field("read_gbps", &S::read_gbps, "streams", true, "aggregate read GB/s by streams"),
       curve_field("write_gbps", &S::write_gbps, "streams", true, "aggregate write GB/s by streams"),

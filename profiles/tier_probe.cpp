@@ -62,7 +62,8 @@ unsigned buffers_per_direction(std::uint64_t request) {
 
 // A block size the engine can use (a whole number of pages) and a queue depth it takes.
 bool usable(const IoSetting& io) {
-  return io.block_size > 0 && io.block_size % kPage == 0 && io.queue_depth >= 1 && io.queue_depth <= 4096;
+  return io.block_size > 0 && io.block_size % kPage == 0 && io.queue_depth >= 1 &&
+         io.queue_depth <= static_cast<unsigned>(kMaxIoQueueDepth);
 }
 
 // Bytes per engine request at one I/O setting (two outstanding per stream).
