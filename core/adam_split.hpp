@@ -4,7 +4,7 @@
 // into static ranges of kAdamWGrainElements (kernels/cpu/adamw.hpp's adamw_grain); with
 // integrity on (the plan's io.crc) a file tier's subgroup is verified, updated and recorded
 // chunk by chunk, one chunk of kIntegrityChunkElements per thread at a time
-// (executor/offload/in_place_integrity.hpp). A subgroup of c grains keeps at most c threads
+// (executor/offload/internal/in_place_integrity.hpp). A subgroup of c grains keeps at most c threads
 // busy: a 64 Ki-element subgroup with CRC on runs on one.
 
 #include <algorithm>

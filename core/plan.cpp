@@ -8,7 +8,7 @@
 
 #include "core/did_you_mean.hpp"
 #include "core/error.hpp"
-#include "core/json_fields.hpp"
+#include "core/internal/json_fields.hpp"
 
 namespace mlpo {
 

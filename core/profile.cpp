@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "core/json_fields.hpp"
+#include "core/internal/json_fields.hpp"
 
 namespace mlpo {
 

@@ -36,7 +36,7 @@ double interpolate(const std::vector<CurvePoint>& points, double streams);
 
 // What the executor's own forward and backward achieve on one compute backend, per part of
 // the model: mlpo-profile's model probe runs the trainer's micro-batch on a three-layer model
-// of the given widths (profiles/compute_probe.hpp). Each figure is an effective FLOP/s
+// of the given widths (profiles/internal/compute_probe.hpp). Each figure is an effective FLOP/s
 // against the simulator's FLOP counts (core/accounting.hpp: layer_forward_flops_per_token,
 // head_forward_flops_per_token; backward counts 3x forward), so the simulator predicts the
 // executor's time part by part: a layer's forward (GEMMs, attention, norms, RoPE, SwiGLU), its

@@ -106,7 +106,7 @@ struct Rates {
   // The pool's wake-up and join (host.pool_dispatch_s), seconds; 0: not in the profile.
   double pool_dispatch_s = 0;
   // One thread's start and join (host.thread_start_s), seconds; 0: not in the profile. Each
-  // update pays it for every reader and writer thread its pipeline starts (simulator/workload.hpp).
+  // update pays it for every reader and writer thread its pipeline starts (simulator/internal/workload.hpp).
   double thread_start_s = 0;
 
   // Aggregate Adam elements/s of the node when `ranks` ranks run Adam at once, each on its

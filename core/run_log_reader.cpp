@@ -3,7 +3,7 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "core/json_lines.hpp"
+#include "core/internal/json_lines.hpp"
 
 namespace mlpo {
 

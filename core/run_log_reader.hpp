@@ -1,5 +1,5 @@
 #pragma once
-// The run log read back: mlpo-run --log's JSON lines (core/json_lines), training or
+// The run log read back: mlpo-run --log's JSON lines (core/internal/json_lines), training or
 // update-only, as one StepRecord per step — the one reader of the log, for `mlpo-run report`
 // (executor/runlog/run_report) and `mlpo-tune --validate` (tuner/validate_run).
 //

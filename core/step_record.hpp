@@ -1,7 +1,7 @@
 #pragma once
 // StepRecord: one line of the run log (mlpo-run --log, JSON lines; docs/formats.md, "Run
 // log") — the one definition of a step record's fields, for the two programs that write it
-// (training, `executor/train/step_record`; `--update-only`, `executor/update_only`) and the
+// (training, `executor/train/internal/step_record`; `--update-only`, `executor/update_only`) and the
 // two that read it (`mlpo-run report`, `mlpo-tune --validate`, through core/run_log_reader).
 //
 // to_json() is the log's line: every field below under its own name, in nlohmann's key order

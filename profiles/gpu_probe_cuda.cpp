@@ -17,7 +17,7 @@
 #include "profiles/gemm_shapes.hpp"
 #include "profiles/gpu_probe.hpp"
 #include "core/interrupt.hpp"
-#include "profiles/sample_stats.hpp"
+#include "profiles/internal/sample_stats.hpp"
 
 namespace mlpo::profiles {
 

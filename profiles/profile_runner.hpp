@@ -18,11 +18,11 @@
 #include "core/model_spec.hpp"
 #include "core/profile.hpp"
 #include "executor/io/tier.hpp"
-#include "profiles/comm_probe.hpp"
+#include "profiles/internal/comm_probe.hpp"
 #include "profiles/gpu_probe.hpp"
-#include "profiles/host_probe.hpp"
+#include "profiles/internal/host_probe.hpp"
 #include "core/diagnostics.hpp"
-#include "profiles/tier_probe.hpp"
+#include "profiles/internal/tier_probe.hpp"
 
 namespace mlpo::profiles {
 

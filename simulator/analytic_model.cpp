@@ -4,9 +4,9 @@
 
 #include "core/rates.hpp"
 #include "core/units.hpp"
-#include "simulator/exchange_schedule.hpp"
-#include "simulator/simulation_rates.hpp"
-#include "simulator/workload.hpp"
+#include "simulator/internal/exchange_schedule.hpp"
+#include "simulator/internal/simulation_rates.hpp"
+#include "simulator/internal/workload.hpp"
 
 namespace mlpo::sim {
 
@@ -42,7 +42,7 @@ struct Setting {
 };
 
 // ZeRO-3 collectives (several ranks with figures in the profile): each pass as the executor's
-// exchange thread schedules it (simulator/exchange_schedule.hpp); what compute does not hide
+// exchange thread schedules it (simulator/internal/exchange_schedule.hpp); what compute does not hide
 // is the exchange's share of the phase.
 void consider_exchange(const Setting& s, AnalyticBreakdown& out, Bound& fwd, Bound& bwd) {
   const CollectiveCost cost = collective_cost_of(s.rates, s.w);

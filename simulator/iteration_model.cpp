@@ -11,12 +11,12 @@
 
 #include "core/error.hpp"
 #include "core/rates.hpp"
-#include "simulator/exchange_schedule.hpp"
-#include "simulator/platform.hpp"
+#include "simulator/internal/exchange_schedule.hpp"
+#include "simulator/internal/platform.hpp"
 #include "simulator/simulation_process.hpp"
-#include "simulator/simulation_rates.hpp"
-#include "simulator/slot_pool.hpp"
-#include "simulator/workload.hpp"
+#include "simulator/internal/simulation_rates.hpp"
+#include "simulator/internal/slot_pool.hpp"
+#include "simulator/internal/workload.hpp"
 
 namespace mlpo::sim {
 

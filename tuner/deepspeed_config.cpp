@@ -5,7 +5,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "simulator/iteration_model.hpp"
-#include "tuner/appendf.hpp"
+#include "tuner/internal/appendf.hpp"
 
 namespace mlpo::tune {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "core/units.hpp"
-#include "tuner/appendf.hpp"
+#include "tuner/internal/appendf.hpp"
 
 namespace mlpo::tune {
 

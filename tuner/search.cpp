@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "tuner/candidate_search.hpp"
-#include "tuner/simulated_refine.hpp"
+#include "tuner/internal/simulated_refine.hpp"
 
 namespace mlpo::tune {
 
@@ -61,7 +61,7 @@ void rank_survivors(const Accounting& a, const TuneRequest& request, const Candi
   if (baseline)
     result.baseline =
         RankedPlan{*baseline, sim::analyze(a, request.profile, *baseline, request.options), sims.back()};
-  // Local moves judged by SimGrid (tuner/simulated_refine.hpp); the ranking's first becomes
+  // Local moves judged by SimGrid (tuner/internal/simulated_refine.hpp); the ranking's first becomes
   // an alternative when a move beats it.
   result.chosen = refine_simulated(a, request, ranked.front(), result.simulated, result.simulated_moves);
   if (result.simulated_moves > 0) ranked.insert(ranked.begin(), result.chosen);
@@ -142,7 +142,7 @@ TuneResult tune(const TuneRequest& in) {
   // 2. SimGrid ranking of the survivors, with the baseline in the same batch.
   rank_survivors(a, request, found, progress, result);
 
-  // 3. Ablations: the chosen plan with each principle off (tuner/ablations.hpp), and its
+  // 3. Ablations: the chosen plan with each principle off (tuner/internal/ablations.hpp), and its
   // timeline if asked.
   const Plan& best = result.chosen.plan;
   if (request.ablations) {

@@ -4,7 +4,7 @@
 // µs per candidate, never the whole space in memory) yields the best `simulate_top` feasible
 // plans; they and the baseline plan are then simulated with SimGrid (child processes, `jobs`
 // at a time), the fastest simulated plan wins, and one ablation per principle of the chosen
-// plan (tuner/ablations.hpp) is simulated too. Costs: seconds of analytic scoring even at 8
+// plan (tuner/internal/ablations.hpp) is simulated too. Costs: seconds of analytic scoring even at 8
 // tiers and 8 ranks per node, plus ~0.1–1 s per SimGrid run.
 
 #include <optional>
@@ -13,8 +13,8 @@
 
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
-#include "tuner/ablations.hpp"
-#include "tuner/fit_report.hpp"
+#include "tuner/internal/ablations.hpp"
+#include "tuner/internal/fit_report.hpp"
 #include "tuner/plan_space.hpp"
 
 namespace mlpo::tune {

@@ -12,7 +12,7 @@
 #include "core/units.hpp"
 #include "simulator/iteration_model.hpp"
 #include "simulator/simulation_process.hpp"
-#include "tuner/appendf.hpp"
+#include "tuner/internal/appendf.hpp"
 #include "tuner/what_if.hpp"
 
 namespace mlpo::tune {

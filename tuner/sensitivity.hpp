@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/json_io.hpp"
-#include "tuner/scenario_edit.hpp"
+#include "tuner/internal/scenario_edit.hpp"
 #include "tuner/search.hpp"
 
 namespace mlpo::tune {

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "tuner/appendf.hpp"
+#include "tuner/internal/appendf.hpp"
 #include "tuner/explain.hpp"
 
 namespace mlpo::tune {

@@ -15,7 +15,7 @@
 #include "core/profile.hpp"
 #include "simulator/analytic_model.hpp"
 #include "simulator/iteration_model.hpp"
-#include "tuner/fit_report.hpp"
+#include "tuner/internal/fit_report.hpp"
 #include "tuner/plan_space.hpp"
 
 namespace mlpo::tune {

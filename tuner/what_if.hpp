@@ -1,6 +1,6 @@
 #pragma once
 // WhatIf: `mlpo-tune --what-if EDIT...` — the machine as profiled and the same machine with
-// the edits applied (tuner/scenario_edit.hpp: a faster tier, another NVMe, more memory, more
+// the edits applied (tuner/internal/scenario_edit.hpp: a faster tier, another NVMe, more memory, more
 // nodes, a faster network), each tuned from scratch, side by side: the best plan on each and
 // its predicted iteration per phase, with the baseline's. Costs two tunes (without the
 // ablations): seconds.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/json_io.hpp"
-#include "tuner/scenario_edit.hpp"
+#include "tuner/internal/scenario_edit.hpp"
 #include "tuner/search.hpp"
 
 namespace mlpo::tune {

@@ -14,7 +14,7 @@
 // the recomputed forward of activation checkpointing is NOT counted, so the GFLOP/s here is
 // the useful rate ("model FLOP/s"), not the hardware's.
 //
-// "GEMM rate at the layer shapes" is the CPU figure mlpo-profile measures (profiles/host_probe.cpp:
+// "GEMM rate at the layer shapes" is the CPU figure mlpo-profile measures (profiles/internal/host_probe.cpp:
 // bf16 linear_forward over profiles::transformer_gemm_shapes of this model at this step's
 // tokens), measured here with the same backend settings, so the printed ratio compares the
 // model's rate with the profile's at the same shapes. --breakdown wraps the backend in

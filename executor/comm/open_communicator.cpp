@@ -3,10 +3,10 @@
 #include "core/error.hpp"
 #include "executor/comm/single_process_communicator.hpp"
 #if MLPO_HAVE_MPI
-#include "executor/comm/mpi_communicator.hpp"
+#include "executor/comm/internal/mpi_communicator.hpp"
 #endif
 #if MLPO_HAVE_NCCL
-#include "executor/comm/nccl_communicator.hpp"
+#include "executor/comm/internal/nccl_communicator.hpp"
 #endif
 
 namespace mlpo::comm {

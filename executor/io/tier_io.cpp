@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "executor/io/crc32c.hpp"
-#include "executor/io/io_ring.hpp"
+#include "executor/io/internal/io_ring.hpp"
 #include "executor/io/io_thread_slice.hpp"
 
 namespace mlpo::io {

@@ -41,11 +41,11 @@
 
 #include "executor/io/block_device_stats.hpp"
 #include "executor/io/crc32c.hpp"
-#include "executor/io/io_request.hpp"
+#include "executor/io/internal/io_request.hpp"
 #include "executor/io/pinned_buffer_pool.hpp"
 #include "core/diagnostics.hpp"
 #include "executor/io/tier.hpp"
-#include "executor/io/tier_counters.hpp"
+#include "executor/io/internal/tier_counters.hpp"
 #include "executor/io/tier_file.hpp"
 #include "executor/io/unique_fd.hpp"
 

@@ -31,7 +31,7 @@
 
 #include "core/slot_scope.hpp"
 #include "executor/io/tier.hpp"
-#include "executor/io/tier_counters.hpp"
+#include "executor/io/internal/tier_counters.hpp"
 #include "executor/io/unique_fd.hpp"
 
 namespace mlpo::io {

@@ -14,7 +14,7 @@
 
 #include "core/bf16.hpp"
 #include "core/thread_pool.hpp"
-#include "executor/offload/in_place_integrity.hpp"
+#include "executor/offload/internal/in_place_integrity.hpp"
 #include "executor/offload/weight_decay_mask.hpp"
 #include "kernels/cpu/adamw.hpp"
 

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "executor/offload/placement_policy.hpp"
+#include "executor/offload/internal/placement_policy.hpp"
 #include "core/subgroup_layout.hpp"
 #include "executor/offload/update_pipeline.hpp"
 

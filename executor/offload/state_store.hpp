@@ -20,8 +20,8 @@
 #include "core/plan.hpp"
 #include "executor/io/mapped_file.hpp"
 #include "executor/io/tier_set.hpp"
-#include "executor/offload/in_place_integrity.hpp"
-#include "executor/offload/placement_policy.hpp"
+#include "executor/offload/internal/in_place_integrity.hpp"
+#include "executor/offload/internal/placement_policy.hpp"
 #include "core/rank_shard.hpp"
 #include "core/subgroup_layout.hpp"
 

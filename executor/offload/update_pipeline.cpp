@@ -7,9 +7,9 @@
 
 #include "core/error.hpp"
 #include "executor/offload/checked_adamw.hpp"
-#include "executor/offload/pipeline_error.hpp"
-#include "executor/offload/pipeline_readers.hpp"
-#include "executor/offload/pipeline_writers.hpp"
+#include "executor/offload/internal/pipeline_error.hpp"
+#include "executor/offload/internal/pipeline_readers.hpp"
+#include "executor/offload/internal/pipeline_writers.hpp"
 #include "kernels/cpu/convert.hpp"
 
 namespace mlpo::offload {

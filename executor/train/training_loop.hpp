@@ -47,7 +47,7 @@
 #include "core/json_io.hpp"
 #include "core/model_spec.hpp"
 #include "core/plan.hpp"
-#include "executor/train/lr_schedule.hpp"
+#include "executor/train/internal/lr_schedule.hpp"
 
 namespace mlpo::comm {
 class Communicator;

@@ -29,8 +29,8 @@
 #include "executor/offload/tier_run_directories.hpp"
 #include "executor/offload/update_pipeline.hpp"
 #include "executor/comm/communicator.hpp"
-#include "executor/update_only/launched_rank_group.hpp"
-#include "executor/update_only/local_rank_group.hpp"
+#include "executor/update_only/internal/launched_rank_group.hpp"
+#include "executor/update_only/internal/local_rank_group.hpp"
 #include "executor/update_only/synthetic_gradients.hpp"
 #include "core/usable_cores.hpp"
 

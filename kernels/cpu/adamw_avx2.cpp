@@ -4,8 +4,8 @@
 
 #include <immintrin.h>
 
-#include "kernels/cpu/adamw_lanes_avx2.hpp"
-#include "kernels/cpu/adamw_variants.hpp"
+#include "kernels/cpu/internal/adamw_lanes_avx2.hpp"
+#include "kernels/cpu/internal/adamw_variants.hpp"
 
 namespace mlpo::detail {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <immintrin.h>
 
-#include "kernels/cpu/adamw_variants.hpp"
-#include "kernels/cpu/convert_lanes.hpp"
+#include "kernels/cpu/internal/adamw_variants.hpp"
+#include "kernels/cpu/internal/convert_lanes.hpp"
 
 namespace mlpo::detail {
 namespace {

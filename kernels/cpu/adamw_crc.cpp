@@ -4,7 +4,7 @@
 
 #include "core/crc32c_polynomial.hpp"
 #include "core/error.hpp"
-#include "kernels/cpu/adamw_variants.hpp"
+#include "kernels/cpu/internal/adamw_variants.hpp"
 
 namespace mlpo {
 namespace {

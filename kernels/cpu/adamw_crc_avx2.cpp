@@ -12,8 +12,8 @@
 
 #include <cstring>
 
-#include "kernels/cpu/adamw_lanes_avx2.hpp"
-#include "kernels/cpu/adamw_variants.hpp"
+#include "kernels/cpu/internal/adamw_lanes_avx2.hpp"
+#include "kernels/cpu/internal/adamw_variants.hpp"
 
 namespace mlpo::detail {
 namespace {

@@ -3,8 +3,8 @@
 #include "kernels/cpu/convert.hpp"
 
 #include "core/thread_pool.hpp"
-#include "kernels/cpu/adamw_variants.hpp"
-#include "kernels/cpu/isa_dispatch.hpp"
+#include "kernels/cpu/internal/adamw_variants.hpp"
+#include "kernels/cpu/internal/isa_dispatch.hpp"
 
 namespace mlpo {
 

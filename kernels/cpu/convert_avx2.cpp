@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "kernels/cpu/adamw_variants.hpp"
-#include "kernels/cpu/convert_lanes.hpp"
+#include "kernels/cpu/internal/adamw_variants.hpp"
+#include "kernels/cpu/internal/convert_lanes.hpp"
 
 namespace mlpo::detail {
 

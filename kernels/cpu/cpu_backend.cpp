@@ -17,7 +17,7 @@ CpuBackend::CpuBackend(ThreadPool& pool, CpuBackendOptions options)
       options_(options),
       blas_threads_(options.blas_threads ? options.blas_threads : usable_cores()) {
   // All parallelism is the ThreadPool's: GEMMs are single-threaded OpenBLAS calls on its threads
-  // (kernels/cpu/blas_gemm.hpp), so OpenBLAS's own threads never compete with it for cores.
+  // (kernels/cpu/internal/blas_gemm.hpp), so OpenBLAS's own threads never compete with it for cores.
   openblas_set_num_threads(1);
 }
 

@@ -6,7 +6,7 @@
 // Determinism: each output element is computed by one thread with a fixed summation order,
 // so results are bitwise identical for any ThreadPool size. GEMMs (linear layers, attention) are
 // single-threaded OpenBLAS calls run on the ThreadPool; a linear layer's GEMM is cut into
-// `blas_threads` column blocks (kernels/cpu/blas_gemm.hpp), a function of the shapes and that
+// `blas_threads` column blocks (kernels/cpu/internal/blas_gemm.hpp), a function of the shapes and that
 // count only, so for a fixed count results are reproducible run to run. OpenBLAS's own thread
 // count is set to 1 (process-wide) at construction: its threads would otherwise spin on the
 // cores the ThreadPool's ops need.
@@ -16,7 +16,7 @@
 
 #include "core/thread_pool.hpp"
 #include "kernels/backend.hpp"
-#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/internal/ops.hpp"
 
 namespace mlpo {
 

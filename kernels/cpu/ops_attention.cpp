@@ -22,9 +22,9 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/cpu/blas_gemm.hpp"
-#include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/ops_common.hpp"
+#include "kernels/cpu/internal/blas_gemm.hpp"
+#include "kernels/cpu/internal/ops.hpp"
+#include "kernels/cpu/internal/ops_common.hpp"
 
 namespace mlpo::cpu {
 

@@ -1,7 +1,7 @@
 // Element-wise ops: type conversion, fill and addition. Each element is independent, so the
 // loops are split into static ranges and left to the compiler to vectorise.
-#include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/ops_common.hpp"
+#include "kernels/cpu/internal/ops.hpp"
+#include "kernels/cpu/internal/ops_common.hpp"
 
 namespace mlpo::cpu {
 

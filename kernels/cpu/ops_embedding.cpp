@@ -1,6 +1,6 @@
 // Token embedding lookup and its gradient (a scatter-add into the table's gradient).
-#include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/ops_common.hpp"
+#include "kernels/cpu/internal/ops.hpp"
+#include "kernels/cpu/internal/ops_common.hpp"
 
 namespace mlpo::cpu {
 

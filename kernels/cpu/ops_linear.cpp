@@ -5,16 +5,16 @@
 //    (exact), the product is computed in fp32 and rounded to bf16 once. Weight gradients are
 //    fp32 already and are accumulated in place (beta = 1).
 // The GEMMs run single-threaded OpenBLAS calls on the ThreadPool, in the column blocks the
-// CpuBackend's blas_threads fixes (kernels/cpu/blas_gemm.hpp): bitwise reproducible run to run
+// CpuBackend's blas_threads fixes (kernels/cpu/internal/blas_gemm.hpp): bitwise reproducible run to run
 // for a fixed count (tested), whatever the ThreadPool's size. A different count may change
 // results in the last bits, which is why that count is pinned.
 #include <algorithm>
 #include <chrono>
 
-#include "kernels/cpu/blas_gemm.hpp"
+#include "kernels/cpu/internal/blas_gemm.hpp"
 #include "kernels/cpu/convert.hpp"
-#include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/ops_common.hpp"
+#include "kernels/cpu/internal/ops.hpp"
+#include "kernels/cpu/internal/ops_common.hpp"
 
 namespace mlpo::cpu {
 

@@ -1,8 +1,8 @@
 // RMSNorm: y = x * rstd * w with rstd = 1 / sqrt(mean(x^2) + eps), per row.
 #include <cmath>
 
-#include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/ops_common.hpp"
+#include "kernels/cpu/internal/ops.hpp"
+#include "kernels/cpu/internal/ops_common.hpp"
 
 namespace mlpo::cpu {
 

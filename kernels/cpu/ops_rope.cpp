@@ -5,8 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/ops_common.hpp"
+#include "kernels/cpu/internal/ops.hpp"
+#include "kernels/cpu/internal/ops_common.hpp"
 
 namespace mlpo::cpu {
 

@@ -2,8 +2,8 @@
 // Backward: dup = dout * silu(g);  dgate = dout * up * sigmoid(g) * (1 + g * (1 - sigmoid(g))).
 #include <cmath>
 
-#include "kernels/cpu/ops.hpp"
-#include "kernels/cpu/ops_common.hpp"
+#include "kernels/cpu/internal/ops.hpp"
+#include "kernels/cpu/internal/ops_common.hpp"
 
 namespace mlpo::cpu {
 

@@ -2,7 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "kernels/cuda/cuda_copy_queue.hpp"
+#include "kernels/cuda/internal/cuda_copy_queue.hpp"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo {

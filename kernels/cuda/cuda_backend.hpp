@@ -26,7 +26,7 @@
 #include "kernels/backend.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/gemm.hpp"
-#include "kernels/cuda/id_ranges.hpp"
+#include "kernels/cuda/internal/id_ranges.hpp"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo {

@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 
-#include "kernels/cuda/cublaslt_api.hpp"
+#include "kernels/cuda/internal/cublaslt_api.hpp"
 
 namespace mlpo::gpu {
 

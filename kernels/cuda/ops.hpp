@@ -12,7 +12,7 @@
 
 #include "core/attention_blocking.hpp"
 #include "kernels/cuda/device.hpp"
-#include "kernels/cuda/id_ranges.hpp"
+#include "kernels/cuda/internal/id_ranges.hpp"
 #include "kernels/tensor.hpp"
 
 namespace mlpo::gpu {

@@ -31,7 +31,7 @@
 // kernel's dynamic shared-memory limit (fine on sm_80 and sm_90).
 #include <climits>
 
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo::gpu {

@@ -31,7 +31,7 @@
 #include <string>
 
 #include "core/attention_blocking.hpp"
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/ops.hpp"
 

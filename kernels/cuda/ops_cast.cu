@@ -1,7 +1,7 @@
 // Element-wise ops: type conversion, fill, addition. One thread per element in a grid-stride
 // loop; memory-bound, so the only tuning is enough blocks (up to 65536 of 256 threads) to keep
 // every SM's load/store units busy. bf16 rounding is bit-for-bit that of core/bf16.hpp.
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo::gpu {

@@ -5,7 +5,7 @@
 // read 2-3 times from L2/HBM and no probability matrix is stored. dlogits may alias logits:
 // both statistics are complete (block-wide barrier inside block_sum) before any thread writes,
 // and each thread rewrites only the elements it reads.
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo::gpu {

@@ -17,7 +17,7 @@
 #include <climits>
 #include <optional>
 
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo::gpu {

@@ -12,7 +12,7 @@
 // Tuned for: nothing by hand — cuBLASLt's heuristic picks the kernel per shape (once, cached in
 // Gemm, gemm.hpp), told each pointer's real alignment since parameter slices of the flat weight
 // buffer are not all 256-byte aligned.
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/ops.hpp"
 

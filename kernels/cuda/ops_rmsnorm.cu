@@ -6,7 +6,7 @@
 // thread per (chunk, column) sums its chunk in row order into a partials[chunk, C] scratch;
 // (2) one thread per column adds the chunk partials in chunk order and accumulates into
 // dweight. The chunking depends only on N, so results are reproducible.
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo::gpu {

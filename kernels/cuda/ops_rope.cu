@@ -4,7 +4,7 @@
 // expressions as the CPU twin, rounded to fp32 once, so they do not drift with t — and applies
 // them to that pair in every head (the trigonometry is paid once per H heads). Memory-bound;
 // out may alias x (each thread reads its pair before writing it).
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo::gpu {

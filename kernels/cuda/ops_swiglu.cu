@@ -2,7 +2,7 @@
 // Backward: dup = dout * silu(g); dgate = dout * up * sigmoid(g) * (1 + g * (1 - sigmoid(g))).
 // Element-wise, one thread per element in a grid-stride loop (memory-bound); expf, not the
 // fast __expf, so the results stay within an ulp or two of the CPU's std::exp.
-#include "kernels/cuda/cuda_common.cuh"
+#include "kernels/cuda/internal/cuda_common.cuh"
 #include "kernels/cuda/ops.hpp"
 
 namespace mlpo::gpu {

@@ -1,7 +1,7 @@
-// The compute probe (profiles/compute_probe.hpp) runs the executor's own model on the
+// The compute probe (profiles/internal/compute_probe.hpp) runs the executor's own model on the
 // CPU backend and returns a figure per repetition, part and pass. Its timing is checked by
 // the fidelity benchmark (scripts/bench-memory-wall.sh, docs/benchmarks.md), not here.
-#include "profiles/compute_probe.hpp"
+#include "profiles/internal/compute_probe.hpp"
 
 #include <gtest/gtest.h>
 

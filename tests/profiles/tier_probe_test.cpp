@@ -1,7 +1,7 @@
 // The tier probe: parses --tier, refuses unusable paths before creating anything, sizes the
 // probe to free space, measures a curve point per stream count through the I/O engine, and
 // leaves the tier directory exactly as it found it.
-#include "profiles/tier_probe.hpp"
+#include "profiles/internal/tier_probe.hpp"
 
 #include <gtest/gtest.h>
 

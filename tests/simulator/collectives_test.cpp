@@ -1,13 +1,13 @@
-// ZeRO-3 collectives in the models (simulator/exchange_schedule.hpp): the per-layer
+// ZeRO-3 collectives in the models (simulator/internal/exchange_schedule.hpp): the per-layer
 // all-gathers and reduce-scatters of several ranks, overlapped one layer ahead as the
 // executor's LayerExchange runs them.
 #include <gtest/gtest.h>
 
 #include "core/model_spec.hpp"
 #include "simulator/analytic_model.hpp"
-#include "simulator/exchange_schedule.hpp"
+#include "simulator/internal/exchange_schedule.hpp"
 #include "simulator/iteration_model.hpp"
-#include "simulator/simulation_rates.hpp"
+#include "simulator/internal/simulation_rates.hpp"
 #include "tests/support/mentions.hpp"
 #include "tests/support/sample_inputs.hpp"
 

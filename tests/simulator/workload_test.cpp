@@ -7,7 +7,7 @@
 
 #include "core/model_spec.hpp"
 #include "core/subgroup_placement.hpp"
-#include "simulator/workload.hpp"
+#include "simulator/internal/workload.hpp"
 #include "tests/support/sample_inputs.hpp"
 
 namespace mlpo::sim {

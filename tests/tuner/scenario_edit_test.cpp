@@ -4,7 +4,7 @@
 
 #include "core/error.hpp"
 #include "tests/support/sample_inputs.hpp"
-#include "tuner/scenario_edit.hpp"
+#include "tuner/internal/scenario_edit.hpp"
 
 namespace mlpo::tune {
 namespace {

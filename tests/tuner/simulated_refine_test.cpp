@@ -8,7 +8,7 @@
 #include "simulator/iteration_model.hpp"
 #include "tests/support/sample_inputs.hpp"
 #include "tests/support/update_only_request.hpp"
-#include "tuner/simulated_refine.hpp"
+#include "tuner/internal/simulated_refine.hpp"
 
 namespace mlpo::tune {
 namespace {

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "executor/comm/nccl_tree_sum.hpp"
+#include "executor/comm/internal/nccl_tree_sum.hpp"
 #include "executor/comm/open_communicator.hpp"
 #include "executor/comm/rank_order_sum.hpp"
 

@@ -1,4 +1,4 @@
-#include "executor/offload/placement_policy.hpp"
+#include "executor/offload/internal/placement_policy.hpp"
 
 #include <gtest/gtest.h>
 

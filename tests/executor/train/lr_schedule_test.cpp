@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "executor/train/lr_schedule.hpp"
+#include "executor/train/internal/lr_schedule.hpp"
 
 namespace mlpo::train {
 namespace {

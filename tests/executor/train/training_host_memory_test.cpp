@@ -4,7 +4,7 @@
 // the offload engine's items are in the list, and a run needing more than the memory it may
 // plan for (--host-memory-limit) is refused before anything is written, naming every part and
 // the fixes.
-#include "executor/train/training_host_memory.hpp"
+#include "executor/train/internal/training_host_memory.hpp"
 
 #include <gtest/gtest.h>
 

@@ -12,7 +12,7 @@
 #include "executor/model/parameter_layout.hpp"
 #include "executor/hf/safetensors.hpp"
 #include "executor/train/training_loop.hpp"
-#include "executor/train/weight_decay_scope.hpp"
+#include "executor/train/internal/weight_decay_scope.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
 namespace mlpo::train {

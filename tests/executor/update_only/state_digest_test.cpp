@@ -1,4 +1,4 @@
-#include "executor/update_only/state_digest.hpp"
+#include "executor/update_only/internal/state_digest.hpp"
 
 #include <gtest/gtest.h>
 

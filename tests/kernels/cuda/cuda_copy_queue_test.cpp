@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "executor/model/host_streamed_weights.hpp"
-#include "kernels/cuda/cuda_copy_queue.hpp"
+#include "kernels/cuda/internal/cuda_copy_queue.hpp"
 #include "tests/kernels/cuda/cuda_test_util.hpp"
 #include "tests/executor/model/model_test_util.hpp"
 

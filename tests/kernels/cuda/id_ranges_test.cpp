@@ -1,7 +1,7 @@
-// IdRanges (kernels/cuda/id_ranges.hpp): the host-side record that lets the CUDA backend check
+// IdRanges (kernels/cuda/internal/id_ranges.hpp): the host-side record that lets the CUDA backend check
 // uploaded token ids without reading them back. Pure bookkeeping, so these run without a GPU
 // (addresses below are never dereferenced).
-#include "kernels/cuda/id_ranges.hpp"
+#include "kernels/cuda/internal/id_ranges.hpp"
 
 #include <gtest/gtest.h>
 
