@@ -62,8 +62,8 @@ unsigned buffers_per_direction(std::uint64_t request) {
 
 // A block size the engine can use (a whole number of pages) and a queue depth it takes.
 bool usable(const IoSetting& io) {
-  return io.block_size > 0 && io.block_size % kPage == 0 && io.queue_depth >= 1 &&
-         io.queue_depth <= static_cast<unsigned>(kMaxIoQueueDepth);
+  return io.block_size > 0 && io.block_size % kIoBlockAlign == 0 && io.queue_depth >= 1 &&
+         io.queue_depth <= kMaxIoQueueDepth;
 }
 
 // Bytes per engine request at one I/O setting (two outstanding per stream).
@@ -728,7 +728,7 @@ TierProbePlan plan_tier_probe(const TierSpec& spec, const TierProbeOptions& opti
       throw Error("--io-settings: block size " + std::to_string(io.block_size) + " x queue depth " +
                   std::to_string(io.queue_depth) +
                   ": a block size must be a positive multiple of 4 KiB and a queue depth in 1..4096");
-    if (io.block_size == options.block_size && io.queue_depth == options.queue_depth)
+    if (io == IoSetting{static_cast<std::int64_t>(options.block_size), options.queue_depth})
       throw Error("--io-settings: block size " + format_bytes(static_cast<double>(io.block_size)) +
                   " with queue depth " + std::to_string(io.queue_depth) +
                   " is the main setting (--block-size, --queue-depth); list only the others");
@@ -910,7 +910,8 @@ TierProfile probe_tier(const TierProbePlan& plan, const TierProbeOptions& option
 
   const unsigned max_streams = plan.streams.back();
   ScratchDir scratch(spec);  // declared first: removed last, after every engine closed its files
-  std::vector<IoSetting> settings{{options.block_size, options.queue_depth}};
+  std::vector<IoSetting> settings{
+      {static_cast<std::int64_t>(options.block_size), static_cast<std::int64_t>(options.queue_depth)}};
   settings.insert(settings.end(), options.io_settings.begin(), options.io_settings.end());
   std::uint64_t pool_bytes = 0;  // one setting's buffers at a time
   for (const IoSetting& s : settings) {

@@ -52,14 +52,8 @@ TierSpec parse_tier_spec(const std::string& text);
 // system on an NVMe block device -> nvme; anything else (or unknown) -> other.
 TierKind detect_tier_kind(const std::filesystem::path& path);
 
-// One I/O setting of the engine: block size and operations in flight per stream.
-struct IoSetting {
-  std::uint64_t block_size = static_cast<std::uint64_t>(kDefaultIoBlockSize);
-  unsigned queue_depth = static_cast<unsigned>(kDefaultIoQueueDepth);
-};
-
-// "BS:QD[,BS:QD...]" (e.g. "256KiB:32,4MiB:4"; empty: none). Throws mlpo::Error naming the
-// text and the expected form.
+// "BS:QD[,BS:QD...]" as core's IoSetting (e.g. "256KiB:32,4MiB:4"; empty: none). Throws
+// mlpo::Error naming the text and the expected form.
 std::vector<IoSetting> parse_io_settings(const std::string& text);
 
 struct TierProbeOptions {

@@ -177,7 +177,7 @@ TEST(IoSettingsParsing, ListsBlockSizeAndQueueDepthAndNamesWhatIsWrong) {
     }
   }
   TierProbeOptions o = tiny_options();
-  o.io_settings = {IoSetting{o.block_size, o.queue_depth}};
+  o.io_settings = {IoSetting{static_cast<std::int64_t>(o.block_size), o.queue_depth}};
   TempDir dir;
   mlpo::testing::expect_refusal(
       [&] {
