@@ -4,8 +4,8 @@
 // and how it reads into and writes from a member of the C++ struct. A format's parser reads an
 // object by walking its rows in order (read_fields; the rows call JsonObject's getters, so the
 // errors are the ones a hand-written parser gives), its writer writes the object from the same
-// rows (write_fields), and key_docs lists the keys with their type, default and range, for
-// docs/formats.md. Rows whose reading needs more than a getter (a check against another
+// rows (write_fields); the type, default, range and doc columns say what docs/formats.md says
+// of each key. Rows whose reading needs more than a getter (a check against another
 // field, a nested array) are built with custom_field and say so in their own read/write.
 
 #include <cstdint>
@@ -59,16 +59,6 @@ S read_document(const Json& json, const char* schema, const JsonFields<S>& field
 template <class S>
 void write_fields(const JsonFields<S>& fields, const S& s, Json& j) {
   for (const JsonField<S>& f : fields) f.write(s, j);
-}
-
-// The table as text, one key a line: "<prefix><key> | <type> | <default> | <range> | <doc>".
-template <class S>
-std::vector<std::string> key_docs(const JsonFields<S>& fields, const std::string& prefix) {
-  std::vector<std::string> lines;
-  for (const JsonField<S>& f : fields)
-    lines.push_back(prefix + f.key + " | " + f.type + " | " + f.default_text + " | " + f.range + " | " +
-                    f.doc);
-  return lines;
 }
 
 // "min..max"; "min.." when max is the type's largest.
