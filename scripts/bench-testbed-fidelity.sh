@@ -6,7 +6,7 @@
 # backbone = the testbed's remote cap); then the tuner's own pick, measured the same way.
 #
 #   scripts/bench-testbed-fidelity.sh --profile out/bench-testbed/tiers-1.json
-#       [--model 1b] [--steps 3] [--out out/bench-testbed-fidelity] [--only NAME,NAME...]
+#       [--model 1b] [--steps 3] [--subgroup 16777216] [--out out/bench-testbed-fidelity] [--only NAME,NAME...]
 #       [--concurrency | --headline]
 #
 # --concurrency measures instead the shared remote tier's concurrency limit (issue 35, point 5):
@@ -32,7 +32,7 @@ cd "$(dirname "$0")/.."
 model=1b; steps=3; profile=""; out=out/bench-testbed-fidelity; only=""; concurrency=0; headline=0
 subgroup=16777216
 parse_options bench-testbed-fidelity 2,28 --profile=profile --model=model --steps=steps --out=out --only=only \
-  --concurrency=concurrency:1 --headline=headline:1 -- "$@"
+  --subgroup=subgroup --concurrency=concurrency:1 --headline=headline:1 -- "$@"
 [ -n "$profile" ] || { echo "bench-testbed-fidelity: --profile FILE is required (scripts/bench-testbed.sh writes tiers-N.json)" >&2; exit 2; }
 use_testbed bench-testbed-fidelity "scripts/bench-testbed.sh (which also profiles its tiers) or scripts/testbed.sh --name bench up ... (docs/testbed.md)"
 nodes=$NODES

@@ -8,12 +8,16 @@
 # The bound of a step is exact here: per file tier, the bytes it read over its read cap and the
 # bytes it wrote over its write cap (the run log's own byte counts, padding included); the two
 # directions have separate token buckets, so a tier takes the larger of the two, or their sum
-# with k = 1 (one transfer at a time: reads and writes take turns); the bound is the slowest
-# tier, or the AdamW roof when that is longer (the same update with its state in process memory,
-# `memory` tier, measured on the same node first). Prints one markdown row per plan: bytes,
-# bound, measured (steps 2.. averaged) and measured / bound.
+# with k = 1 (one transfer at a time: reads and writes take turns; not exact on blk-throttle,
+# whose fresh slice after an idle gap credits each turn: docs/testbed.md, limits); the bound is
+# the slowest tier, or the AdamW roof when that is longer (the same update with its state in
+# process memory, `memory` tier, measured on the same node first). Prints one markdown row per
+# plan: bytes, bound, measured (steps 2.. averaged) and measured / bound, and the pipeline's
+# fill: one subgroup read from the bound's tier at its read cap, the time before that tier's
+# first write can start, which no pipeline can hide and the bound leaves out (why the default
+# subgroup is 1 Mi elements: at 4 Mi the fill alone was 0.17 s, 6-10 % of a 2-tier step).
 #
-#   scripts/bench-update-bound.sh [--params 100M] [--steps 4] [--subgroup 4194304]
+#   scripts/bench-update-bound.sh [--params 100M] [--steps 4] [--subgroup 1048576]
 #       [--out out/bench-update-bound] [--only NAME,NAME...]
 #
 # The testbed `bench` must be up (scripts/bench-testbed.sh, or scripts/testbed.sh --name bench up
@@ -23,8 +27,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/options.sh
 . scripts/lib/bench.sh
-params=100M; steps=4; subgroup=4194304; out=out/bench-update-bound; only=""
-parse_options bench-update-bound 2,22 --params=params --steps=steps --subgroup=subgroup --out=out --only=only -- "$@"
+params=100M; steps=4; subgroup=1048576; out=out/bench-update-bound; only=""
+parse_options bench-update-bound 2,25 --params=params --steps=steps --subgroup=subgroup --out=out --only=only -- "$@"
 [ "$steps" -ge 2 ] || { echo "bench-update-bound: --steps must be at least 2 (step 1 is not averaged)" >&2; exit 2; }
 use_testbed bench-update-bound "scripts/testbed.sh --name bench up ... (see --help)"
 nvme=/mnt/mlpo-bench/nvme; remote=/mnt/mlpo-bench/remote; shm=/dev/shm/mlpo-bench-bound
@@ -93,9 +97,9 @@ for c in "${configs[@]}"; do
   if wanted "$name"; then run "$name"; fi
 done
 
-python3 - "$out" "$NVME_READ" "$NVME_WRITE" "$REMOTE_READ" "$REMOTE_WRITE" "${configs[@]}" <<'PY'
+python3 - "$out" "$subgroup" "$NVME_READ" "$NVME_WRITE" "$REMOTE_READ" "$REMOTE_WRITE" "${configs[@]}" <<'PY'
 import json, statistics, sys
-out, nr, nw, rr, rw, *configs = sys.argv[1:]
+out, subgroup, nr, nw, rr, rw, *configs = sys.argv[1:]
 caps = {"nvme": (float(nr), float(nw)), "remote": (float(rr), float(rw))}
 
 def steps(name):
@@ -103,8 +107,8 @@ def steps(name):
 
 roof = statistics.mean(s["update_s"] for s in steps("roof"))
 print(f"AdamW roof (state in process memory, no I/O, no CRC): {roof:.3f} s per step\n")
-print("| plan | k | cache | read / write GB per step (nvme; remote) | I/O bound s | measured s | measured / bound |")
-print("|---|---|---|---|---|---|---|")
+print("| plan | k | cache | read / write GB per step (nvme; remote) | I/O bound s | fill s | measured s | measured / bound |")
+print("|---|---|---|---|---|---|---|---|")
 worst = 0.0
 for c in configs:
     name, cache, *tiers = c.split()
@@ -112,16 +116,19 @@ for c in configs:
     k = {t["name"]: t["concurrency_limit"] for t in plan["tiers"]}
     ss = steps(name)
     measured = statistics.mean(s["update_s"] for s in ss)
-    bounds, moved = [], []
+    bounds, fills, moved = [], [], []
     for s in ss:
-        worst_tier = 0.0
+        worst_tier, fill = 0.0, 0.0
         for t in s["tiers"]:
             if t["name"] not in caps:
                 continue
             r = t["read_bytes"] / caps[t["name"]][0]
             w = t["write_bytes"] / caps[t["name"]][1]
-            worst_tier = max(worst_tier, r + w if k[t["name"]] == 1 else max(r, w))
+            tier_bound = r + w if k[t["name"]] == 1 else max(r, w)
+            if tier_bound > worst_tier:
+                worst_tier, fill = tier_bound, 12 * int(subgroup) / caps[t["name"]][0]
         bounds.append(max(worst_tier, roof))
+        fills.append(fill)
     for t in ss[-1]["tiers"]:
         if t["name"] in caps:
             moved.append(f"{t['read_bytes'] / 1e9:.2f} / {t['write_bytes'] / 1e9:.2f}")
@@ -129,6 +136,7 @@ for c in configs:
     ratio = measured / bound
     worst = max(worst, ratio)
     ks = "1" if all(v == 1 for n, v in k.items() if n in caps) else "none"
-    print(f"| {name} | {ks} | {plan['host_cache_subgroups']} | {'; '.join(moved)} | {bound:.2f} | {measured:.2f} | {ratio:.3f} |")
+    print(f"| {name} | {ks} | {plan['host_cache_subgroups']} | {'; '.join(moved)} | {bound:.2f} | "
+          f"{statistics.mean(fills):.3f} | {measured:.2f} | {ratio:.3f} |")
 print(f"\nworst measured / bound: {worst:.3f}")
 PY
