@@ -12,10 +12,12 @@
 # whose fresh slice after an idle gap credits each turn: docs/testbed.md, limits); the bound is
 # the slowest tier, or the AdamW roof when that is longer (the same update with its state in
 # process memory, `memory` tier, measured on the same node first). Prints one markdown row per
-# plan: bytes, bound, measured (steps 2.. averaged) and measured / bound, and the pipeline's
-# fill: one subgroup read from the bound's tier at its read cap, the time before that tier's
-# first write can start, which no pipeline can hide and the bound leaves out (why the default
-# subgroup is 1 Mi elements: at 4 Mi the fill alone was 0.17 s, 6-10 % of a 2-tier step).
+# plan: bytes, bound, measured (steps 2.. averaged) and measured / bound; measured over the
+# both-directions bound (each tier's reads and writes at once, which no schedule can beat, k = 1
+# or not); and the pipeline's fill: one subgroup read from the bound's tier at its read cap, the
+# time before that tier's first write can start, which no pipeline can hide and the bound leaves
+# out (why the default subgroup is 1 Mi elements: at 4 Mi the fill alone was 0.17 s, 6-10 % of a
+# 2-tier step).
 #
 #   scripts/bench-update-bound.sh [--params 100M] [--steps 4] [--subgroup 1048576]
 #       [--out out/bench-update-bound] [--only NAME,NAME...]
@@ -28,7 +30,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib/options.sh
 . scripts/lib/bench.sh
 params=100M; steps=4; subgroup=1048576; out=out/bench-update-bound; only=""
-parse_options bench-update-bound 2,25 --params=params --steps=steps --subgroup=subgroup --out=out --only=only -- "$@"
+parse_options bench-update-bound 2,27 --params=params --steps=steps --subgroup=subgroup --out=out --only=only -- "$@"
 [ "$steps" -ge 2 ] || { echo "bench-update-bound: --steps must be at least 2 (step 1 is not averaged)" >&2; exit 2; }
 use_testbed bench-update-bound "scripts/testbed.sh --name bench up ... (see --help)"
 nvme=/mnt/mlpo-bench/nvme; remote=/mnt/mlpo-bench/remote; shm=/dev/shm/mlpo-bench-bound
@@ -107,8 +109,9 @@ def steps(name):
 
 roof = statistics.mean(s["update_s"] for s in steps("roof"))
 print(f"AdamW roof (state in process memory, no I/O, no CRC): {roof:.3f} s per step\n")
-print("| plan | k | cache | read / write GB per step (nvme; remote) | I/O bound s | fill s | measured s | measured / bound |")
-print("|---|---|---|---|---|---|---|---|")
+print("| plan | k | cache | read / write GB per step (nvme; remote) | I/O bound s | fill s | measured s "
+      "| measured / bound | measured / both-directions bound |")
+print("|---|---|---|---|---|---|---|---|---|")
 worst = 0.0
 for c in configs:
     name, cache, *tiers = c.split()
@@ -116,18 +119,20 @@ for c in configs:
     k = {t["name"]: t["concurrency_limit"] for t in plan["tiers"]}
     ss = steps(name)
     measured = statistics.mean(s["update_s"] for s in ss)
-    bounds, fills, moved = [], [], []
+    bounds, overlapped, fills, moved = [], [], [], []
     for s in ss:
-        worst_tier, fill = 0.0, 0.0
+        worst_tier, fill, both = 0.0, 0.0, 0.0
         for t in s["tiers"]:
             if t["name"] not in caps:
                 continue
             r = t["read_bytes"] / caps[t["name"]][0]
             w = t["write_bytes"] / caps[t["name"]][1]
             tier_bound = r + w if k[t["name"]] == 1 else max(r, w)
+            both = max(both, r, w)
             if tier_bound > worst_tier:
                 worst_tier, fill = tier_bound, 12 * int(subgroup) / caps[t["name"]][0]
         bounds.append(max(worst_tier, roof))
+        overlapped.append(max(both, roof))
         fills.append(fill)
     for t in ss[-1]["tiers"]:
         if t["name"] in caps:
@@ -137,6 +142,7 @@ for c in configs:
     worst = max(worst, ratio)
     ks = "1" if all(v == 1 for n, v in k.items() if n in caps) else "none"
     print(f"| {name} | {ks} | {plan['host_cache_subgroups']} | {'; '.join(moved)} | {bound:.2f} | "
-          f"{statistics.mean(fills):.3f} | {measured:.2f} | {ratio:.3f} |")
+          f"{statistics.mean(fills):.3f} | {measured:.2f} | {ratio:.3f} | "
+          f"{measured / statistics.mean(overlapped):.3f} |")
 print(f"\nworst measured / bound: {worst:.3f}")
 PY
