@@ -66,7 +66,7 @@ struct HostProfile {
   std::vector<CurvePoint> adam_elements_per_s;  // fused bf16-grad AdamW, by threads
   bool adam_estimated = false;                  // true until the real kernel was measured
   // The update pipeline's AdamW with integrity on (executor/offload/checked_adamw.hpp: per
-  // 64 Ki-element chunk verify, AdamW, record), by threads; empty in older profiles (the
+  // 16 Ki-element chunk verify, AdamW, record), by threads; empty in older profiles (the
   // models then compose adam_elements_per_s with crc32c_gbps).
   std::vector<CurvePoint> adam_checked_elements_per_s;
   Measurement bf16_convert_gbps;  // fp32 -> bf16, GB/s of fp32 read

@@ -37,7 +37,7 @@ echo "bench-adam-drift: $rounds rounds of the checked-AdamW probe and a $params 
 for r in $(seq 1 "$rounds"); do
   "$bin/bench/adam/adam_bench" --isa best --threads "$(nproc)" --reps 5 --elements 93323264 \
     --memcpy-bytes 256MiB --json "$out/probe.$r.json" > /dev/null
-  probe=$(python3 -c "import json,sys; print(next(x['elements_per_s'] for x in json.load(open(sys.argv[1]))['results'] if x['kernel'] == 'adamw-crc'))" "$out/probe.$r.json")
+  probe=$(python3 -c "import json,sys; print(next(x['elements_per_s'] for x in json.load(open(sys.argv[1]))['results'] if x['kernel'] == 'adamw-crc' and x['variant'].endswith('buffer')))" "$out/probe.$r.json")
   rm -f "$out/run.$r.jsonl"
   "$bin/cli/mlpo-run" --update-only --params "$params" --plan "$out/plan.json" --steps "$steps" --quiet \
     --log "$out/run.$r.jsonl" > /dev/null

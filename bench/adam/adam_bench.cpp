@@ -10,7 +10,7 @@
 //    effective GB/s = elements/s * bytes the update must move per element (28 B with bf16
 //    gradients: read p, m, v, g = 12 + 2, write p, m, v, p_bf16 = 12 + 2; 30 B with fp32).
 //    Also the update pipeline's AdamW with CRC32C per chunk (`adamw-crc`: the call mlpo-profile
-//    times as adam_checked_elements_per_s), over the same arrays.
+//    times as adam_checked_elements_per_s, `buffer`; and a mapped host tier's, `mapped`).
 // 3. bf16 <-> fp32 conversion GB/s (6 B per element), which the profiler also reports.
 // Every figure is the median of --reps timed repetitions after one untimed warm-up. The
 // repetitions are interleaved (rep 1 of every kernel, then rep 2, ...) at each thread count, so a
@@ -203,21 +203,23 @@ int run(const Options& opt) {
                         ++step->step;
                       }});
       }
-    {
-      // The update pipeline's AdamW with integrity on (offload::checked_adamw: per 64 Ki-element
-      // chunk verify, update, record), the call mlpo-profile times as adam_checked_elements_per_s;
-      // the best SIMD variant, bf16 gradients. Its first call (the warm-up) records only.
-      const auto step = std::make_shared<AdamWParams>();
-      step->weight_decay = 0.01f;
-      const auto integrity = std::make_shared<offload::InPlaceIntegrity>();
-      integrity->add_subgroup(0, static_cast<std::int64_t>(n));
-      ms.push_back({"adamw-crc", std::string(to_string(best_simd_isa())) + " bf16",
+    // The update pipeline's AdamW with integrity on (offload::checked_adamw: per chunk verify,
+    // update, record), the call mlpo-profile times as adam_checked_elements_per_s; the best SIMD
+    // variant, bf16 gradients: a streamed subgroup's buffer (`buffer`) and a host tier's mapped
+    // file (`mapped`: the new values staged until the chunk's check passed). Their first call
+    // (the warm-up) records only. Both update pc, mc, vc: one set of records, one step count.
+    const auto step = std::make_shared<AdamWParams>();
+    step->weight_decay = 0.01f;
+    const auto integrity = std::make_shared<offload::InPlaceIntegrity>();
+    integrity->add_subgroup(0, static_cast<std::int64_t>(n));
+    for (bool mapped : {false, true}) {
+      ms.push_back({"adamw-crc", std::string(to_string(best_simd_isa())) + (mapped ? " mapped" : " buffer"),
                     static_cast<double>(adamw_bytes_per_element(true, true) * n), static_cast<double>(n),
-                    [&, step, integrity] {
+                    [&, step, integrity, mapped] {
                       static const offload::WeightDecayMask every_element_decays;
                       offload::checked_adamw(pool, *integrity, 0, every_element_decays, 0, *step, pc.data(),
                                              mc.data(), vc.data(), nullptr, g16.data(), p_out.data(), n,
-                                             /*mapped=*/false, "adam_bench");
+                                             mapped, "adam_bench");
                       ++step->step;
                     }});
     }

@@ -1,6 +1,6 @@
 #pragma once
 // checked_adamw: one subgroup's AdamW with its integrity check fused in, the way the update
-// pipeline runs every subgroup of a file tier with CRC on: per 64 Ki-element chunk while it is
+// pipeline runs every subgroup of a file tier with CRC on: per 16 Ki-element chunk while it is
 // in cache, verify the chunk's CRC32C records of p, m and v, run AdamW on the weight-decay
 // mask's pieces of it, record the new CRCs. Chunks are split over the pool's threads in
 // static ranges (core/adam_split.hpp). AdamW is element-wise, so the bits are those of one

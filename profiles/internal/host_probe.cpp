@@ -227,7 +227,7 @@ struct UpdateArrays {
 };
 
 // AdamW's rate per thread count: the plain update, then the same update as the pipeline runs
-// it with integrity on (the very function, per 64 Ki-element chunk verify, AdamW, record; its
+// it with integrity on (the very function, per 16 Ki-element chunk verify, AdamW, record; its
 // first call records only).
 void probe_adamw_rates(HostProfile& h, const std::vector<unsigned>& threads, const UpdateArrays& a, int reps,
                        const Diagnostics& diagnostics) {
@@ -248,7 +248,7 @@ void probe_adamw_rates(HostProfile& h, const std::vector<unsigned>& threads, con
   h.adam_estimated = false;
 
   for (unsigned t : threads) {
-    diagnostics.progress("host", "host: AdamW with CRC32C per 64 Ki-element chunk (the update pipeline's), " +
+    diagnostics.progress("host", "host: AdamW with CRC32C per 16 Ki-element chunk (the update pipeline's), " +
                                      std::to_string(t) + " thread(s)");
     ThreadPool pool(t);
     offload::InPlaceIntegrity integrity;
@@ -277,7 +277,7 @@ void probe_update_passes(HostProfile& h, const UpdateArrays& a, ThreadPool& all,
   h.bf16_to_fp32_gbps = time_rate(reps, fp32_bytes, GB, static_cast<std::int64_t>(fp32_bytes),
                                   [&] { bf16_to_fp32(all, a.grad.data(), a.m.data(), n); });
 
-  // The integrity check runs per 64 Ki-element chunk inside AdamW's pass, on data in cache:
+  // The integrity check runs per 16 Ki-element chunk inside AdamW's pass, on data in cache:
   // crc32c_three over the chunk's p, m and v (256 KiB each), the pipeline's own call.
   diagnostics.progress("host", "host: CRC32C (" + std::string(io::crc32c_path_name(io::crc32c_path())) +
                                    "), 1 thread, a chunk's p, m, v (3 x 256 KiB) in cache");

@@ -127,8 +127,8 @@ TEST(Rates, IntegrityChecksSlowAdamBy24BytesOfCrcPerElementOnItsThreads) {
 }
 
 TEST(Rates, ASubgroupOfFewerGrainsThanThreadsKeepsFewerBusy) {
-  // 4 cores, one rank: 4 threads. With CRC on a subgroup splits by 64 Ki-element chunks
-  // (core/adam_split.hpp): one of 64 Ki runs on one thread at 1e8/s instead of 4 at 4e8/s.
+  // 4 cores, one rank: 4 threads. With CRC on a subgroup splits by 16 Ki-element chunks
+  // (core/adam_split.hpp): one of 16 Ki runs on one thread at 1e8/s instead of 4 at 4e8/s.
   Profile p;
   p.host = host(4);
   Plan plan;
@@ -143,11 +143,13 @@ TEST(Rates, ASubgroupOfFewerGrainsThanThreadsKeepsFewerBusy) {
   // 5 chunks on 4 threads: one thread takes two.
   EXPECT_DOUBLE_EQ(on.adam_work(5 * chunk), 4 * 2 * chunk);
   EXPECT_DOUBLE_EQ(on.adam_work(64 * chunk), 64 * chunk);
-  // Without CRC the split is the 16 Ki AdamW grain: 64 Ki elements keep the 4 threads busy.
+  // Without CRC the split is the AdamW grain: 4 grains keep the 4 threads busy, one keeps one.
   plan.crc = false;
   const Rates off = rates_of(p, plan, 0);
-  EXPECT_DOUBLE_EQ(off.adam_work(chunk), chunk);
-  EXPECT_DOUBLE_EQ(off.adam_work(chunk / 4), 4 * chunk / 4);
+  const double grain = static_cast<double>(kAdamWGrainElements);
+  EXPECT_EQ(off.adam_grain, kAdamWGrainElements);
+  EXPECT_DOUBLE_EQ(off.adam_work(4 * grain), 4 * grain);
+  EXPECT_DOUBLE_EQ(off.adam_work(grain), 4 * grain);
   // Four ranks on the 4 cores: one thread each, nothing to lose.
   plan.crc = true;
   plan.cluster = ClusterShape{1, 4, 1, 0, 1};
@@ -168,7 +170,7 @@ TEST(Rates, ASubgroupOnSeveralThreadsWaitsForThePoolsWakeUp) {
   p.host.pool_dispatch_s = Measurement{2e-5, 2e-5, 2e-5, 1, 0};
   const Rates r = rates_of(p, plan, 0);
   EXPECT_DOUBLE_EQ(r.adam_call_s(8 * chunk), 2e-5);  // 2 chunks per thread: every range alike
-  // A chunk and one element: the caller's chunk (at 1e8/s on one thread, 0.66 ms) hides the
+  // A chunk and one element: the caller's chunk (at 1e8/s on one thread, 0.16 ms) hides the
   // wake-up of the thread that takes the one element.
   EXPECT_EQ(r.adam_call_s(chunk + 1), 0);
   EXPECT_DOUBLE_EQ(r.adam_call_s(2 * chunk + 1), 2e-5);  // the caller and one worker a chunk each
@@ -176,8 +178,9 @@ TEST(Rates, ASubgroupOnSeveralThreadsWaitsForThePoolsWakeUp) {
   // A caller's range longer than the others' by less than the wake-up: the difference is left.
   p.host.pool_dispatch_s = Measurement{1e-3, 1e-3, 1e-3, 1, 0};
   const Rates slow = rates_of(p, plan, 0);
-  const double caller_s = slow.adam_work(2 * chunk - 16384) / slow.adam_node_eps(1);
-  EXPECT_NEAR(slow.adam_call_s(2 * chunk - 16384), 1e-3 - caller_s * 16384 / chunk, 1e-12);
+  const double shorter = chunk / 4;  // the worker's range is a quarter chunk short of the caller's
+  const double caller_s = slow.adam_work(2 * chunk - shorter) / slow.adam_node_eps(1);
+  EXPECT_NEAR(slow.adam_call_s(2 * chunk - shorter), 1e-3 - caller_s * shorter / chunk, 1e-12);
   plan.cluster = ClusterShape{1, 4, 1, 0, 1};
   EXPECT_EQ(rates_of(p, plan, 0).adam_call_s(8 * chunk), 0);
 }

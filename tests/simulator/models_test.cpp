@@ -495,7 +495,7 @@ TEST(Models, ATierThatMovesNothingIsNeverTheUpdatesBound) {
 
 TEST(Models, ASubgroupOfOneIntegrityChunkRunsAdamOnOneThread) {
   // All state cached, one rank on 16 cores: CPU Adam alone. With CRC on, a subgroup of one
-  // 64 Ki-element chunk keeps one thread busy (core/adam_split.hpp), so its Adam takes the
+  // 16 Ki-element chunk keeps one thread busy (core/adam_split.hpp), so its Adam takes the
   // curve's 16-thread rate over its one-thread rate longer; 16 chunks keep all 16 busy.
   Profile p = io_bound_profile();
   p.host.crc32c_gbps = {};  // the same Adam curve with CRC on and off: only the split differs
