@@ -323,8 +323,13 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
     MLPO_CHECK(tp != nullptr, "plan tier " + p.tiers[i].name + " not in the profile");
     // At the plan's I/O setting when the tier was measured at it (as rates_of models it).
     const std::optional<TierProfile> at = tp->at_io_setting(p.io_setting());
-    bw.push_back(update_bps(request.profile, at ? *at : *tp, R,
-                            node_limit(*tp, p.tiers[i].concurrency_limit, a.shape.nodes)));
+    double bps = update_bps(request.profile, at ? *at : *tp, R,
+                            node_limit(*tp, p.tiers[i].concurrency_limit, a.shape.nodes));
+    // A remote tier moves no more for one node than the node's share of the backbone, each
+    // direction (as both models cap it): the profile measured it from one node alone.
+    if (tp->kind == TierKind::remote && request.options.remote_backbone_gbps > 0)
+      bps = std::min(bps, 2 * request.options.remote_backbone_gbps * 1e9 / static_cast<double>(a.shape.nodes));
+    bw.push_back(bps);
     p.tiers[i].fraction = 1.0;
     full_bytes.push_back(tier_bytes_needed(a, p, i));
     cap.push_back(

@@ -2,8 +2,11 @@
 // errors that say which resource is short and by how much.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/model_spec.hpp"
+#include "core/rates.hpp"
 #include "tests/support/error_of.hpp"
 #include "tests/support/sample_inputs.hpp"
 #include "tuner/explain.hpp"
@@ -265,6 +268,29 @@ TEST(PlanSpace, FractionsFollowBandwidthAndCapacityCapsThem) {
     EXPECT_NEAR(plan.tiers[0].fraction, 0.25, 1e-6);
     EXPECT_FALSE(check_fits(a, plan, req).has_value() &&
                  check_fits(a, plan, req)->resource.find("capacity") != std::string::npos);
+    seen = true;
+  }
+  EXPECT_TRUE(seen);
+}
+
+TEST(PlanSpace, ARemoteTiersShareFollowsItsNodesShareOfTheBackbone) {
+  // 4 nodes share a 1 GB/s backbone: the remote tier moves 0.25 GB/s each way for a node, not
+  // the 1 GB/s the profile measured from one node alone, and its fraction follows that (split
+  // by the full rate, the tier would be the bound of every two-tier plan: the search then kept
+  // to the NVMe alone, 2026-12-07 on the testbed).
+  const Profile p = only(io_bound_profile(), {"nvme", "pfs"});
+  TuneRequest req = request_for(p);
+  req.shape.nodes = 4;
+  req.options.remote_backbone_gbps = 1.0;
+  const Accounting a = account(req.model, req.shape);
+  const double nvme = tier_update_bps(p.tiers[0], req.shape.ranks_per_node, 0);
+  const double pfs = std::min(tier_update_bps(p.tiers[1], req.shape.ranks_per_node, 0), 2 * 1e9 / 4);
+  ASSERT_LT(pfs, tier_update_bps(p.tiers[1], req.shape.ranks_per_node, 0));
+  bool seen = false;
+  for (const Plan& plan : candidate_plans(a, req)) {
+    if (plan.tiers.size() != 2 || plan.tiers[0].concurrency_limit != 0 || plan.tiers[1].concurrency_limit != 0)
+      continue;
+    EXPECT_NEAR(plan.tiers[0].fraction / plan.tiers[1].fraction, nvme / pfs, 1e-6);
     seen = true;
   }
   EXPECT_TRUE(seen);
