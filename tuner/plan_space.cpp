@@ -328,7 +328,8 @@ bool fill_fractions(const Accounting& a, const TuneRequest& request, Plan& p) {
     // A remote tier moves no more for one node than the node's share of the backbone, each
     // direction (as both models cap it): the profile measured it from one node alone.
     if (tp->kind == TierKind::remote && request.options.remote_backbone_gbps > 0)
-      bps = std::min(bps, 2 * request.options.remote_backbone_gbps * 1e9 / static_cast<double>(a.shape.nodes));
+      bps =
+          std::min(bps, 2 * request.options.remote_backbone_gbps * 1e9 / static_cast<double>(a.shape.nodes));
     bw.push_back(bps);
     p.tiers[i].fraction = 1.0;
     full_bytes.push_back(tier_bytes_needed(a, p, i));

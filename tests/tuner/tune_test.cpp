@@ -288,7 +288,8 @@ TEST(PlanSpace, ARemoteTiersShareFollowsItsNodesShareOfTheBackbone) {
   ASSERT_LT(pfs, tier_update_bps(p.tiers[1], req.shape.ranks_per_node, 0));
   bool seen = false;
   for (const Plan& plan : candidate_plans(a, req)) {
-    if (plan.tiers.size() != 2 || plan.tiers[0].concurrency_limit != 0 || plan.tiers[1].concurrency_limit != 0)
+    if (plan.tiers.size() != 2 || plan.tiers[0].concurrency_limit != 0 ||
+        plan.tiers[1].concurrency_limit != 0)
       continue;
     EXPECT_NEAR(plan.tiers[0].fraction / plan.tiers[1].fraction, nvme / pfs, 1e-6);
     seen = true;
