@@ -1,12 +1,13 @@
 // AVX2 AdamW with the CRC32C of p, m, v taken in the same pass (adamw_crc.hpp): 8 elements per
 // iteration, adamw_lanes_avx2.hpp's update8 and update_tail, as adamw_avx2.cpp. The 32 bytes of
-// each array it is about to load continue that array's CRC with the crc32 instruction; each of
-// the three 32-byte vectors it stores is folded into its own 256-bit accumulator with
-// VPCLMULQDQ (two carry-less products and two xors: the folding of executor/io/crc32c.cpp,
-// 32 bytes at a time), which at the end is folded to 128 bits and reduced with the crc32
-// instruction. The tail's bytes (< 8 elements) continue each CRC with the crc32 instruction.
-// Compiled with -mavx2 -mpclmul -mvpclmulqdq -msse4.2 -ffp-contract=off; called only after the
-// dispatcher saw all four. Internal linkage for every helper (adamw_variants.hpp).
+// each array it is about to load continue that array's CRC with the crc32 instruction, and so
+// do the 32 bytes of v it stored (read back from L1); the stored vectors of p and m are each
+// folded into their own 256-bit accumulator with VPCLMULQDQ (two carry-less products and two
+// xors: the folding of executor/io/crc32c.cpp, 32 bytes at a time), which at the end is folded
+// to 128 bits and reduced with the crc32 instruction. The tail's bytes (< 8 elements) continue
+// each CRC with the crc32 instruction. Compiled with -mavx2 -mpclmul -mvpclmulqdq -msse4.2
+// -ffp-contract=off; called only after the dispatcher saw all four. Internal linkage for every
+// helper (adamw_variants.hpp).
 
 #include <immintrin.h>
 
@@ -50,10 +51,14 @@ inline std::uint64_t load64(const float* f) {
   return w;
 }
 
-// What it loads goes through the crc32 instruction (integer pipe, before the update reads it:
-// in and out may be the same arrays), what it stores is folded (carry-less multiplies, beside
-// AdamW's divides): the work split over both kinds of units. (All six folded, or all six
-// through crc32, measured 1.3x and 1.2x slower: adam_bench's adamw-crc row, docs/benchmarks.md.)
+// The work split over both kinds of units: 16 crc32 instructions an iteration on the integer
+// pipes (what it loads, before the update reads it: in and out may be the same arrays; and
+// the v it stored) and 4 carry-less multiplies on the vector pipes (the p and m it stored),
+// which AdamW's multiplies and divides also use. On this project's Zen 3 VM (docs/benchmarks.md,
+// 2026-12-07) the crc32 instruction and a 256-bit VPCLMULQDQ each take 8 bytes a cycle; this
+// split measured 6 % (2 threads) to 15 % (1 thread) faster than folding all three stored
+// arrays, and folding only p (20 crc32) was no faster. (All six folded, or all six through
+// crc32, measured 1.3x and 1.2x slower than the three-folded split.)
 template <class Grad>
 void adamw_crc_avx2(const AdamWConstants& constants, const CrcFoldConstants& k, const float* p_in,
                     const float* m_in, const float* v_in, float* p, float* m, float* v, const Grad* grad,
@@ -69,7 +74,7 @@ void adamw_crc_avx2(const AdamWConstants& constants, const CrcFoldConstants& k, 
     // The initial state (all ones) goes into the first 4 bytes of each folded stream; an
     // accumulator of zeros folds to zeros, so the first block is just `init ^ block`.
     __m256i init = _mm256_set_epi32(0, 0, 0, 0, 0, 0, 0, -1);
-    __m256i ap = _mm256_setzero_si256(), am = ap, av = ap;
+    __m256i ap = _mm256_setzero_si256(), am = ap;
     for (std::size_t i = 0; i < whole; i += 8) {
       for (std::size_t w = 0; w < 8; w += 2) {
         state[0] = _mm_crc32_u64(state[0], load64(p_in + i + w));
@@ -80,12 +85,11 @@ void adamw_crc_avx2(const AdamWConstants& constants, const CrcFoldConstants& k, 
                                p_out ? p_out + i : nullptr);
       ap = fold32(ap, k32, _mm256_xor_si256(b.p, init));
       am = fold32(am, k32, _mm256_xor_si256(b.m, init));
-      av = fold32(av, k32, _mm256_xor_si256(b.v, init));
+      for (std::size_t w = 0; w < 8; w += 2) state[5] = _mm_crc32_u64(state[5], load64(v + i + w));
       init = _mm256_setzero_si256();
     }
     state[3] = reduce(ap, k16);
     state[4] = reduce(am, k16);
-    state[5] = reduce(av, k16);
   }
   if (whole < n) {
     const std::size_t rest = n - whole;
