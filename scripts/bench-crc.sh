@@ -11,6 +11,7 @@
 # one untimed run of each plan.
 #
 #   scripts/bench-crc.sh [DISK_DIR] [REPEAT] [PARAMS] [SHM_PARAMS] [STEPS]
+#   PLANS=shm scripts/bench-crc.sh ...   only the shm plan (PLANS="disk+shm shm" by default)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 run=${RUN:-"$root/build/release/cli/mlpo-run"}  # RUN=another mlpo-run (an older build) to compare
@@ -19,6 +20,10 @@ repeat=${2:-3}
 params=${3:-1B}
 shm_params=${4:-500M}
 steps=${5:-4}
+plans=${PLANS:-"disk+shm shm"}
+for name in $plans; do
+  case $name in disk+shm | shm) ;; *) echo "bench-crc.sh: PLANS=\"$plans\": '$name' is no plan; use disk+shm and/or shm" >&2; exit 2 ;; esac
+done
 out="$root/out/bench-crc"
 shm=/dev/shm/mlpo-bench-crc
 mkdir -p "$out" "$disk" "$shm/stream" "$shm/inplace"
@@ -41,7 +46,7 @@ done
 
 # One untimed run of each plan first: the first run on a new directory allocates its tier files'
 # blocks (disk+shm 1B: 9.6 s against 4.1-4.7 s for the runs after it, 2026-12-07).
-for name in disk+shm shm; do
+for name in $plans; do
   p=$params; [ "$name" = shm ] && p=$shm_params
   "$run" --update-only --params "$p" --plan "$out/$name.crc-true.plan.json" --steps 2 --quiet > /dev/null
 done
@@ -49,7 +54,7 @@ done
 for rep in $(seq 1 "$repeat"); do
   # Alternate which setting goes first, so drift of the VM over a repeat moves both alike.
   if [ $((rep % 2)) = 1 ]; then order="true false"; else order="false true"; fi
-  for name in disk+shm shm; do
+  for name in $plans; do
     p=$params; [ "$name" = shm ] && p=$shm_params
     for crc in $order; do
       s=$("$run" --update-only --params "$p" --plan "$out/$name.crc-$crc.plan.json" --steps "$steps" --quiet \
