@@ -56,7 +56,7 @@ inline std::uint64_t load64(const float* f) {
 // the v it stored) and 4 carry-less multiplies on the vector pipes (the p and m it stored),
 // which AdamW's multiplies and divides also use. On this project's Zen 3 VM (docs/benchmarks.md,
 // 2026-12-07) the crc32 instruction and a 256-bit VPCLMULQDQ each take 8 bytes a cycle; this
-// split measured 6 % (2 threads) to 15 % (1 thread) faster than folding all three stored
+// split measured 6-7 % (2 threads) to 15-20 % (1 thread) faster than folding all three stored
 // arrays, and folding only p (20 crc32) was no faster. (All six folded, or all six through
 // crc32, measured 1.3x and 1.2x slower than the three-folded split.)
 template <class Grad>
