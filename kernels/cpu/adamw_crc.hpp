@@ -1,10 +1,12 @@
 #pragma once
 // adamw_crc: AdamW over one integrity chunk with the CRC32C of its p, m and v taken in the
-// same pass, in registers: of the values it loads (to verify against their record) and of the
-// values it stores (the new record). The separate way -- checksum the chunk, run AdamW, checksum
-// it again -- reads the chunk three times; here each byte passes through the core once, and
-// the carry-less folding (VPCLMULQDQ on 256-bit registers) runs beside AdamW's divides while
-// the loads wait on memory.
+// same pass: of the values it loads (to verify against their record) and of the values it
+// stores (the new record). The separate way -- checksum the chunk, run AdamW, checksum it
+// again -- reads the chunk three times; here each byte passes through the core once, the CRC
+// work split between the crc32 instruction and carry-less folding (VPCLMULQDQ on 256-bit
+// registers) as adamw_crc_avx2.cpp says. The check's instructions still add to AdamW's time
+// (docs/benchmarks.md, "CRC on shm, the kernel's split"): little of them hides in its memory
+// stalls.
 //
 // The results are bitwise those of the separate way: AdamW's bits are those of
 // adamw_update_*grad (the operation order of adamw_variants.hpp), the CRCs those of
