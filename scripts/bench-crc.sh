@@ -21,6 +21,7 @@ params=${3:-1B}
 shm_params=${4:-500M}
 steps=${5:-4}
 plans=${PLANS:-"disk+shm shm"}
+params_of() { if [ "$1" = shm ]; then echo "$shm_params"; else echo "$params"; fi; }
 for name in $plans; do
   case $name in disk+shm | shm) ;; *) echo "bench-crc.sh: PLANS=\"$plans\": '$name' is no plan; use disk+shm and/or shm" >&2; exit 2 ;; esac
 done
@@ -47,17 +48,15 @@ done
 # One untimed run of each plan first: the first run on a new directory allocates its tier files'
 # blocks (disk+shm 1B: 9.6 s against 4.1-4.7 s for the runs after it, 2026-12-07).
 for name in $plans; do
-  p=$params; [ "$name" = shm ] && p=$shm_params
-  "$run" --update-only --params "$p" --plan "$out/$name.crc-true.plan.json" --steps 2 --quiet > /dev/null
+  "$run" --update-only --params "$(params_of "$name")" --plan "$out/$name.crc-true.plan.json" --steps 2 --quiet > /dev/null
 done
 : > "$out/runs.txt"
 for rep in $(seq 1 "$repeat"); do
   # Alternate which setting goes first, so drift of the VM over a repeat moves both alike.
   if [ $((rep % 2)) = 1 ]; then order="true false"; else order="false true"; fi
   for name in $plans; do
-    p=$params; [ "$name" = shm ] && p=$shm_params
     for crc in $order; do
-      s=$("$run" --update-only --params "$p" --plan "$out/$name.crc-$crc.plan.json" --steps "$steps" --quiet \
+      s=$("$run" --update-only --params "$(params_of "$name")" --plan "$out/$name.crc-$crc.plan.json" --steps "$steps" --quiet \
             | grep '^summary:' | sed 's/^summary: //' | python3 -c "import json,sys; print(json.load(sys.stdin)['mean_update_s'])")
       echo "$name crc=$crc rep=$rep mean_update_s=$s" | tee -a "$out/runs.txt" >&2
     done
