@@ -24,6 +24,7 @@ std::optional<CpuTicks> parse_cpu_ticks(std::string_view proc_stat) {
     std::int64_t v = 0;
     if (!(fields >> v) || v < 0) return std::nullopt;
     ticks.total += v;
+    if (i == 3 || i == 4) ticks.idle += v;
     if (i == 7) ticks.steal = v;
   }
   return ticks;
@@ -41,6 +42,12 @@ std::optional<double> steal_share(const std::optional<CpuTicks>& before,
   if (!before || !after || after->total <= before->total || after->steal < before->steal) return std::nullopt;
   return static_cast<double>(after->steal - before->steal) /
          static_cast<double>(after->total - before->total);
+}
+
+std::optional<double> idle_share(const std::optional<CpuTicks>& before,
+                                 const std::optional<CpuTicks>& after) {
+  if (!before || !after || after->total <= before->total || after->idle < before->idle) return std::nullopt;
+  return static_cast<double>(after->idle - before->idle) / static_cast<double>(after->total - before->total);
 }
 
 }  // namespace mlpo

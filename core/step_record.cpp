@@ -43,6 +43,7 @@ constexpr Field<std::optional<double>> kOptionalNumbers[] = {
     {"eval_loss", &StepRecord::eval_loss},
     {"eval_s", &StepRecord::eval_s},
     {"gradient_flush_s", &StepRecord::gradient_flush_s},
+    {"update_cpu_idle", &StepRecord::update_cpu_idle},
     {"io_bound_s", &StepRecord::io_bound_s},
     {"adam_bound_s", &StepRecord::adam_bound_s},
     {"bound_s", &StepRecord::bound_s},

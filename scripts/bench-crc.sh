@@ -8,7 +8,12 @@
 #   shm       both tiers on /dev/shm (steadier than the VM's disk): one streamed (kind
 #             other), one mapped (host), 50/50, no cache, SHM_PARAMS params.
 # Prints per plan and setting each run's mean update s (steps 2..STEPS) and the medians, after
-# one untimed run of each plan.
+# one untimed run of each plan; then the least on/off ratio this machine allows: the check must
+# put each parameter's 24 bytes (p, m, v as read and as written) through CRC32C, at best at the
+# fastest in-cache rate crc_bench measures here (one core), and that CPU time lengthens the
+# update by itself over the cores, less what the CRC-off update left idle (its
+# mean_update_cpu_idle, /proc/stat). A floor above 1.03 means no check can be that cheap on
+# this machine: the update has no CPU to hide it in.
 #
 #   scripts/bench-crc.sh [DISK_DIR] [REPEAT] [PARAMS] [SHM_PARAMS] [STEPS]
 #   PLANS=shm scripts/bench-crc.sh ...   only the shm plan (PLANS="disk+shm shm" by default)
@@ -57,21 +62,38 @@ for rep in $(seq 1 "$repeat"); do
   for name in $plans; do
     for crc in $order; do
       s=$("$run" --update-only --params "$(params_of "$name")" --plan "$out/$name.crc-$crc.plan.json" --steps "$steps" --quiet \
-            | grep '^summary:' | sed 's/^summary: //' | python3 -c "import json,sys; print(json.load(sys.stdin)['mean_update_s'])")
-      echo "$name crc=$crc rep=$rep mean_update_s=$s" | tee -a "$out/runs.txt" >&2
+            | grep '^summary:' | sed 's/^summary: //' \
+            | python3 -c "import json,sys; j=json.load(sys.stdin); print(j['mean_update_s'], j.get('mean_update_cpu_idle', -1))")
+      echo "$name crc=$crc rep=$rep mean_update_s=${s% *} idle=${s#* } params=$(params_of "$name")" | tee -a "$out/runs.txt" >&2
     done
   done
 done
-python3 - "$out/runs.txt" <<'PY'
+# The fastest CRC32C this machine has, one core, in cache (ISA-L or the project's own; GB/s).
+crc_rate=$("$root/build/release/bench/io/crc_bench" --sizes 64KiB 1MiB --gib 1 --reps 3 \
+             | awk '$NF ~ /^[0-9.]+$/ && $(NF-1) ~ /^[0-9.]+$/ && $(NF-1) > best { best = $(NF-1) } END { print best }')
+python3 - "$out/runs.txt" "$crc_rate" "$(nproc)" <<'PY'
 import statistics, sys, collections
-runs = collections.defaultdict(list)
+runs, idle, params = collections.defaultdict(list), collections.defaultdict(list), {}
+rate, cores = float(sys.argv[2]), int(sys.argv[3])
+units = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 for line in open(sys.argv[1]):
     f = dict(kv.split("=") for kv in line.split()[1:])
     runs[(line.split()[0], f["crc"])].append(float(f["mean_update_s"]))
+    idle[(line.split()[0], f["crc"])].append(float(f["idle"]))
+    n = f["params"]
+    params[line.split()[0]] = float(n[:-1]) * units[n[-1].upper()] if n[-1].upper() in units else float(n)
 for name in ("disk+shm", "shm"):
     on, off = runs[(name, "true")], runs[(name, "false")]
     if not on or not off: continue
     mon, moff = statistics.median(on), statistics.median(off)
     print(f"{name}: crc on {mon:.3f} s [{', '.join(f'{x:.3f}' for x in on)}]  off {moff:.3f} s [{', '.join(f'{x:.3f}' for x in off)}]"
           f"  on/off {mon / moff:.3f}  paired {statistics.median(a / b for a, b in zip(on, off)):.3f}")
+    idle_off = [i for i in idle[(name, "false")] if i >= 0]
+    if not idle_off: continue
+    i = statistics.median(idle_off)
+    check_cpu = 24 * params[name] / (rate * 1e9)            # CPU s, one core at the best rate
+    least = moff + max(0.0, check_cpu - i * cores * moff) / cores
+    print(f"{name}: CRC off left {100 * i:.1f} % of the CPU idle over the update; the check's 24 B x {params[name]:.3g} params"
+          f" at {rate:.1f} GB/s (crc_bench's best, one core, in cache) is {check_cpu:.3f} CPU s"
+          f" -> floor on/off >= {least / moff:.3f} on {cores} cores")
 PY

@@ -104,9 +104,12 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Rank
     adam.step = step;
     adam.grad_scale = clip_scale(norm, o.max_grad_norm);
     auto steps = engine.plan_iteration(step - 1);
+    const std::optional<CpuTicks> update0 = read_cpu_ticks();
     UpdateStats st = pipeline.update(steps, grads, adam, weights);
     rec.update_s = st.seconds;
-    rec.cpu_steal = steal_share(cpu0, read_cpu_ticks()).value_or(-1.0);
+    const std::optional<CpuTicks> update1 = read_cpu_ticks();
+    rec.cpu_steal = steal_share(cpu0, update1).value_or(-1.0);
+    rec.update_cpu_idle = idle_share(update0, update1).value_or(-1.0);
     rec.adam_s = st.adam_s;
     rec.prefetch_stall_s = st.prefetch_stall_s;
     rec.grad_norm = norm;
@@ -134,7 +137,7 @@ void run_rank(const UpdateOnlyOptions& o, const std::string& run, int rank, Rank
 StepRecord ranks_step_record(RankGroup& group, std::int64_t step) {
   StepRecord record;
   record.step = step + 1;
-  double steal = -1;
+  double steal = -1, idle = -1;
   std::vector<double> rank_update_s;  // each rank's own update time: the step waits for the slowest
   record.gradient_flush_s = 0.0;
   record.adam_s = 0.0;
@@ -146,6 +149,7 @@ StepRecord ranks_step_record(RankGroup& group, std::int64_t step) {
     record.gradient_flush_s = std::max(*record.gradient_flush_s, rank.gradient_flush_s);
     record.adam_s = std::max(*record.adam_s, rank.adam_s);
     steal = std::max(steal, rank.cpu_steal);
+    idle = std::max(idle, rank.update_cpu_idle);
     record.prefetch_stall_s = std::max(record.prefetch_stall_s, rank.prefetch_stall_s);
     record.cache_hits += rank.cache_hits;
     record.reads += rank.reads;
@@ -155,6 +159,7 @@ StepRecord ranks_step_record(RankGroup& group, std::int64_t step) {
   if (group.ranks() > 1) record.rank_update_s = std::move(rank_update_s);
   record.grad_norm = group.record(0, step).grad_norm;
   if (steal >= 0) record.cpu_steal = steal;
+  if (idle >= 0) record.update_cpu_idle = idle;
   return record;
 }
 
@@ -308,8 +313,8 @@ UpdateOnlyResult summarize(const UpdateOnlyOptions& o, RankGroup& group,
                            const std::vector<std::optional<TierRates>>& tier_rates, double adam_rate,
                            const std::function<void(const Json&)>& on_step) {
   UpdateOnlyResult result;
-  double sum_update = 0, sum_flush = 0, sum_bound = 0, sum_ideal = 0;
-  std::int64_t counted = 0;
+  double sum_update = 0, sum_flush = 0, sum_bound = 0, sum_ideal = 0, sum_idle = 0;
+  std::int64_t counted = 0, idle_counted = 0;
   for (std::int64_t s = 0; s < o.steps; ++s) {
     const StepRecord record = step_record(group, s, tier_names, tier_rates, adam_rate);
     Json rec = to_json(record);
@@ -317,6 +322,10 @@ UpdateOnlyResult summarize(const UpdateOnlyOptions& o, RankGroup& group,
     if (s > 0 || o.steps == 1) {
       sum_update += record.update_s;
       sum_flush += *record.gradient_flush_s;
+      if (record.update_cpu_idle) {
+        sum_idle += *record.update_cpu_idle;
+        ++idle_counted;
+      }
       if (record.bound_s) {
         sum_bound += *record.bound_s;
         sum_ideal += *record.ideal_bound_s;
@@ -332,6 +341,7 @@ UpdateOnlyResult summarize(const UpdateOnlyOptions& o, RankGroup& group,
                         {"mean_update_s", sum_update / static_cast<double>(counted)},
                         {"mean_gradient_flush_s", sum_flush / static_cast<double>(counted)},
                         {"steps_averaged", counted}};
+  if (idle_counted > 0) result.summary["mean_update_cpu_idle"] = sum_idle / static_cast<double>(idle_counted);
   if (o.comm && o.comm->size() > 1) result.summary["nodes"] = o.comm->nodes();
   if (sum_bound > 0) {
     result.summary["mean_bound_s"] = sum_bound / static_cast<double>(counted);

@@ -16,6 +16,7 @@ TEST(CpuSteal, ParsesTheAggregateLineAndSumsItsFirstEightFields) {
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->total, 1108922 + 239483 + 561620 + 188423 + 1390 + 20210);
   EXPECT_EQ(t->steal, 20210);
+  EXPECT_EQ(t->idle, 561620 + 188423);  // idle + iowait
   // The aggregate line need not be the first; a per-CPU line alone is not it.
   EXPECT_EQ(parse_cpu_ticks("intr 1 2\ncpu  1 2 3 4 5 6 7 8\n")->steal, 8);
   EXPECT_FALSE(parse_cpu_ticks("cpu0 1 2 3 4 5 6 7 8\n").has_value());
@@ -31,6 +32,14 @@ TEST(CpuSteal, TheShareIsStolenTicksOverAllTicksBetweenTwoReads) {
   EXPECT_FALSE(steal_share(before, before).has_value());  // no tick passed
   EXPECT_FALSE(steal_share(std::nullopt, after).has_value());
   EXPECT_FALSE(steal_share(after, before).has_value());  // not a later read
+}
+
+TEST(CpuSteal, TheIdleShareIsIdleAndIowaitTicksOverAllTicks) {
+  CpuTicks before{1000, 10, 300}, after{1200, 40, 350};
+  EXPECT_DOUBLE_EQ(*idle_share(before, after), 50.0 / 200.0);
+  EXPECT_FALSE(idle_share(before, before).has_value());
+  EXPECT_FALSE(idle_share(after, before).has_value());
+  EXPECT_FALSE(idle_share(before, std::nullopt).has_value());
 }
 
 TEST(CpuSteal, ThisMachinesProcStatReadsWhereItExists) {

@@ -38,7 +38,7 @@ const std::string kUpdateOnlyLine =
     R"("rank_update_s":[0.4,0.35],"reads":0,"step":2,"tiers":[{"busy_s":0.3,"device":{"busy_s":0.25,)"
     R"("read_bytes":4096,"write_bytes":8192},"name":"nvme","read_bytes":100,"slot_wait_s":0.02,)"
     R"("write_bytes":200},{"busy_s":0.0,"in_place":true,"name":"host","read_bytes":0,)"
-    R"("slot_wait_s":0.0,"write_bytes":0}],"update_s":0.4,"writes":0})";
+    R"("slot_wait_s":0.0,"write_bytes":0}],"update_cpu_idle":0.125,"update_s":0.4,"writes":0})";
 
 TEST(StepRecord, EveryFieldReadsBackToTheSameBytes) {
   for (const std::string& line : {kTrainingLine, kUpdateOnlyLine}) {

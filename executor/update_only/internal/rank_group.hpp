@@ -20,6 +20,7 @@ struct RankStepRecord {
   double update_s = 0, backward_s = 0, adam_s = 0, prefetch_stall_s = 0, grad_norm = 0;
   double gradient_flush_s = 0;  // flush-fp32 only: writing the fp32 gradients to the tier
   double cpu_steal = -1;        // the node's CPU time the hypervisor took in the step; < 0: unknown
+  double update_cpu_idle = -1;  // the node's idle share of CPU time over the update; < 0: unknown
   std::int64_t cache_hits = 0, reads = 0, writes = 0, elements = 0;
   std::uint64_t read_bytes[kMaxStatTiers] = {}, write_bytes[kMaxStatTiers] = {};
   double busy_s[kMaxStatTiers] = {}, slot_wait_s[kMaxStatTiers] = {};

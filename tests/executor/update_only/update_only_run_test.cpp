@@ -39,7 +39,7 @@ TEST(UpdatePipelineIo, RankFailureEndsTheRunNamingTheRank) {
   EXPECT_THROW(run_update_only(o, {}), Error);
 }
 
-TEST(UpdateOnlyRun, EveryStepSaysHowMuchOfTheCpuTheHypervisorTook) {
+TEST(UpdateOnlyRun, EveryStepSaysHowMuchOfTheCpuTheHypervisorTookAndTheUpdateLeftIdle) {
   if (!read_cpu_ticks()) GTEST_SKIP() << "no readable /proc/stat here";
   // Steps of 4 Mi elements (48 MiB of state through one tier): longer than the 10 ms clock
   // tick /proc/stat counts in, so each has a share.
@@ -51,7 +51,15 @@ TEST(UpdateOnlyRun, EveryStepSaysHowMuchOfTheCpuTheHypervisorTook) {
     ASSERT_TRUE(rec.contains("cpu_steal")) << rec.dump();
     EXPECT_GE(rec["cpu_steal"].get<double>(), 0.0);
     EXPECT_LE(rec["cpu_steal"].get<double>(), 1.0);
+    // And how much of it the update left idle (its 96 MiB of tier traffic outlast a tick).
+    ASSERT_TRUE(rec.contains("update_cpu_idle")) << rec.dump();
+    EXPECT_GE(rec["update_cpu_idle"].get<double>(), 0.0);
+    EXPECT_LE(rec["update_cpu_idle"].get<double>(), 1.0);
   }
+  // The summary's mean is over the steps after the first.
+  ASSERT_TRUE(r.summary.contains("mean_update_cpu_idle")) << r.summary.dump();
+  EXPECT_DOUBLE_EQ(r.summary["mean_update_cpu_idle"].get<double>(),
+                   r.steps[1]["update_cpu_idle"].get<double>());
 }
 
 // Checked before any tier file exists: NaN or out-of-range AdamW values, named by their flags.
