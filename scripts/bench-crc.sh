@@ -17,6 +17,7 @@
 #
 #   scripts/bench-crc.sh [DISK_DIR] [REPEAT] [PARAMS] [SHM_PARAMS] [STEPS]
 #   PLANS=shm scripts/bench-crc.sh ...   only the shm plan (PLANS="disk+shm shm" by default)
+#   CRC_BENCH=path/to/crc_bench          the CRC32C rate probe (build/release/bench/io/crc_bench)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 run=${RUN:-"$root/build/release/cli/mlpo-run"}  # RUN=another mlpo-run (an older build) to compare
@@ -27,6 +28,11 @@ shm_params=${4:-500M}
 steps=${5:-4}
 plans=${PLANS:-"disk+shm shm"}
 params_of() { if [ "$1" = shm ]; then echo "$shm_params"; else echo "$params"; fi; }
+crc_bench=${CRC_BENCH:-"$root/build/release/bench/io/crc_bench"}
+if [ ! -x "$crc_bench" ]; then
+  echo "bench-crc.sh: $crc_bench is missing: build the project first (cmake --build build/release), or set CRC_BENCH" >&2
+  exit 2
+fi
 for name in $plans; do
   case $name in disk+shm | shm) ;; *) echo "bench-crc.sh: PLANS=\"$plans\": '$name' is no plan; use disk+shm and/or shm" >&2; exit 2 ;; esac
 done
@@ -69,7 +75,7 @@ for rep in $(seq 1 "$repeat"); do
   done
 done
 # The fastest CRC32C this machine has, one core, in cache (ISA-L or the project's own; GB/s).
-crc_rate=$("$root/build/release/bench/io/crc_bench" --sizes 64KiB 1MiB --gib 1 --reps 3 \
+crc_rate=$("$crc_bench" --sizes 64KiB 1MiB --gib 1 --reps 3 \
              | awk '$NF ~ /^[0-9.]+$/ && $(NF-1) ~ /^[0-9.]+$/ && $(NF-1) > best { best = $(NF-1) } END { print best }')
 python3 - "$out/runs.txt" "$crc_rate" "$(nproc)" <<'PY'
 import statistics, sys, collections
