@@ -37,17 +37,27 @@ std::optional<CpuTicks> read_cpu_ticks() {
   return parse_cpu_ticks(line);
 }
 
+namespace {
+
+// The share of all ticks from `before` to `after` that went to `field`.
+std::optional<double> share_of(const std::optional<CpuTicks>& before, const std::optional<CpuTicks>& after,
+                               std::int64_t CpuTicks::*field) {
+  if (!before || !after || after->total <= before->total || (*after).*field < (*before).*field)
+    return std::nullopt;
+  return static_cast<double>((*after).*field - (*before).*field) /
+         static_cast<double>(after->total - before->total);
+}
+
+}  // namespace
+
 std::optional<double> steal_share(const std::optional<CpuTicks>& before,
                                   const std::optional<CpuTicks>& after) {
-  if (!before || !after || after->total <= before->total || after->steal < before->steal) return std::nullopt;
-  return static_cast<double>(after->steal - before->steal) /
-         static_cast<double>(after->total - before->total);
+  return share_of(before, after, &CpuTicks::steal);
 }
 
 std::optional<double> idle_share(const std::optional<CpuTicks>& before,
                                  const std::optional<CpuTicks>& after) {
-  if (!before || !after || after->total <= before->total || after->idle < before->idle) return std::nullopt;
-  return static_cast<double>(after->idle - before->idle) / static_cast<double>(after->total - before->total);
+  return share_of(before, after, &CpuTicks::idle);
 }
 
 }  // namespace mlpo

@@ -69,8 +69,8 @@ for rep in $(seq 1 "$repeat"); do
     for crc in $order; do
       s=$("$run" --update-only --params "$(params_of "$name")" --plan "$out/$name.crc-$crc.plan.json" --steps "$steps" --quiet \
             | grep '^summary:' | sed 's/^summary: //' \
-            | python3 -c "import json,sys; j=json.load(sys.stdin); print(j['mean_update_s'], j.get('mean_update_cpu_idle', -1))")
-      echo "$name crc=$crc rep=$rep mean_update_s=${s% *} idle=${s#* } params=$(params_of "$name")" | tee -a "$out/runs.txt" >&2
+            | python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"mean_update_s={j['mean_update_s']} idle={j.get('mean_update_cpu_idle', -1)} params={j['params']}\")")
+      echo "$name crc=$crc rep=$rep $s" | tee -a "$out/runs.txt" >&2
     done
   done
 done
@@ -81,13 +81,12 @@ python3 - "$out/runs.txt" "$crc_rate" "$(nproc)" <<'PY'
 import statistics, sys, collections
 runs, idle, params = collections.defaultdict(list), collections.defaultdict(list), {}
 rate, cores = float(sys.argv[2]), int(sys.argv[3])
-units = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 for line in open(sys.argv[1]):
-    f = dict(kv.split("=") for kv in line.split()[1:])
-    runs[(line.split()[0], f["crc"])].append(float(f["mean_update_s"]))
-    idle[(line.split()[0], f["crc"])].append(float(f["idle"]))
-    n = f["params"]
-    params[line.split()[0]] = float(n[:-1]) * units[n[-1].upper()] if n[-1].upper() in units else float(n)
+    name, *fields = line.split()
+    f = dict(kv.split("=") for kv in fields)
+    runs[(name, f["crc"])].append(float(f["mean_update_s"]))
+    idle[(name, f["crc"])].append(float(f["idle"]))
+    params[name] = int(f["params"])  # the run's own count (its summary), as mlpo-run parsed --params
 for name in ("disk+shm", "shm"):
     on, off = runs[(name, "true")], runs[(name, "false")]
     if not on or not off: continue
