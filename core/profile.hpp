@@ -88,7 +88,7 @@ struct HostProfile {
   // at its end; optional (0 = not measured).
   Measurement thread_start_s;
   // The share of the host's CPU time the hypervisor took while the host figures above were
-  // measured (/proc/stat steal, core/cpu_steal.hpp); optional (none: not readable, or an older
+  // measured (/proc/stat steal, core/cpu_ticks.hpp); optional (none: not readable, or an older
   // profile). mlpo-tune --validate holds a run's share against it.
   std::optional<double> cpu_steal;
   ModelComputeFigures cpu_model;  // the CPU backend's forward/backward per part (preferred to the GEMM)

@@ -53,7 +53,7 @@ struct StepRecord {
   // Update-only.
   std::optional<std::vector<double>> rank_update_s;  // several ranks: each rank's update_s
   std::optional<double> gradient_flush_s;
-  // The node's idle share (0..1) of its CPU time over the update (core/cpu_steal.hpp); the
+  // The node's idle share (0..1) of its CPU time over the update (core/cpu_ticks.hpp); the
   // largest over the ranks.
   std::optional<double> update_cpu_idle;
   // With --profile, the physical bound of the step (executor/update_only/update_only_run.hpp).

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <set>
 
-#include "core/cpu_steal.hpp"
+#include "core/cpu_ticks.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
 

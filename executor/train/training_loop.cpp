@@ -16,7 +16,7 @@
 #include "core/diagnostics.hpp"
 #include "core/accounting.hpp"
 #include "core/error.hpp"
-#include "core/cpu_steal.hpp"
+#include "core/cpu_ticks.hpp"
 #include "core/host_memory.hpp"
 #include "core/thread_pool.hpp"
 #include "core/units.hpp"

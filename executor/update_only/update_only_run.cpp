@@ -13,7 +13,7 @@
 #include <optional>
 #include <thread>
 
-#include "core/cpu_steal.hpp"
+#include "core/cpu_ticks.hpp"
 #include "core/diagnostics.hpp"
 #include "core/error.hpp"
 #include "core/rank_shard.hpp"

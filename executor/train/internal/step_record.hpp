@@ -40,7 +40,7 @@ struct StepTimes {
   double checkpoint_s = 0;            // 0 without a checkpoint in this step
   double gradient_copy_wait_s = 0;    // part of backward_s: the hand-over that did not overlap it
   std::int64_t checkpoint_bytes = 0;  // this rank's checkpoint files; 0 without a checkpoint
-  // The share of its node's CPU time the hypervisor took during the step (core/cpu_steal.hpp);
+  // The share of its node's CPU time the hypervisor took during the step (core/cpu_ticks.hpp);
   // none where /proc/stat cannot be read. Logged as the largest over the nodes.
   std::optional<double> cpu_steal;
   // ZeRO-3 ranks (several): over the step's forward and backward, the CPU seconds of the

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "core/cpu_steal.hpp"
+#include "core/cpu_ticks.hpp"
 #include "executor/train/training_loop.hpp"
 #include "tests/executor/train/train_test_util.hpp"
 
@@ -119,7 +119,7 @@ TEST(TrainingLearning, LossGoesDownOnRepetitiveText) {
 
 TEST(TrainingLog, EveryStepSaysHowMuchOfTheCpuTheHypervisorTook) {
   // cpu_steal: the share of the node's CPU time stolen during the step, from /proc/stat
-  // (core/cpu_steal.hpp), so that --validate can tell a slowed machine from a wrong model.
+  // (core/cpu_ticks.hpp), so that --validate can tell a slowed machine from a wrong model.
   if (!read_cpu_ticks()) GTEST_SKIP() << "no readable /proc/stat here";
   TempDir dir;
   TrainOptions o = base_options(test::make_token_file(dir));

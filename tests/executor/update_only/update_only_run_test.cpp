@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "core/cpu_steal.hpp"
+#include "core/cpu_ticks.hpp"
 #include "core/error.hpp"
 #include "tests/executor/offload/offload_test_util.hpp"
 #include "tests/executor/update_only/update_only_test_util.hpp"

@@ -1,5 +1,7 @@
 #pragma once
-// CPU time the hypervisor took: on a virtual machine a vCPU that is ready to run waits while
+// cpu_ticks: /proc/stat's CPU ticks, and two shares of them between two reads.
+//
+// Steal, the CPU time the hypervisor took: on a virtual machine a vCPU that is ready to run waits while
 // the host runs something else, and Linux counts that wait as "steal" in /proc/stat. On a
 // shared cloud VM it comes and goes within minutes and slows every CPU-bound phase by about
 // 1 / (1 - share). mlpo-profile records the share during its host probes, mlpo-run during

@@ -1,6 +1,6 @@
-// CPU steal (core/cpu_steal.hpp): the hypervisor's share of the CPU time between two reads of
+// CPU ticks (core/cpu_ticks.hpp): the hypervisor's and the idle share of the CPU time between two reads of
 // /proc/stat's aggregate line.
-#include "core/cpu_steal.hpp"
+#include "core/cpu_ticks.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "core/cpu_steal.hpp"
+#include "core/cpu_ticks.hpp"
 
 #include <fstream>
 #include <sstream>
